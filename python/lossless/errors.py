@@ -1,0 +1,96 @@
+"""Exception hierarchy of lossless.
+
+Every error the library raises on purpose derives from :class:`LosslessError`.
+Where a builtin fits, the class derives from it too, so ``except KeyError`` and
+``except ValueError`` keep working: an unknown id is a ``KeyError``, bad input a
+``ValueError``. The native core raises these same classes.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CompactionBusyError",
+    "ConfigError",
+    "ImmutableRowError",
+    "InvalidInputError",
+    "LLMError",
+    "LosslessError",
+    "NotADatabaseError",
+    "NotFoundError",
+    "SchemaVersionError",
+    "SessionClosedError",
+    "SessionBusyError",
+    "SessionNotFoundError",
+    "StoreBusyError",
+    "StoreError",
+    "SummaryNotFoundError",
+    "UnknownModelError",
+]
+
+
+class LosslessError(Exception):
+    """Root of every error raised by lossless."""
+
+
+class InvalidInputError(LosslessError, ValueError):
+    """An argument was rejected; the message names the field and the reason."""
+
+
+class ConfigError(InvalidInputError):
+    """A configuration value is out of range or inconsistent."""
+
+
+class UnknownModelError(InvalidInputError):
+    """The model is not in litellm's model map and no limits were configured."""
+
+
+class StoreError(LosslessError):
+    """The SQLite store failed; nothing was half-written."""
+
+
+class NotADatabaseError(StoreError):
+    """The path exists but is not a SQLite database."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer lossless than this one."""
+
+
+class StoreBusyError(StoreError):
+    """Another writer held the database longer than the busy timeout."""
+
+
+class ImmutableRowError(StoreError):
+    """A statement tried to delete or rewrite stored content."""
+
+
+class NotFoundError(LosslessError, KeyError):
+    """An id does not name a stored row."""
+
+    def __str__(self) -> str:
+        # KeyError.__str__ quotes its argument; keep the message readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class SessionNotFoundError(NotFoundError, StoreError):
+    """No session has this id."""
+
+
+class SummaryNotFoundError(NotFoundError):
+    """No summary has this id."""
+
+
+class SessionClosedError(LosslessError):
+    """The session was closed; open it again with ``Session.load``."""
+
+
+class SessionBusyError(LosslessError):
+    """Another ``send`` is already running on this session."""
+
+
+class CompactionBusyError(LosslessError):
+    """Another process or task holds this session's compaction lease."""
+
+
+class LLMError(LosslessError):
+    """The model call failed after its retries; the user turn stays stored."""

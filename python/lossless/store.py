@@ -1,0 +1,99 @@
+"""The append-only store: a SQLite file holding every session, message and summary."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from lossless import _native
+from lossless.parts import PartsInput, normalize_parts, part_to_wire
+
+__all__ = ["Store"]
+
+
+class Store:
+    """A connection to a lossless database file.
+
+    Several ``Store`` objects (in one process or several) may open the same file:
+    writers take turns, readers never block. ``":memory:"`` gives a private,
+    throwaway database. Every write is one transaction.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = "lossless.db",
+        *,
+        synchronous: Literal["normal", "full"] = "normal",
+        busy_timeout_ms: int = 30_000,
+    ) -> None:
+        self._path = str(path) if str(path) == ":memory:" else str(Path(path))
+        self._inner = _native.Store(self._path, synchronous, busy_timeout_ms)
+
+    @property
+    def path(self) -> str:
+        """The database file this store opened."""
+        return self._path
+
+    @property
+    def native(self) -> _native.Store:
+        """The native handle, for the library's own modules."""
+        return self._inner
+
+    def create_session(self, model: str, *, config_json: str = "{}", system_prompt: str | None = None) -> str:
+        """Create a session row and return its id."""
+        return self._inner.create_session(model, config_json, system_prompt)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session with its message and summary counts."""
+        return self._inner.list_sessions()
+
+    def append(self, session_id: str, role: str, parts: PartsInput) -> dict[str, Any]:
+        """Append one message; returns its id, sequence number and token count."""
+        wire = [part_to_wire(part) for part in normalize_parts(parts)]
+        return self._inner.append_message(session_id, role, wire)
+
+    def history(self, session_id: str) -> list[dict[str, Any]]:
+        """Every stored message of a session, oldest first, with parts."""
+        return self._inner.history(session_id)
+
+    def assemble(self, session_id: str, budget_tokens: int) -> tuple[list[dict[str, Any]], int, list[str], int]:
+        """The context that fits ``budget_tokens``: (messages, tokens, item ids, items left out)."""
+        return self._inner.assemble(session_id, budget_tokens)
+
+    def grep(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        mode: Literal["text", "regex"] = "text",
+        limit: int = 20,
+    ) -> list[dict[str, Any]]:
+        """Search every message part and summary; see :func:`lossless.recall.grep`."""
+        return self._inner.grep(query, session_id, mode, limit)
+
+    def describe(self, session_id: str | None = None, summary_id: str | None = None) -> list[dict[str, Any]]:
+        """The summary DAG of a session, or of one summary."""
+        return self._inner.describe(session_id, summary_id)
+
+    def expand(self, summary_id: str, *, max_tokens: int = 20_000) -> dict[str, Any]:
+        """A summary's source messages, within ``max_tokens``."""
+        return self._inner.expand(summary_id, max_tokens)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts over the whole database."""
+        return self._inner.stats()
+
+    def events(self, session_id: str) -> list[dict[str, Any]]:
+        """The persisted event tape of a session."""
+        return self._inner.events(session_id)
+
+    def file_ids(self, session_id: str) -> list[str]:
+        """Every file id that ever entered the session."""
+        return self._inner.session_file_ids(session_id)
+
+    def view_stats(self, session_id: str) -> dict[str, int]:
+        """Item and token counts of the session's context view."""
+        return self._inner.view_stats(session_id)
+

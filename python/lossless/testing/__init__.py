@@ -1,0 +1,39 @@
+"""A local OpenAI-compatible chat-completions server for tests.
+
+Start a :class:`LocalLLMServer`, script replies with :meth:`LocalLLMServer.enqueue`
+(or a :class:`Responder`), and point any OpenAI-compatible client at
+:attr:`LocalLLMServer.base_url`. With litellm::
+
+    with LocalLLMServer() as server:
+        server.enqueue(Reply(text="hello"))
+        response = await litellm.acompletion(
+            model="openai/test-model",
+            api_base=server.base_url,
+            api_key="test",
+            messages=[{"role": "user", "content": "hi"}],
+        )
+
+The server uses only the standard library and listens on 127.0.0.1 by default.
+"""
+
+from ._reply import (
+    EchoResponder,
+    Reply,
+    Responder,
+    ScriptedResponder,
+    SummaryResponder,
+    ToolCallSpec,
+    content_text,
+)
+from ._server import LocalLLMServer
+
+__all__ = [
+    "EchoResponder",
+    "LocalLLMServer",
+    "Reply",
+    "Responder",
+    "ScriptedResponder",
+    "SummaryResponder",
+    "ToolCallSpec",
+    "content_text",
+]

@@ -1,0 +1,17 @@
+//! `lossless-core`: the append-only conversation store, token counting, context
+//! assembly, compaction primitives and recall behind the `lossless` Python package.
+//!
+//! Everything here is synchronous and free of Python: the binding crate calls it
+//! with the interpreter released.
+
+pub mod error;
+pub mod extractive;
+pub mod fileids;
+pub mod ids;
+pub mod parts;
+pub mod render;
+pub mod store;
+pub mod tokens;
+
+pub use error::{Error, Result};
+pub use store::{OpenOptions, Store};

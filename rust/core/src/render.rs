@@ -1,0 +1,207 @@
+//! How stored rows become OpenAI-format chat messages, and what each costs in tokens.
+//!
+//! Costs are computed once, when a row is written, from the same strings this
+//! module renders; assembly only adds the stored numbers.
+
+use crate::parts::{FileRef, Part, ToolCallPart, ToolStatus};
+use crate::tokens::TokenCounter;
+
+/// Per-message framing tokens (role and separators) in the chat format.
+pub const MESSAGE_OVERHEAD: usize = 4;
+/// Framing of one tool call: the `tool_calls` entry plus the `tool` message.
+pub const TOOL_OVERHEAD: usize = 12;
+
+/// One entry of an assistant message's `tool_calls`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One OpenAI chat message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatMessage {
+    pub role: &'static str,
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    fn plain(role: &'static str, content: String) -> Self {
+        Self {
+            role,
+            content: Some(content),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A part loaded back from the store, with its tombstone state.
+#[derive(Clone, Debug)]
+pub struct StoredPart {
+    pub id: String,
+    pub part: Part,
+    /// The marker that replaced a pruned tool output.
+    pub tombstone: Option<String>,
+}
+
+/// What the model reads as the result of a tool call that has no tombstone.
+#[must_use]
+pub fn tool_result_text(tool: &ToolCallPart) -> String {
+    match (&tool.output, tool.status) {
+        (Some(output), ToolStatus::Error) => match &tool.error {
+            Some(error) => format!("{output}\n[error] {error}"),
+            None => output.clone(),
+        },
+        (Some(output), _) => output.clone(),
+        (None, ToolStatus::Error) => format!("[error] {}", tool.error.as_deref().unwrap_or("tool failed")),
+        (None, status) => format!("[tool call {}: no result yet]", status.as_str()),
+    }
+}
+
+/// The one-line marker that replaces a pruned tool output. It names the part so
+/// the output can be recovered, and keeps every file id the output mentioned.
+#[must_use]
+pub fn tombstone_marker(tool_name: &str, part_id: &str, file_ids: &[String]) -> String {
+    let mut marker = format!("[output of tool '{tool_name}' pruned from context; recover it with expand or grep, part {part_id}");
+    if !file_ids.is_empty() {
+        marker.push_str("; file ids: ");
+        marker.push_str(&file_ids.join(", "));
+    }
+    marker.push(']');
+    marker
+}
+
+/// The short block a file reference renders as.
+#[must_use]
+pub fn file_ref_block(file: &FileRef) -> String {
+    format!(
+        "[file {} {} ({}, {} tokens, kept outside the context)]\n{}\n[/file]",
+        file.file_id, file.path, file.file_type, file.token_count, file.summary
+    )
+}
+
+/// The message a summary renders as. Summaries go out as `user` messages: several
+/// providers reject a conversation whose first non-system message is not a user turn.
+#[must_use]
+pub fn summary_message(summary_id: &str, covered: i64, text: &str) -> ChatMessage {
+    ChatMessage::plain(
+        "user",
+        format!("[summary {summary_id} of {covered} earlier messages; expand it to read them in full]\n{text}"),
+    )
+}
+
+/// Token cost of a summary as rendered by [`summary_message`].
+#[must_use]
+pub fn summary_tokens(counter: &TokenCounter, summary_id: &str, covered: i64, text: &str) -> usize {
+    let rendered = summary_message(summary_id, covered, text);
+    MESSAGE_OVERHEAD + counter.count(rendered.content.as_deref().unwrap_or(""))
+}
+
+/// Token cost of one part as rendered; tool parts also report the cost of their result.
+#[must_use]
+pub fn part_tokens(counter: &TokenCounter, part: &Part) -> (usize, usize) {
+    match part {
+        Part::Text(text) => (counter.count(text), 0),
+        Part::Tool(tool) => {
+            let result = counter.count(&tool_result_text(tool));
+            let call = counter.count(&tool.name) + counter.count(&tool.input) + TOOL_OVERHEAD;
+            (call + result, result)
+        }
+        Part::FileRef(file) => (counter.count(&file_ref_block(file)), 0),
+    }
+}
+
+/// Renders one stored message as chat messages: text and file blocks in one
+/// message, tool calls on it, and one `tool` message per call right after it.
+#[must_use]
+pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessage> {
+    let mut content = String::new();
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for stored in parts {
+        match &stored.part {
+            Part::Text(text) => push_block(&mut content, text),
+            Part::FileRef(file) => push_block(&mut content, &file_ref_block(file)),
+            Part::Tool(tool) => {
+                calls.push(ToolCall {
+                    id: tool.call_id.clone(),
+                    name: tool.name.clone(),
+                    arguments: tool.input.clone(),
+                });
+                let result = stored.tombstone.clone().unwrap_or_else(|| tool_result_text(tool));
+                results.push(ChatMessage {
+                    role: "tool",
+                    content: Some(result),
+                    tool_calls: Vec::new(),
+                    tool_call_id: Some(tool.call_id.clone()),
+                });
+            }
+        }
+    }
+    if calls.is_empty() || role != "assistant" {
+        // Only assistant turns can carry tool calls in the chat format; a tool part
+        // recorded on another role is shown as text so nothing is silently dropped.
+        for (call, result) in calls.iter().zip(&results) {
+            let text = format!(
+                "[tool {} {}] {}\n{}",
+                call.name,
+                call.id,
+                call.arguments,
+                result.content.as_deref().unwrap_or("")
+            );
+            push_block(&mut content, &text);
+        }
+        return vec![ChatMessage::plain(role, content)];
+    }
+    let head = ChatMessage {
+        role,
+        content: (!content.is_empty()).then_some(content),
+        tool_calls: calls,
+        tool_call_id: None,
+    };
+    let mut out = Vec::with_capacity(1 + results.len());
+    out.push(head);
+    out.extend(results);
+    out
+}
+
+fn push_block(content: &mut String, block: &str) {
+    if !content.is_empty() {
+        content.push_str("\n\n");
+    }
+    content.push_str(block);
+}
+
+/// One line-oriented transcript entry, used as summariser input.
+#[must_use]
+pub fn transcript_entry(seq: i64, role: &str, parts: &[StoredPart], max_chars: Option<usize>) -> String {
+    let mut entry = format!("[#{seq} {role}]");
+    for stored in parts {
+        let piece = match &stored.part {
+            Part::Text(text) => text.clone(),
+            Part::FileRef(file) => file_ref_block(file),
+            Part::Tool(tool) => {
+                let result = stored.tombstone.clone().unwrap_or_else(|| tool_result_text(tool));
+                format!("tool {}({}) [{}] -> {}", tool.name, tool.input, tool.status.as_str(), result)
+            }
+        };
+        entry.push('\n');
+        entry.push_str(&piece);
+    }
+    if let Some(limit) = max_chars {
+        truncate_chars(&mut entry, limit);
+    }
+    entry
+}
+
+/// Cuts `text` to at most `limit` characters, on a character boundary, marking the cut.
+pub fn truncate_chars(text: &mut String, limit: usize) {
+    if let Some((index, _)) = text.char_indices().nth(limit) {
+        text.truncate(index);
+        text.push_str(" [...]");
+    }
+}

@@ -1,0 +1,589 @@
+//! Appending messages and parts, tool lifecycle updates, and reading them back.
+
+use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+
+use super::view::{ItemKind, ViewItem};
+use super::Store;
+use crate::error::{Error, Result};
+use crate::fileids::extract_file_ids;
+use crate::ids::{new_id, now_ms};
+use crate::parts::{self, check_content, FileRef, Part, Role, ToolCallPart, ToolStatus};
+use crate::render::{self, StoredPart, MESSAGE_OVERHEAD};
+use crate::tokens::TokenCounter;
+
+/// What an append wrote.
+#[derive(Clone, Debug)]
+pub struct AppendResult {
+    pub id: String,
+    pub seq: i64,
+    pub token_count: i64,
+    pub part_ids: Vec<String>,
+}
+
+/// Usage reported by the provider for an assistant message.
+#[derive(Clone, Debug, Default)]
+pub struct Usage {
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cost: Option<f64>,
+    pub finish_reason: Option<String>,
+}
+
+/// A stored message with its parts.
+#[derive(Clone, Debug)]
+pub struct MessageRecord {
+    pub id: String,
+    pub session_id: String,
+    pub seq: i64,
+    pub role: String,
+    pub status: String,
+    pub created_at: i64,
+    pub model: Option<String>,
+    pub token_count: Option<i64>,
+    pub usage: Usage,
+    pub parts: Vec<StoredPart>,
+}
+
+/// A part ready to insert: validated, counted, its file ids found.
+struct PreparedPart {
+    id: String,
+    part: Part,
+    tokens: i64,
+    output_tokens: i64,
+    file_ids: Vec<String>,
+}
+
+fn prepare_parts(counter: &TokenCounter, parts: &[Part]) -> Result<Vec<PreparedPart>> {
+    let mut prepared = Vec::with_capacity(parts.len());
+    for (index, part) in parts.iter().enumerate() {
+        parts::validate(&format!("parts[{index}]"), part)?;
+        let (tokens, output_tokens) = render::part_tokens(counter, part);
+        prepared.push(PreparedPart {
+            id: new_id("prt"),
+            part: part.clone(),
+            tokens: tokens as i64,
+            output_tokens: output_tokens as i64,
+            file_ids: part_file_ids(part),
+        });
+    }
+    Ok(prepared)
+}
+
+/// File ids a part mentions anywhere: text, tool input, output and error, or its reference.
+fn part_file_ids(part: &Part) -> Vec<String> {
+    match part {
+        Part::Text(text) => extract_file_ids(text),
+        Part::Tool(tool) => {
+            let mut ids = extract_file_ids(&tool.input);
+            for text in [&tool.output, &tool.error].into_iter().flatten() {
+                for id in extract_file_ids(text) {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+            ids
+        }
+        Part::FileRef(file) => {
+            let mut ids = vec![file.file_id.clone()];
+            for id in extract_file_ids(&file.summary) {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            ids
+        }
+    }
+}
+
+pub(super) fn join_ids(ids: &[String]) -> Option<String> {
+    (!ids.is_empty()).then(|| ids.join(" "))
+}
+
+pub(super) fn split_ids(joined: Option<&str>) -> Vec<String> {
+    joined
+        .map(|text| text.split(' ').filter(|id| !id.is_empty()).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn body_of(part: &Part) -> String {
+    match part {
+        Part::Text(text) => text.clone(),
+        Part::Tool(tool) => tool.input.clone(),
+        Part::FileRef(file) => serde_json::json!({
+            "file_id": file.file_id,
+            "path": file.path,
+            "file_type": file.file_type,
+            "token_count": file.token_count,
+            "summary": file.summary,
+        })
+        .to_string(),
+    }
+}
+
+/// Text the full-text index holds for a part.
+fn searchable_text(part: &Part) -> String {
+    match part {
+        Part::Text(text) => text.clone(),
+        Part::Tool(tool) => {
+            let mut text = format!("{} {}", tool.name, tool.input);
+            for extra in [&tool.output, &tool.error].into_iter().flatten() {
+                text.push('\n');
+                text.push_str(extra);
+            }
+            text
+        }
+        Part::FileRef(file) => format!("{} {} {}", file.file_id, file.path, file.summary),
+    }
+}
+
+fn insert_parts(
+    tx: &Transaction<'_>,
+    session_id: &str,
+    message_id: &str,
+    seq: i64,
+    prepared: &[PreparedPart],
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, tool_name, call_id,
+                            tool_status, tool_output, tool_error, token_count, output_tokens, file_ids)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    )?;
+    let mut index = tx.prepare_cached(
+        "INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (ord, item) in prepared.iter().enumerate() {
+        let (name, call_id, status, output, error) = match &item.part {
+            Part::Tool(tool) => (
+                Some(tool.name.as_str()),
+                Some(tool.call_id.as_str()),
+                Some(tool.status.as_str()),
+                tool.output.as_deref(),
+                tool.error.as_deref(),
+            ),
+            _ => (None, None, None, None, None),
+        };
+        insert.execute(params![
+            item.id,
+            message_id,
+            session_id,
+            seq,
+            ord as i64,
+            item.part.kind(),
+            body_of(&item.part),
+            name,
+            call_id,
+            status,
+            output,
+            error,
+            item.tokens,
+            item.output_tokens,
+            join_ids(&item.file_ids),
+        ])?;
+        index.execute(params![searchable_text(&item.part), session_id, message_id, item.id])?;
+    }
+    Ok(())
+}
+
+fn message_tokens(prepared: &[PreparedPart]) -> i64 {
+    MESSAGE_OVERHEAD as i64 + prepared.iter().map(|p| p.tokens).sum::<i64>()
+}
+
+/// Allocates the next sequence number (and view position when `in_view`).
+fn allocate(tx: &Transaction<'_>, session_id: &str, in_view: bool) -> Result<(i64, i64, i64)> {
+    let step = i64::from(in_view);
+    tx.prepare_cached(
+        "UPDATE sessions SET next_seq = next_seq + 1, next_position = next_position + ?2,
+                view_version = view_version + ?2
+         WHERE id = ?1 RETURNING next_seq - 1, next_position - ?2, view_version",
+    )?
+    .query_row(params![session_id, step], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+    .optional()?
+    .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
+}
+
+fn insert_view_item(tx: &Transaction<'_>, session_id: &str, position: i64, id: &str, tokens: i64) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO context_items (session_id, position, kind, item_id, token_count)
+         VALUES (?1, ?2, 'message', ?3, ?4)",
+    )?
+    .execute(params![session_id, position, id, tokens])?;
+    Ok(())
+}
+
+impl Store {
+    /// Appends a whole message with its parts, in one transaction: message row,
+    /// parts, index rows, token counts and its place in the context view.
+    pub fn append_message(
+        &mut self,
+        session_id: &str,
+        role: Role,
+        parts: &[Part],
+        model: Option<&str>,
+    ) -> Result<AppendResult> {
+        if parts.is_empty() {
+            return Err(Error::invalid("parts", "a message needs at least one part"));
+        }
+        let counter = self.counter(session_id)?;
+        let prepared = prepare_parts(&counter, parts)?;
+        let tokens = message_tokens(&prepared);
+        let id = new_id("msg");
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (seq, position, version) = allocate(&tx, session_id, true)?;
+        tx.prepare_cached(
+            "INSERT INTO messages (id, session_id, seq, role, created_at, model, status, token_count)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'complete', ?7)",
+        )?
+        .execute(params![id, session_id, seq, role.as_str(), now_ms(), model, tokens])?;
+        insert_parts(&tx, session_id, &id, seq, &prepared)?;
+        insert_view_item(&tx, session_id, position, &id, tokens)?;
+        tx.commit()?;
+        self.views.appended(
+            session_id,
+            version,
+            ViewItem {
+                position,
+                kind: ItemKind::Message,
+                id: id.clone(),
+                tokens,
+                role: Some(role),
+                seq,
+            },
+        );
+        Ok(AppendResult {
+            id,
+            seq,
+            token_count: tokens,
+            part_ids: prepared.into_iter().map(|p| p.id).collect(),
+        })
+    }
+
+    /// Starts a message whose parts arrive later (a streamed reply). It is not in
+    /// the context view until [`Store::finish_message`] completes it.
+    pub fn begin_message(&mut self, session_id: &str, role: Role, model: Option<&str>) -> Result<String> {
+        self.session(session_id)?;
+        let id = new_id("msg");
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (seq, _, _) = allocate(&tx, session_id, false)?;
+        tx.prepare_cached(
+            "INSERT INTO messages (id, session_id, seq, role, created_at, model, status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'streaming')",
+        )?
+        .execute(params![id, session_id, seq, role.as_str(), now_ms(), model])?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Stores the parts of a begun message and closes it. A complete message joins
+    /// the context view; an incomplete one (a failed stream) is kept, flagged, outside it.
+    pub fn finish_message(
+        &mut self,
+        message_id: &str,
+        parts: &[Part],
+        complete: bool,
+        usage: &Usage,
+    ) -> Result<AppendResult> {
+        let (session_id, seq, role, status) = self.message_head(message_id)?;
+        if status != "streaming" {
+            return Err(Error::invalid("message_id", format!("message {message_id} is already {status}")));
+        }
+        if complete && parts.is_empty() {
+            return Err(Error::invalid("parts", "a complete message needs at least one part"));
+        }
+        let counter = self.counter(&session_id)?;
+        let prepared = prepare_parts(&counter, parts)?;
+        let tokens = message_tokens(&prepared);
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        insert_parts(&tx, &session_id, message_id, seq, &prepared)?;
+        let changed = tx.prepare_cached(
+            "UPDATE messages SET status = ?2, token_count = ?3, input_tokens = ?4, output_tokens = ?5,
+                    cost = ?6, finish_reason = ?7
+             WHERE id = ?1 AND status = 'streaming'",
+        )?
+        .execute(params![
+            message_id,
+            if complete { "complete" } else { "incomplete" },
+            tokens,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cost,
+            usage.finish_reason,
+        ])?;
+        if changed == 0 {
+            return Err(Error::invalid("message_id", format!("message {message_id} was finished concurrently")));
+        }
+        let mut placed = None;
+        if complete {
+            let (_, position, version) = allocate_position(&tx, &session_id)?;
+            insert_view_item(&tx, &session_id, position, message_id, tokens)?;
+            placed = Some((position, version));
+        }
+        tx.commit()?;
+        if let Some((position, version)) = placed {
+            let item = ViewItem {
+                position,
+                kind: ItemKind::Message,
+                id: message_id.to_string(),
+                tokens,
+                role: Some(Role::parse(&role)?),
+                seq,
+            };
+            self.views.appended(&session_id, version, item);
+        }
+        Ok(AppendResult {
+            id: message_id.to_string(),
+            seq,
+            token_count: tokens,
+            part_ids: prepared.into_iter().map(|p| p.id).collect(),
+        })
+    }
+
+    fn message_head(&self, message_id: &str) -> Result<(String, i64, String, String)> {
+        self.conn
+            .prepare_cached("SELECT session_id, seq, role, status FROM messages WHERE id = ?1")?
+            .query_row([message_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+            .optional()?
+            .ok_or_else(|| Error::NotFound {
+                kind: "message",
+                id: message_id.to_string(),
+            })
+    }
+
+    /// Moves a tool call along its lifecycle (pending → running → completed or error),
+    /// setting its output or error once. The newest call with `call_id` in the session is updated.
+    pub fn update_tool(
+        &mut self,
+        session_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<()> {
+        for (field, text) in [("output", output), ("error", error)] {
+            if let Some(text) = text {
+                check_content(field, text)?;
+            }
+        }
+        let counter = self.counter(session_id)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (part_id, message_id, name, input, old_status, old_output, old_error, old_tokens) = tx
+            .prepare_cached(
+                "SELECT id, message_id, tool_name, body, tool_status, tool_output, tool_error, token_count
+                 FROM parts WHERE session_id = ?1 AND call_id = ?2 ORDER BY msg_seq DESC, ord DESC LIMIT 1",
+            )?
+            .query_row(params![session_id, call_id], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, String>(4)?,
+                    row.get::<_, Option<String>>(5)?,
+                    row.get::<_, Option<String>>(6)?,
+                    row.get::<_, i64>(7)?,
+                ))
+            })
+            .optional()?
+            .ok_or_else(|| Error::NotFound {
+                kind: "tool call",
+                id: call_id.to_string(),
+            })?;
+        let current = ToolStatus::parse("status", &old_status)?;
+        if current.is_final() {
+            return Err(Error::invalid(
+                "status",
+                format!("tool call {call_id} is already {old_status}; its result cannot change"),
+            ));
+        }
+        if old_output.is_some() && output.is_some() || old_error.is_some() && error.is_some() {
+            return Err(Error::invalid("output", format!("tool call {call_id} already has a result")));
+        }
+        let tool = ToolCallPart {
+            name,
+            call_id: call_id.to_string(),
+            input,
+            output: output.map(str::to_string).or(old_output),
+            status,
+            error: error.map(str::to_string).or(old_error),
+        };
+        let part = Part::Tool(tool);
+        let (tokens, output_tokens) = render::part_tokens(&counter, &part);
+        let file_ids = part_file_ids(&part);
+        let Part::Tool(tool) = &part else { unreachable!() };
+        tx.prepare_cached(
+            "UPDATE parts SET tool_status = ?2, tool_output = ?3, tool_error = ?4, token_count = ?5,
+                    output_tokens = ?6, file_ids = ?7 WHERE id = ?1",
+        )?
+        .execute(params![
+            part_id,
+            status.as_str(),
+            tool.output,
+            tool.error,
+            tokens as i64,
+            output_tokens as i64,
+            join_ids(&file_ids),
+        ])?;
+        let added: String = [output, error].into_iter().flatten().collect::<Vec<_>>().join("\n");
+        if !added.is_empty() {
+            tx.prepare_cached("INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)")?
+                .execute(params![added, session_id, message_id, part_id])?;
+        }
+        let delta = tokens as i64 - old_tokens;
+        let version = bump_item_tokens(&tx, session_id, &message_id, delta)?;
+        tx.commit()?;
+        if let Some(version) = version {
+            self.views.item_changed(session_id, version, &message_id, delta);
+        }
+        Ok(())
+    }
+
+    /// The message with `id` and its parts.
+    pub fn get_message(&self, message_id: &str) -> Result<MessageRecord> {
+        let mut records = self.query_messages(
+            "SELECT id, session_id, seq, role, status, created_at, model, token_count, input_tokens,
+                    output_tokens, cost, finish_reason FROM messages WHERE id = ?1",
+            &[&message_id],
+        )?;
+        records.pop().ok_or_else(|| Error::NotFound {
+            kind: "message",
+            id: message_id.to_string(),
+        })
+    }
+
+    /// Every message of a session, in order, with parts.
+    pub fn history(&mut self, session_id: &str) -> Result<Vec<MessageRecord>> {
+        self.session(session_id)?;
+        self.query_messages(
+            "SELECT id, session_id, seq, role, status, created_at, model, token_count, input_tokens,
+                    output_tokens, cost, finish_reason FROM messages WHERE session_id = ?1 ORDER BY seq",
+            &[&session_id],
+        )
+    }
+
+    fn query_messages(&self, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Vec<MessageRecord>> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let heads = stmt
+            .query_map(args, |row| {
+                Ok(MessageRecord {
+                    id: row.get(0)?,
+                    session_id: row.get(1)?,
+                    seq: row.get(2)?,
+                    role: row.get(3)?,
+                    status: row.get(4)?,
+                    created_at: row.get(5)?,
+                    model: row.get(6)?,
+                    token_count: row.get(7)?,
+                    usage: Usage {
+                        input_tokens: row.get(8)?,
+                        output_tokens: row.get(9)?,
+                        cost: row.get(10)?,
+                        finish_reason: row.get(11)?,
+                    },
+                    parts: Vec::new(),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut records = heads;
+        for record in &mut records {
+            record.parts = self.load_parts(&record.id)?;
+        }
+        Ok(records)
+    }
+
+    /// The parts of one message, in order, with tombstones applied.
+    pub(super) fn load_parts(&self, message_id: &str) -> Result<Vec<StoredPart>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, kind, body, tool_name, call_id, tool_status, tool_output, tool_error,
+                    compacted_at, file_ids FROM parts WHERE message_id = ?1 ORDER BY ord",
+        )?;
+        let rows = stmt.query_map([message_id], row_to_part)?;
+        let mut parts = Vec::new();
+        for row in rows {
+            parts.push(row??);
+        }
+        Ok(parts)
+    }
+}
+
+/// Adds `delta` tokens to a message's view item, if it is in the view; returns the new view version.
+pub(super) fn bump_item_tokens(
+    tx: &Transaction<'_>,
+    session_id: &str,
+    message_id: &str,
+    delta: i64,
+) -> Result<Option<i64>> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE context_items SET token_count = token_count + ?3
+             WHERE session_id = ?1 AND item_id = ?2",
+        )?
+        .execute(params![session_id, message_id, delta])?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    let version = tx
+        .prepare_cached("UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1 RETURNING view_version")?
+        .query_row([session_id], |row| row.get(0))?;
+    Ok(Some(version))
+}
+
+fn allocate_position(tx: &Transaction<'_>, session_id: &str) -> Result<(i64, i64, i64)> {
+    tx.prepare_cached(
+        "UPDATE sessions SET next_position = next_position + 1, view_version = view_version + 1
+         WHERE id = ?1 RETURNING 0, next_position - 1, view_version",
+    )?
+    .query_row([session_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+    .optional()?
+    .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
+}
+
+/// Decodes one `parts` row (columns as selected by `load_parts`).
+pub(super) fn row_to_part(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<StoredPart>> {
+    let id: String = row.get(0)?;
+    let kind: String = row.get(1)?;
+    let body: String = row.get(2)?;
+    let part = match kind.as_str() {
+        "text" => Ok(Part::Text(body)),
+        "tool" => {
+            let status: String = row.get(5)?;
+            ToolStatus::parse("tool_status", &status).map(|status| {
+                Part::Tool(ToolCallPart {
+                    name: row.get(3).unwrap_or_default(),
+                    call_id: row.get(4).unwrap_or_default(),
+                    input: body,
+                    output: row.get(6).unwrap_or_default(),
+                    status,
+                    error: row.get(7).unwrap_or_default(),
+                })
+            })
+        }
+        "file_ref" => decode_file_ref(&body).map(Part::FileRef),
+        other => Err(Error::Sqlite(format!("part {id} has unknown kind {other:?}"))),
+    };
+    let compacted: Option<i64> = row.get(8)?;
+    let file_ids: Option<String> = row.get(9)?;
+    Ok(part.map(|part| {
+        let tombstone = match (&part, compacted) {
+            (Part::Tool(tool), Some(_)) => Some(render::tombstone_marker(
+                &tool.name,
+                &id,
+                &split_ids(file_ids.as_deref()),
+            )),
+            _ => None,
+        };
+        StoredPart { id, part, tombstone }
+    }))
+}
+
+fn decode_file_ref(body: &str) -> Result<FileRef> {
+    let value: serde_json::Value =
+        serde_json::from_str(body).map_err(|err| Error::Sqlite(format!("corrupt file reference: {err}")))?;
+    let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+    Ok(FileRef {
+        file_id: text("file_id"),
+        path: text("path"),
+        file_type: text("file_type"),
+        token_count: value["token_count"].as_i64().unwrap_or(0),
+        summary: text("summary"),
+    })
+}

@@ -1,0 +1,152 @@
+//! The append-only SQLite store: one [`Store`] per connection, any number per file.
+
+mod compaction;
+mod events;
+mod messages;
+mod recall;
+pub mod schema;
+mod sessions;
+mod view;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode};
+
+use crate::error::{Error, Result};
+use crate::tokens::TokenCounter;
+
+pub use compaction::{CommitResult, PruneResult, SpanInfo, SummaryRow, TextResult};
+pub use events::EventRow;
+pub use messages::{AppendResult, MessageRecord, Usage};
+pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
+pub use sessions::{SessionInfo, SessionSummary};
+pub use view::{Assembled, ItemKind, ViewItem, ViewStats};
+
+/// How hard a commit waits for the disk (`PRAGMA synchronous`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Committed data survives a process crash; the default in WAL mode.
+    Normal,
+    /// Every commit is flushed to the disk: survives power loss, costs an fsync.
+    Full,
+}
+
+impl Durability {
+    pub fn parse(value: &str) -> Result<Self> {
+        match value {
+            "normal" => Ok(Durability::Normal),
+            "full" => Ok(Durability::Full),
+            other => Err(Error::invalid(
+                "synchronous",
+                format!("expected 'normal' or 'full', got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// Options for [`Store::open`].
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    pub durability: Durability,
+    /// How long a writer waits for another writer's lock.
+    pub busy_timeout: Duration,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self {
+            durability: Durability::Normal,
+            busy_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One connection to a lossless database, with its per-session caches.
+pub struct Store {
+    conn: Connection,
+    path: String,
+    sessions: HashMap<String, SessionInfo>,
+    views: view::ViewCache,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`; `:memory:` gives a private one.
+    pub fn open(path: &str, options: &OpenOptions) -> Result<Self> {
+        if path != ":memory:" && Path::new(path).is_dir() {
+            return Err(Error::CannotOpen {
+                path: path.into(),
+                reason: "it is a directory".into(),
+            });
+        }
+        let mut conn = Connection::open(path).map_err(|err| open_error(path, err))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(|err| open_error(path, err))?;
+        configure(&conn, options).map_err(|err| open_error(path, err))?;
+        schema::migrate(&mut conn, path).map_err(|err| match err {
+            Error::NotADatabase { reason, .. } => Error::NotADatabase {
+                path: path.into(),
+                reason,
+            },
+            other => other,
+        })?;
+        Ok(Self {
+            conn,
+            path: path.to_string(),
+            sessions: HashMap::new(),
+            views: view::ViewCache::default(),
+        })
+    }
+
+    /// The path this store was opened with.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self.conn.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+    }
+
+    /// The token counter of a session's model.
+    pub fn counter(&mut self, session_id: &str) -> Result<TokenCounter> {
+        Ok(self.session(session_id)?.counter.clone())
+    }
+}
+
+fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
+    // The first statement reads the file header: a non-database fails here.
+    conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))?;
+    let synchronous = match options.durability {
+        Durability::Normal => "NORMAL",
+        Durability::Full => "FULL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {synchronous};
+         PRAGMA foreign_keys = ON;
+         PRAGMA temp_store = MEMORY;
+         PRAGMA cache_size = -65536;
+         PRAGMA mmap_size = 268435456;"
+    ))?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+fn open_error(path: &str, err: rusqlite::Error) -> Error {
+    let reason = err.to_string();
+    match err.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => Error::NotADatabase {
+            path: path.into(),
+            reason,
+        },
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
+            Error::CannotOpen {
+                path: path.into(),
+                reason,
+            }
+        }
+        _ => Error::from(err),
+    }
+}

@@ -1,0 +1,373 @@
+//! Finding what compaction moved out of the view: grep, the summary DAG, expand.
+
+use std::collections::{HashMap, HashSet};
+
+use regex::RegexBuilder;
+use rusqlite::{params, OptionalExtension};
+
+use super::compaction::SummaryRow;
+use super::Store;
+use crate::error::{Error, Result};
+use crate::render::transcript_entry;
+
+/// How [`Store::grep`] matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrepMode {
+    /// Full-text words, ranked by bm25.
+    Text,
+    /// A regular expression over the stored text, newest first.
+    Regex,
+}
+
+impl GrepMode {
+    pub fn parse(value: &str) -> Result<Self> {
+        match value {
+            "text" => Ok(GrepMode::Text),
+            "regex" => Ok(GrepMode::Regex),
+            other => Err(Error::invalid("mode", format!("expected 'text' or 'regex', got {other:?}"))),
+        }
+    }
+}
+
+/// One search hit.
+#[derive(Clone, Debug)]
+pub struct GrepHit {
+    pub session_id: String,
+    /// `message` or `summary`.
+    pub owner_kind: &'static str,
+    pub owner_id: String,
+    pub part_id: Option<String>,
+    pub snippet: String,
+    pub rank: f64,
+    /// The live summary whose span now holds the hit, if it left the raw view.
+    pub covering_summary_id: Option<String>,
+}
+
+/// One node of a session's summary DAG.
+#[derive(Clone, Debug)]
+pub struct DagNode {
+    pub summary: SummaryRow,
+    pub live: bool,
+    pub source_kind: String,
+    pub sources: Vec<String>,
+}
+
+/// A summary expanded back into its source messages.
+#[derive(Clone, Debug, Default)]
+pub struct Expansion {
+    pub summary_id: String,
+    pub messages: Vec<ExpandedMessage>,
+    pub tokens: i64,
+    pub total_messages: i64,
+    pub omitted_messages: i64,
+    pub note: String,
+}
+
+/// One source message in an [`Expansion`].
+#[derive(Clone, Debug)]
+pub struct ExpandedMessage {
+    pub id: String,
+    pub seq: i64,
+    pub role: String,
+    pub text: String,
+    pub tokens: i64,
+}
+
+/// Counts over the whole database.
+#[derive(Clone, Debug, Default)]
+pub struct StoreStats {
+    pub sessions: i64,
+    pub messages: i64,
+    pub parts: i64,
+    pub summaries: i64,
+    pub live_summaries: i64,
+    pub compactions: i64,
+    pub tokens_stored: i64,
+    pub tokens_in_view: i64,
+    pub tombstones: i64,
+    pub events: i64,
+}
+
+const SNIPPET_CHARS: usize = 160;
+
+impl Store {
+    /// Searches every stored part and summary (of one session, or all).
+    pub fn grep(&mut self, query: &str, session_id: Option<&str>, mode: GrepMode, limit: usize) -> Result<Vec<GrepHit>> {
+        if let Some(id) = session_id {
+            self.session(id)?;
+        }
+        let limit = limit.clamp(1, 10_000);
+        let mut hits = match mode {
+            GrepMode::Text => self.grep_text(query, session_id, limit)?,
+            GrepMode::Regex => self.grep_regex(query, session_id, limit)?,
+        };
+        self.attach_covering_summaries(&mut hits)?;
+        Ok(hits)
+    }
+
+    fn grep_text(&self, query: &str, session_id: Option<&str>, limit: usize) -> Result<Vec<GrepHit>> {
+        let match_expr = fts_query(query)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT session_id, owner_id, part_id, snippet(fts, 0, '[', ']', ' ... ', 24), bm25(fts)
+             FROM fts WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
+             ORDER BY bm25(fts) LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![match_expr, session_id, limit as i64], |row| {
+            let owner_id: String = row.get(1)?;
+            let part_id: String = row.get(2)?;
+            Ok(GrepHit {
+                session_id: row.get(0)?,
+                owner_kind: if owner_id.starts_with("sum_") { "summary" } else { "message" },
+                owner_id,
+                part_id: (!part_id.is_empty()).then_some(part_id),
+                snippet: row.get(3)?,
+                rank: row.get(4)?,
+                covering_summary_id: None,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn grep_regex(&self, pattern: &str, session_id: Option<&str>, limit: usize) -> Result<Vec<GrepHit>> {
+        let regex = RegexBuilder::new(pattern)
+            .size_limit(1 << 22)
+            .build()
+            .map_err(|err| Error::invalid("query", format!("invalid regular expression: {err}")))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT session_id, owner_id, part_id, body FROM fts WHERE (?1 IS NULL OR session_id = ?1)
+             ORDER BY rowid DESC",
+        )?;
+        let mut rows = stmt.query(params![session_id])?;
+        let mut hits = Vec::new();
+        while let Some(row) = rows.next()? {
+            let body = row.get_ref(3)?.as_str()?;
+            let Some(found) = regex.find(body) else { continue };
+            let owner_id: String = row.get(1)?;
+            let part_id: String = row.get(2)?;
+            hits.push(GrepHit {
+                session_id: row.get(0)?,
+                owner_kind: if owner_id.starts_with("sum_") { "summary" } else { "message" },
+                owner_id,
+                part_id: (!part_id.is_empty()).then_some(part_id),
+                snippet: snippet_around(body, found.start(), found.end()),
+                rank: 0.0,
+                covering_summary_id: None,
+            });
+            if hits.len() >= limit {
+                break;
+            }
+        }
+        Ok(hits)
+    }
+
+    /// For each hit outside the view, the live summary that covers it now.
+    fn attach_covering_summaries(&self, hits: &mut [GrepHit]) -> Result<()> {
+        let mut memo: HashMap<String, Option<String>> = HashMap::new();
+        for hit in hits.iter_mut() {
+            if let Some(known) = memo.get(&hit.owner_id) {
+                hit.covering_summary_id.clone_from(known);
+                continue;
+            }
+            let covering = self.covering_summary(&hit.owner_id)?;
+            memo.insert(hit.owner_id.clone(), covering.clone());
+            hit.covering_summary_id = covering;
+        }
+        Ok(())
+    }
+
+    /// Follows DAG edges up from a message or summary to the summary now in the view.
+    fn covering_summary(&self, id: &str) -> Result<Option<String>> {
+        let mut current = id.to_string();
+        let mut parent = self.conn.prepare_cached("SELECT summary_id FROM summary_sources WHERE source_id = ?1 LIMIT 1")?;
+        let mut seen = HashSet::new();
+        let mut covering = None;
+        while let Some(next) = parent.query_row([&current], |row| row.get::<_, String>(0)).optional()? {
+            if !seen.insert(next.clone()) {
+                break;
+            }
+            covering = Some(next.clone());
+            current = next;
+        }
+        Ok(covering)
+    }
+
+    /// The session's summary DAG (or one summary's subtree), newest first.
+    pub fn describe(&mut self, session_id: Option<&str>, summary_id: Option<&str>) -> Result<Vec<DagNode>> {
+        let roots: Vec<SummaryRow> = match (session_id, summary_id) {
+            (_, Some(id)) => vec![self.summary(id)?],
+            (Some(session), None) => {
+                self.session(session)?;
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT id FROM summaries WHERE session_id = ?1 ORDER BY created_at DESC, id DESC",
+                )?;
+                let ids = stmt
+                    .query_map([session], |row| row.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                drop(stmt);
+                return ids.iter().map(|id| self.dag_node(id)).collect();
+            }
+            (None, None) => return Err(Error::invalid("session_or_summary", "name a session or a summary")),
+        };
+        let mut nodes = Vec::new();
+        let mut queue: Vec<String> = roots.into_iter().map(|row| row.id).collect();
+        while let Some(id) = queue.pop() {
+            let node = self.dag_node(&id)?;
+            if node.source_kind == "summary" {
+                queue.extend(node.sources.iter().cloned());
+            }
+            nodes.push(node);
+        }
+        Ok(nodes)
+    }
+
+    fn dag_node(&self, summary_id: &str) -> Result<DagNode> {
+        let summary = self.summary(summary_id)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT source_kind, source_id FROM summary_sources WHERE summary_id = ?1 ORDER BY ord",
+        )?;
+        let mut source_kind = String::from("message");
+        let mut sources = Vec::new();
+        let mut rows = stmt.query([summary_id])?;
+        while let Some(row) = rows.next()? {
+            source_kind = row.get(0)?;
+            sources.push(row.get(1)?);
+        }
+        Ok(DagNode {
+            live: summary.superseded_by.is_none(),
+            summary,
+            source_kind,
+            sources,
+        })
+    }
+
+    /// The source messages of a summary (through condensed summaries, oldest
+    /// first), as many as fit `max_tokens`, with a note of what was left out.
+    pub fn expand(&mut self, summary_id: &str, max_tokens: i64) -> Result<Expansion> {
+        let root = self.summary(summary_id)?;
+        let counter = self.counter(&root.session_id)?;
+        let message_ids = self.leaf_messages(summary_id)?;
+        let mut expansion = Expansion {
+            summary_id: summary_id.to_string(),
+            total_messages: message_ids.len() as i64,
+            ..Expansion::default()
+        };
+        for id in &message_ids {
+            let record = self.get_message(id)?;
+            let text = transcript_entry(record.seq, &record.role, &record.parts, None);
+            let tokens = counter.count(&text) as i64;
+            if expansion.tokens + tokens > max_tokens {
+                break;
+            }
+            expansion.tokens += tokens;
+            expansion.messages.push(ExpandedMessage {
+                id: record.id,
+                seq: record.seq,
+                role: record.role,
+                text,
+                tokens,
+            });
+        }
+        expansion.omitted_messages = expansion.total_messages - expansion.messages.len() as i64;
+        expansion.note = if expansion.omitted_messages == 0 {
+            format!("all {} source messages shown", expansion.total_messages)
+        } else {
+            let next = &message_ids[expansion.messages.len()];
+            format!(
+                "{} of {} source messages shown within {max_tokens} tokens; {} left out, starting at {next}",
+                expansion.messages.len(),
+                expansion.total_messages,
+                expansion.omitted_messages
+            )
+        };
+        Ok(expansion)
+    }
+
+    /// Message ids under a summary, oldest first, walking condensed summaries down.
+    fn leaf_messages(&self, summary_id: &str) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT source_kind, source_id FROM summary_sources WHERE summary_id = ?1 ORDER BY ord",
+        )?;
+        let mut out = Vec::new();
+        let mut stack = vec![summary_id.to_string()];
+        let mut seen = HashSet::new();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let children = stmt
+                .query_map([&id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            // Children are pushed in reverse so they pop oldest first.
+            for (kind, child) in children.into_iter().rev() {
+                if kind == "summary" {
+                    stack.push(child);
+                } else {
+                    out.push((child, stack.len()));
+                }
+            }
+        }
+        let mut seqs: Vec<(i64, String)> = Vec::with_capacity(out.len());
+        let mut seq_of = self.conn.prepare_cached("SELECT seq FROM messages WHERE id = ?1")?;
+        for (id, _) in out {
+            let seq: i64 = seq_of.query_row([&id], |row| row.get(0))?;
+            seqs.push((seq, id));
+        }
+        seqs.sort_unstable();
+        Ok(seqs.into_iter().map(|(_, id)| id).collect())
+    }
+
+    /// Counts over the whole database.
+    pub fn stats(&self) -> Result<StoreStats> {
+        let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |row| row.get(0))?) };
+        Ok(StoreStats {
+            sessions: count("SELECT count(*) FROM sessions")?,
+            messages: count("SELECT count(*) FROM messages")?,
+            parts: count("SELECT count(*) FROM parts")?,
+            summaries: count("SELECT count(*) FROM summaries")?,
+            live_summaries: count("SELECT count(*) FROM summaries WHERE superseded_by IS NULL")?,
+            compactions: count("SELECT count(*) FROM events WHERE name = 'compaction_completed'")?,
+            tokens_stored: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
+            tokens_in_view: count("SELECT COALESCE(SUM(token_count), 0) FROM context_items")?,
+            tombstones: count("SELECT count(*) FROM parts WHERE compacted_at IS NOT NULL")?,
+            events: count("SELECT count(*) FROM events")?,
+        })
+    }
+}
+
+/// Turns a user's words into an FTS5 query: each word quoted, all required.
+fn fts_query(query: &str) -> Result<String> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|word| !word.is_empty())
+        .map(|word| format!("\"{word}\""))
+        .collect();
+    if words.is_empty() {
+        return Err(Error::invalid("query", "has no words to search for (only punctuation or spaces)"));
+    }
+    Ok(words.join(" AND "))
+}
+
+fn snippet_around(body: &str, start: usize, end: usize) -> String {
+    let from = floor_boundary(body, start.saturating_sub(SNIPPET_CHARS / 2));
+    let to = floor_boundary(body, (end + SNIPPET_CHARS / 2).min(body.len()));
+    let mut snippet = String::new();
+    if from > 0 {
+        snippet.push_str("... ");
+    }
+    snippet.push_str(&body[from..start]);
+    snippet.push('[');
+    snippet.push_str(&body[start..end]);
+    snippet.push(']');
+    snippet.push_str(&body[end..to.max(end)]);
+    if to < body.len() {
+        snippet.push_str(" ...");
+    }
+    snippet.replace('\n', " ")
+}
+
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    while index > 0 && !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}

@@ -1,0 +1,223 @@
+//! The database schema, its immutability triggers and its version.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+/// Schema version this build writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+const TABLES: &str = r"
+CREATE TABLE sessions (
+    id            TEXT PRIMARY KEY,
+    model         TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    config        TEXT NOT NULL,
+    system_prompt TEXT,
+    -- Bookkeeping the store advances; never content.
+    view_version  INTEGER NOT NULL DEFAULT 0,
+    next_seq      INTEGER NOT NULL DEFAULT 1,
+    next_position INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE messages (
+    id            TEXT PRIMARY KEY,
+    session_id    TEXT NOT NULL REFERENCES sessions(id),
+    seq           INTEGER NOT NULL,
+    role          TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    created_at    INTEGER NOT NULL,
+    model         TEXT,
+    status        TEXT NOT NULL CHECK (status IN ('complete', 'streaming', 'incomplete')),
+    token_count   INTEGER,
+    input_tokens  INTEGER,
+    output_tokens INTEGER,
+    cost          REAL,
+    finish_reason TEXT,
+    UNIQUE (session_id, seq)
+);
+CREATE TABLE parts (
+    id               TEXT PRIMARY KEY,
+    message_id       TEXT NOT NULL REFERENCES messages(id),
+    session_id       TEXT NOT NULL,
+    msg_seq          INTEGER NOT NULL,
+    ord              INTEGER NOT NULL,
+    kind             TEXT NOT NULL CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker')),
+    body             TEXT NOT NULL,
+    tool_name        TEXT,
+    call_id          TEXT,
+    tool_status      TEXT CHECK (tool_status IN ('pending', 'running', 'completed', 'error')),
+    tool_output      TEXT,
+    tool_error       TEXT,
+    token_count      INTEGER NOT NULL,
+    output_tokens    INTEGER NOT NULL DEFAULT 0,
+    file_ids         TEXT,
+    compacted_at     INTEGER,
+    compacted_tokens INTEGER,
+    UNIQUE (message_id, ord)
+);
+CREATE INDEX parts_by_seq ON parts (session_id, msg_seq, ord);
+CREATE INDEX parts_by_call ON parts (session_id, call_id) WHERE call_id IS NOT NULL;
+CREATE INDEX parts_prunable ON parts (session_id, msg_seq)
+    WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
+CREATE TABLE context_items (
+    session_id  TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('message', 'summary')),
+    item_id     TEXT NOT NULL,
+    token_count INTEGER NOT NULL,
+    PRIMARY KEY (session_id, position)
+) WITHOUT ROWID;
+CREATE INDEX context_items_by_item ON context_items (item_id);
+CREATE TABLE summaries (
+    id             TEXT PRIMARY KEY,
+    session_id     TEXT NOT NULL REFERENCES sessions(id),
+    kind           TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+    level          INTEGER NOT NULL CHECK (level IN (1, 2, 3)),
+    text           TEXT NOT NULL,
+    token_count    INTEGER NOT NULL,
+    span_start_seq INTEGER NOT NULL,
+    span_end_seq   INTEGER NOT NULL,
+    message_count  INTEGER NOT NULL,
+    depth          INTEGER NOT NULL,
+    file_ids       TEXT,
+    created_at     INTEGER NOT NULL,
+    superseded_by  TEXT
+);
+CREATE INDEX summaries_by_session ON summaries (session_id, created_at);
+CREATE TABLE summary_sources (
+    summary_id  TEXT NOT NULL,
+    ord         INTEGER NOT NULL,
+    source_kind TEXT NOT NULL CHECK (source_kind IN ('message', 'summary')),
+    source_id   TEXT NOT NULL,
+    PRIMARY KEY (summary_id, ord)
+) WITHOUT ROWID;
+CREATE INDEX summary_sources_by_source ON summary_sources (source_id);
+CREATE TABLE file_refs (
+    file_id      TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    file_type    TEXT NOT NULL,
+    token_count  INTEGER NOT NULL,
+    summary      TEXT NOT NULL,
+    created_at   INTEGER NOT NULL
+);
+CREATE TABLE events (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    id         TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    payload    TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE compaction_leases (
+    session_id TEXT PRIMARY KEY,
+    holder     TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE fts USING fts5(
+    body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+";
+
+/// Triggers that make stored content append-only at the database level, for
+/// every connection, not only this library's.
+const TRIGGERS: &str = r"
+CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: sessions cannot be deleted'); END;
+CREATE TRIGGER sessions_fixed BEFORE UPDATE ON sessions
+WHEN NEW.id IS NOT OLD.id OR NEW.model IS NOT OLD.model OR NEW.created_at IS NOT OLD.created_at
+  OR NEW.config IS NOT OLD.config OR NEW.system_prompt IS NOT OLD.system_prompt
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a session keeps its model, config and prompt'); END;
+
+CREATE TRIGGER messages_no_delete BEFORE DELETE ON messages
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: messages cannot be deleted'); END;
+CREATE TRIGGER messages_fixed BEFORE UPDATE ON messages
+WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.seq IS NOT OLD.seq
+  OR NEW.role IS NOT OLD.role OR NEW.created_at IS NOT OLD.created_at OR NEW.model IS NOT OLD.model
+  OR (OLD.status <> 'streaming' AND NEW.status IS NOT OLD.status)
+  OR (OLD.token_count IS NOT NULL AND NEW.token_count IS NOT OLD.token_count)
+  OR (OLD.input_tokens IS NOT NULL AND NEW.input_tokens IS NOT OLD.input_tokens)
+  OR (OLD.output_tokens IS NOT NULL AND NEW.output_tokens IS NOT OLD.output_tokens)
+  OR (OLD.cost IS NOT NULL AND NEW.cost IS NOT OLD.cost)
+  OR (OLD.finish_reason IS NOT NULL AND NEW.finish_reason IS NOT OLD.finish_reason)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only unset token, cost and finish fields of a message may be written'); END;
+
+CREATE TRIGGER parts_no_delete BEFORE DELETE ON parts
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: parts cannot be deleted'); END;
+CREATE TRIGGER parts_fixed BEFORE UPDATE ON parts
+WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id OR NEW.session_id IS NOT OLD.session_id
+  OR NEW.msg_seq IS NOT OLD.msg_seq OR NEW.ord IS NOT OLD.ord OR NEW.kind IS NOT OLD.kind
+  OR NEW.body IS NOT OLD.body OR NEW.tool_name IS NOT OLD.tool_name OR NEW.call_id IS NOT OLD.call_id
+  OR (OLD.tool_output IS NOT NULL AND NEW.tool_output IS NOT OLD.tool_output)
+  OR (OLD.tool_error IS NOT NULL AND NEW.tool_error IS NOT OLD.tool_error)
+  OR (OLD.tool_status IN ('completed', 'error') AND NEW.tool_status IS NOT OLD.tool_status)
+  OR (OLD.tool_status IN ('completed', 'error') AND NEW.token_count IS NOT OLD.token_count)
+  OR (OLD.kind <> 'tool' AND NEW.token_count IS NOT OLD.token_count)
+  OR (OLD.compacted_at IS NOT NULL AND NEW.compacted_at IS NOT OLD.compacted_at)
+  OR (OLD.compacted_tokens IS NOT NULL AND NEW.compacted_tokens IS NOT OLD.compacted_tokens)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only tool lifecycle fields and the tombstone of a part may be written'); END;
+
+CREATE TRIGGER summaries_no_delete BEFORE DELETE ON summaries
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summaries cannot be deleted'); END;
+CREATE TRIGGER summaries_fixed BEFORE UPDATE ON summaries
+WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.kind IS NOT OLD.kind
+  OR NEW.level IS NOT OLD.level OR NEW.text IS NOT OLD.text OR NEW.token_count IS NOT OLD.token_count
+  OR NEW.span_start_seq IS NOT OLD.span_start_seq OR NEW.span_end_seq IS NOT OLD.span_end_seq
+  OR NEW.message_count IS NOT OLD.message_count OR NEW.depth IS NOT OLD.depth
+  OR NEW.file_ids IS NOT OLD.file_ids OR NEW.created_at IS NOT OLD.created_at
+  OR (OLD.superseded_by IS NOT NULL AND NEW.superseded_by IS NOT OLD.superseded_by)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only superseded_by of a summary may be set, once'); END;
+
+CREATE TRIGGER summary_sources_no_delete BEFORE DELETE ON summary_sources
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summary sources cannot be deleted'); END;
+CREATE TRIGGER summary_sources_fixed BEFORE UPDATE ON summary_sources
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summary sources cannot be changed'); END;
+
+CREATE TRIGGER file_refs_no_delete BEFORE DELETE ON file_refs
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: file references cannot be deleted'); END;
+CREATE TRIGGER file_refs_fixed BEFORE UPDATE ON file_refs
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: file references cannot be changed'); END;
+
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be deleted'); END;
+CREATE TRIGGER events_fixed BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be changed'); END;
+";
+
+/// Creates the schema on an empty database, accepts the current one, and refuses
+/// one written by a newer build.
+pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew {
+            path: path.to_string(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    // Another process may have created the schema while this one waited for the lock.
+    let again: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if again == 0 {
+        let foreign: i64 = tx.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            [],
+            |row| row.get(0),
+        )?;
+        if foreign > 0 {
+            return Err(Error::NotADatabase {
+                path: path.to_string(),
+                reason: "it is a SQLite database of another application".into(),
+            });
+        }
+        tx.execute_batch(TABLES)?;
+        tx.execute_batch(TRIGGERS)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,329 @@
+//! The context view and its assembly into chat messages.
+//!
+//! Each store keeps a decoded copy of the views it assembled. A copy is trusted
+//! only while the session's `view_version` in the database equals the version the
+//! copy was built at: writes by other connections or processes bump that version,
+//! so a stale copy is reloaded, never served.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rusqlite::OptionalExtension;
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::parts::Role;
+use crate::render::{self, ChatMessage};
+
+/// Sessions whose views a store keeps decoded at once.
+const CACHED_SESSIONS: usize = 32;
+
+/// What a view item points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemKind {
+    Message,
+    Summary,
+}
+
+impl ItemKind {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Message => "message",
+            ItemKind::Summary => "summary",
+        }
+    }
+}
+
+/// One entry of a session's context view.
+#[derive(Clone, Debug)]
+pub struct ViewItem {
+    pub position: i64,
+    pub kind: ItemKind,
+    pub id: String,
+    pub tokens: i64,
+    /// The message's role; `None` for summaries.
+    pub role: Option<Role>,
+    /// The message's sequence number; 0 for summaries.
+    pub seq: i64,
+}
+
+/// Sizes of a session's view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ViewStats {
+    pub items: i64,
+    pub message_items: i64,
+    pub summary_items: i64,
+    pub tokens: i64,
+    pub summary_tokens: i64,
+    pub version: i64,
+}
+
+/// The assembled context: rendered items in view order, and what it holds.
+#[derive(Clone, Debug, Default)]
+pub struct Assembled {
+    pub messages: Vec<Arc<Vec<ChatMessage>>>,
+    pub tokens: i64,
+    pub item_ids: Vec<String>,
+    /// View items left out because the budget ran out.
+    pub omitted: usize,
+}
+
+#[derive(Default)]
+pub(super) struct CachedView {
+    pub(super) version: i64,
+    pub(super) items: Vec<ViewItem>,
+    pub(super) tokens: i64,
+    summary_tokens: i64,
+    rendered: HashMap<String, Arc<Vec<ChatMessage>>>,
+}
+
+#[derive(Default)]
+pub(super) struct ViewCache {
+    views: HashMap<String, CachedView>,
+}
+
+impl ViewCache {
+    /// Records an append this store committed at `version`; a copy that missed a
+    /// version in between is dropped rather than patched.
+    pub(super) fn appended(&mut self, session_id: &str, version: i64, item: ViewItem) {
+        let Some(view) = self.views.get_mut(session_id) else { return };
+        if view.version + 1 != version {
+            self.views.remove(session_id);
+            return;
+        }
+        view.version = version;
+        view.tokens += item.tokens;
+        view.items.push(item);
+    }
+
+    /// Records a token change of one message item committed at `version`.
+    pub(super) fn item_changed(&mut self, session_id: &str, version: i64, id: &str, delta: i64) {
+        let Some(view) = self.views.get_mut(session_id) else { return };
+        if view.version + 1 != version {
+            self.views.remove(session_id);
+            return;
+        }
+        view.version = version;
+        view.rendered.remove(id);
+        if let Some(item) = view.items.iter_mut().rev().find(|item| item.id == id) {
+            item.tokens += delta;
+            view.tokens += delta;
+        }
+    }
+
+    pub(super) fn forget(&mut self, session_id: &str) {
+        self.views.remove(session_id);
+    }
+}
+
+impl Store {
+    fn view_version(&self, session_id: &str) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT view_version FROM sessions WHERE id = ?1")?
+            .query_row([session_id], |row| row.get(0))
+            .optional()?
+            .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
+    }
+
+    /// Makes sure the cached view of `session_id` is current, loading it if not.
+    pub(super) fn fresh_view(&mut self, session_id: &str) -> Result<&mut CachedView> {
+        let version = self.view_version(session_id)?;
+        let current = self.views.views.get(session_id).is_some_and(|view| view.version == version);
+        if !current {
+            let view = self.load_view(session_id, version)?;
+            if self.views.views.len() >= CACHED_SESSIONS {
+                self.views.views.clear();
+            }
+            self.views.views.insert(session_id.to_string(), view);
+        }
+        Ok(self.views.views.get_mut(session_id).expect("view was just ensured"))
+    }
+
+    fn load_view(&self, session_id: &str, version: i64) -> Result<CachedView> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT c.position, c.kind, c.item_id, c.token_count, m.role, m.seq
+             FROM context_items c LEFT JOIN messages m ON c.kind = 'message' AND m.id = c.item_id
+             WHERE c.session_id = ?1 ORDER BY c.position",
+        )?;
+        let mut view = CachedView {
+            version,
+            ..CachedView::default()
+        };
+        let mut rows = stmt.query([session_id])?;
+        while let Some(row) = rows.next()? {
+            let kind = if row.get_ref(1)?.as_str()? == "summary" {
+                ItemKind::Summary
+            } else {
+                ItemKind::Message
+            };
+            let role: Option<String> = row.get(4)?;
+            let item = ViewItem {
+                position: row.get(0)?,
+                kind,
+                id: row.get(2)?,
+                tokens: row.get(3)?,
+                role: role.as_deref().map(Role::parse).transpose()?,
+                seq: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
+            };
+            view.tokens += item.tokens;
+            if kind == ItemKind::Summary {
+                view.summary_tokens += item.tokens;
+            }
+            view.items.push(item);
+        }
+        Ok(view)
+    }
+
+    /// Sizes of the session's current view.
+    pub fn view_stats(&mut self, session_id: &str) -> Result<ViewStats> {
+        let view = self.fresh_view(session_id)?;
+        let summary_items = view.items.iter().filter(|item| item.kind == ItemKind::Summary).count() as i64;
+        Ok(ViewStats {
+            items: view.items.len() as i64,
+            message_items: view.items.len() as i64 - summary_items,
+            summary_items,
+            tokens: view.tokens,
+            summary_tokens: view.summary_tokens,
+            version: view.version,
+        })
+    }
+
+    /// The session's view items, in order.
+    pub fn view_items(&mut self, session_id: &str) -> Result<Vec<ViewItem>> {
+        Ok(self.fresh_view(session_id)?.items.clone())
+    }
+
+    /// Assembles the context that fits `budget` tokens: every summary first (newest
+    /// first if even they do not fit), then messages from the newest back until the
+    /// next one does not fit. Cost grows with the items included, not the session length.
+    pub fn assemble(&mut self, session_id: &str, budget: i64) -> Result<Assembled> {
+        let view = self.fresh_view(session_id)?;
+        let selected = select_items(&view.items, view.summary_tokens, budget);
+        let missing: Vec<(usize, ItemKind, String)> = selected
+            .chosen
+            .iter()
+            .filter(|&&index| !view.rendered.contains_key(&view.items[index].id))
+            .map(|&index| (index, view.items[index].kind, view.items[index].id.clone()))
+            .collect();
+        let mut loaded = Vec::with_capacity(missing.len());
+        for (index, kind, id) in missing {
+            let rendered = match kind {
+                ItemKind::Message => self.render_stored_message(&id)?,
+                ItemKind::Summary => self.render_summary(&id)?,
+            };
+            loaded.push((index, id, Arc::new(rendered)));
+        }
+        let view = self.views.views.get_mut(session_id).expect("view was just ensured");
+        for (_, id, rendered) in loaded {
+            view.rendered.insert(id, rendered);
+        }
+        let mut assembled = Assembled {
+            omitted: view.items.len() - selected.chosen.len(),
+            tokens: selected.tokens,
+            ..Assembled::default()
+        };
+        for &index in &selected.chosen {
+            let item = &view.items[index];
+            assembled.messages.push(Arc::clone(&view.rendered[&item.id]));
+            assembled.item_ids.push(item.id.clone());
+        }
+        // Keep rendered copies only of what the next turn will assemble again.
+        if view.rendered.len() > selected.chosen.len() * 2 + 16 {
+            let keep: std::collections::HashSet<&str> = assembled.item_ids.iter().map(String::as_str).collect();
+            view.rendered.retain(|id, _| keep.contains(id.as_str()));
+        }
+        Ok(assembled)
+    }
+
+    fn render_stored_message(&self, message_id: &str) -> Result<Vec<ChatMessage>> {
+        let role: String = self
+            .conn
+            .prepare_cached("SELECT role FROM messages WHERE id = ?1")?
+            .query_row([message_id], |row| row.get(0))?;
+        let role = Role::parse(&role)?.as_str();
+        Ok(render::render_message(role, &self.load_parts(message_id)?))
+    }
+
+    fn render_summary(&self, summary_id: &str) -> Result<Vec<ChatMessage>> {
+        let (text, covered): (String, i64) = self
+            .conn
+            .prepare_cached("SELECT text, message_count FROM summaries WHERE id = ?1")?
+            .query_row([summary_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(vec![render::summary_message(summary_id, covered, &text)])
+    }
+}
+
+struct Selection {
+    chosen: Vec<usize>,
+    tokens: i64,
+}
+
+/// Picks view items for `budget`: summaries are reserved first; messages are
+/// taken newest first and the walk stops at the first that does not fit, so the
+/// included history is one unbroken tail.
+fn select_items(items: &[ViewItem], summary_tokens: i64, budget: i64) -> Selection {
+    let budget = budget.max(0);
+    let mut chosen = Vec::new();
+    let mut used = 0;
+    if summary_tokens <= budget {
+        used = summary_tokens;
+        chosen.extend(items.iter().enumerate().filter(|(_, item)| item.kind == ItemKind::Summary).map(|(i, _)| i));
+    } else {
+        for (index, item) in items.iter().enumerate().rev() {
+            if item.kind == ItemKind::Summary && used + item.tokens <= budget {
+                used += item.tokens;
+                chosen.push(index);
+            }
+        }
+    }
+    for (index, item) in items.iter().enumerate().rev() {
+        if item.kind == ItemKind::Summary {
+            continue;
+        }
+        if used + item.tokens > budget {
+            break;
+        }
+        used += item.tokens;
+        chosen.push(index);
+    }
+    chosen.sort_unstable();
+    Selection { chosen, tokens: used }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(kind: ItemKind, tokens: i64) -> ViewItem {
+        ViewItem {
+            position: 0,
+            kind,
+            id: String::new(),
+            tokens,
+            role: None,
+            seq: 0,
+        }
+    }
+
+    #[test]
+    fn selection_stops_at_first_message_that_does_not_fit() {
+        let items = vec![
+            item(ItemKind::Summary, 10),
+            item(ItemKind::Message, 5),
+            item(ItemKind::Message, 50),
+            item(ItemKind::Message, 5),
+        ];
+        let selection = select_items(&items, 10, 30);
+        assert_eq!(selection.chosen, vec![0, 3]);
+        assert_eq!(selection.tokens, 15);
+    }
+
+    #[test]
+    fn oversized_summaries_keep_the_newest_that_fit() {
+        let items = vec![item(ItemKind::Summary, 20), item(ItemKind::Summary, 20), item(ItemKind::Message, 1)];
+        let selection = select_items(&items, 40, 25);
+        assert_eq!(selection.chosen, vec![1, 2]);
+        assert!(selection.tokens <= 25);
+    }
+}

@@ -1,0 +1,198 @@
+//! Argument extraction and result conversion: builtins in, builtins out.
+
+use lossless_core::parts::{FileRef, Part, ToolCallPart, ToolStatus};
+use lossless_core::render::{ChatMessage, StoredPart};
+use lossless_core::store::{MessageRecord, SummaryRow, Usage};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::errors::{invalid, to_py_err};
+
+/// A `str` argument as UTF-8, naming the field when it cannot be (lone surrogates).
+pub fn text(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
+    let string = value
+        .cast::<PyString>()
+        .map_err(|_| invalid(field, &format!("expected str, got {}", type_name(value))))?;
+    string
+        .to_str()
+        .map(str::to_string)
+        .map_err(|_| invalid(field, "is not valid text (it holds a lone surrogate)"))
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value.get_type().name().map_or_else(|_| "?".into(), |name| name.to_string())
+}
+
+fn required<'py>(dict: &Bound<'py, PyDict>, key: &str, field: &str) -> PyResult<Bound<'py, PyAny>> {
+    dict.get_item(key)?
+        .filter(|value| !value.is_none())
+        .ok_or_else(|| invalid(&format!("{field}.{key}"), "is required"))
+}
+
+fn optional_text(dict: &Bound<'_, PyDict>, key: &str, field: &str) -> PyResult<Option<String>> {
+    match dict.get_item(key)? {
+        Some(value) if !value.is_none() => text(&value, &format!("{field}.{key}")).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn required_text(dict: &Bound<'_, PyDict>, key: &str, field: &str) -> PyResult<String> {
+    text(&required(dict, key, field)?, &format!("{field}.{key}"))
+}
+
+/// One part from its wire dict (see `lossless.parts.part_to_wire`).
+pub fn part(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Part> {
+    let dict = value
+        .cast::<PyDict>()
+        .map_err(|_| invalid(field, &format!("expected a part dict, got {}", type_name(value))))?;
+    let kind = required_text(dict, "kind", field)?;
+    match kind.as_str() {
+        "text" => Ok(Part::Text(required_text(dict, "text", field)?)),
+        "tool" => {
+            let status = optional_text(dict, "status", field)?.unwrap_or_else(|| "completed".into());
+            Ok(Part::Tool(ToolCallPart {
+                name: required_text(dict, "name", field)?,
+                call_id: required_text(dict, "call_id", field)?,
+                input: optional_text(dict, "input", field)?.unwrap_or_default(),
+                output: optional_text(dict, "output", field)?,
+                status: ToolStatus::parse(&format!("{field}.status"), &status).map_err(to_py_err)?,
+                error: optional_text(dict, "error", field)?,
+            }))
+        }
+        "file_ref" => Ok(Part::FileRef(FileRef {
+            file_id: required_text(dict, "file_id", field)?,
+            path: required_text(dict, "path", field)?,
+            file_type: optional_text(dict, "file_type", field)?.unwrap_or_else(|| "text".into()),
+            token_count: match dict.get_item("token_count")? {
+                Some(value) if !value.is_none() => value
+                    .extract::<i64>()
+                    .map_err(|_| invalid(&format!("{field}.token_count"), "expected an int"))?,
+                _ => 0,
+            },
+            summary: optional_text(dict, "summary", field)?.unwrap_or_default(),
+        })),
+        other => Err(invalid(
+            &format!("{field}.kind"),
+            &format!("unknown part kind {other:?}; expected text, tool or file_ref"),
+        )),
+    }
+}
+
+/// A list of parts.
+pub fn parts(value: &Bound<'_, PyAny>) -> PyResult<Vec<Part>> {
+    let list = value
+        .cast::<PyList>()
+        .map_err(|_| invalid("parts", &format!("expected a list, got {}", type_name(value))))?;
+    list.iter()
+        .enumerate()
+        .map(|(index, item)| part(&item, &format!("parts[{index}]")))
+        .collect()
+}
+
+/// Provider usage from a dict with optional keys.
+pub fn usage(value: Option<&Bound<'_, PyDict>>) -> PyResult<Usage> {
+    let Some(dict) = value else { return Ok(Usage::default()) };
+    let get = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        Ok(dict.get_item(key)?.filter(|value| !value.is_none()))
+    };
+    Ok(Usage {
+        input_tokens: get("input_tokens")?.map(|v| v.extract()).transpose()?,
+        output_tokens: get("output_tokens")?.map(|v| v.extract()).transpose()?,
+        cost: get("cost")?.map(|v| v.extract()).transpose()?,
+        finish_reason: optional_text(dict, "finish_reason", "usage")?,
+    })
+}
+
+/// A chat message as an OpenAI-format dict.
+pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("role", message.role)?;
+    dict.set_item("content", message.content.as_deref())?;
+    if !message.tool_calls.is_empty() {
+        let calls = PyList::empty(py);
+        for call in &message.tool_calls {
+            let function = PyDict::new(py);
+            function.set_item("name", &call.name)?;
+            function.set_item("arguments", &call.arguments)?;
+            let entry = PyDict::new(py);
+            entry.set_item("id", &call.id)?;
+            entry.set_item("type", "function")?;
+            entry.set_item("function", function)?;
+            calls.append(entry)?;
+        }
+        dict.set_item("tool_calls", calls)?;
+    }
+    if let Some(id) = &message.tool_call_id {
+        dict.set_item("tool_call_id", id)?;
+    }
+    Ok(dict)
+}
+
+/// A stored part as its wire dict, with `id` and `compacted`.
+pub fn stored_part<'py>(py: Python<'py>, stored: &StoredPart) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("id", &stored.id)?;
+    dict.set_item("kind", stored.part.kind())?;
+    match &stored.part {
+        Part::Text(text) => dict.set_item("text", text)?,
+        Part::Tool(tool) => {
+            dict.set_item("name", &tool.name)?;
+            dict.set_item("call_id", &tool.call_id)?;
+            dict.set_item("input", &tool.input)?;
+            dict.set_item("output", tool.output.as_deref())?;
+            dict.set_item("status", tool.status.as_str())?;
+            dict.set_item("error", tool.error.as_deref())?;
+        }
+        Part::FileRef(file) => {
+            dict.set_item("file_id", &file.file_id)?;
+            dict.set_item("path", &file.path)?;
+            dict.set_item("file_type", &file.file_type)?;
+            dict.set_item("token_count", file.token_count)?;
+            dict.set_item("summary", &file.summary)?;
+        }
+    }
+    dict.set_item("compacted", stored.tombstone.is_some())?;
+    Ok(dict)
+}
+
+/// A stored message with its parts.
+pub fn message_record<'py>(py: Python<'py>, record: &MessageRecord) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("id", &record.id)?;
+    dict.set_item("session_id", &record.session_id)?;
+    dict.set_item("seq", record.seq)?;
+    dict.set_item("role", &record.role)?;
+    dict.set_item("status", &record.status)?;
+    dict.set_item("created_at", record.created_at)?;
+    dict.set_item("model", record.model.as_deref())?;
+    dict.set_item("token_count", record.token_count)?;
+    dict.set_item("input_tokens", record.usage.input_tokens)?;
+    dict.set_item("output_tokens", record.usage.output_tokens)?;
+    dict.set_item("cost", record.usage.cost)?;
+    dict.set_item("finish_reason", record.usage.finish_reason.as_deref())?;
+    let parts = PyList::empty(py);
+    for stored in &record.parts {
+        parts.append(stored_part(py, stored)?)?;
+    }
+    dict.set_item("parts", parts)?;
+    Ok(dict)
+}
+
+/// A summary row.
+pub fn summary_row<'py>(py: Python<'py>, row: &SummaryRow) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("id", &row.id)?;
+    dict.set_item("session_id", &row.session_id)?;
+    dict.set_item("kind", &row.kind)?;
+    dict.set_item("level", row.level)?;
+    dict.set_item("text", &row.text)?;
+    dict.set_item("token_count", row.token_count)?;
+    dict.set_item("span_start_seq", row.span_start_seq)?;
+    dict.set_item("span_end_seq", row.span_end_seq)?;
+    dict.set_item("message_count", row.message_count)?;
+    dict.set_item("depth", row.depth)?;
+    dict.set_item("file_ids", &row.file_ids)?;
+    dict.set_item("created_at", row.created_at)?;
+    dict.set_item("superseded_by", row.superseded_by.as_deref())?;
+    Ok(dict)
+}

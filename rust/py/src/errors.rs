@@ -1,0 +1,42 @@
+//! The one mapping from core errors to the classes of `lossless.errors`.
+
+use lossless_core::Error;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+fn class_name(err: &Error) -> &'static str {
+    match err {
+        Error::InvalidInput { .. } => "InvalidInputError",
+        Error::SessionNotFound(_) => "SessionNotFoundError",
+        Error::NotFound { kind: "summary", .. } => "SummaryNotFoundError",
+        Error::NotFound { .. } => "NotFoundError",
+        Error::NotADatabase { .. } | Error::CannotOpen { .. } if matches!(err, Error::NotADatabase { .. }) => {
+            "NotADatabaseError"
+        }
+        Error::SchemaTooNew { .. } => "SchemaVersionError",
+        Error::Busy(_) => "StoreBusyError",
+        Error::Immutable(_) => "ImmutableRowError",
+        Error::Conflict(_) => "CompactionBusyError",
+        Error::CannotOpen { .. } | Error::NotADatabase { .. } | Error::Sqlite(_) => "StoreError",
+    }
+}
+
+/// Converts a core error into the matching `lossless.errors` exception.
+pub fn to_py_err(err: Error) -> PyErr {
+    Python::attach(|py| {
+        let class = py
+            .import("lossless.errors")
+            .and_then(|module| module.getattr(class_name(&err)))
+            .and_then(|class| class.cast_into::<PyType>().map_err(PyErr::from));
+        match class {
+            Ok(class) => PyErr::from_type(class, err.to_string()),
+            Err(_) => PyRuntimeError::new_err(err.to_string()),
+        }
+    })
+}
+
+/// An `InvalidInputError` naming `field`, raised by the binding's own argument checks.
+pub fn invalid(field: &str, reason: &str) -> PyErr {
+    to_py_err(Error::invalid(field, reason))
+}

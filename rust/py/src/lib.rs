@@ -1,0 +1,31 @@
+//! `lossless._native`: a thin adapter from Python to `lossless-core`. Each
+//! function extracts its arguments, runs the core with the interpreter released,
+//! and converts the result to builtins.
+
+mod convert;
+mod errors;
+mod store;
+mod tokens;
+
+use pyo3::prelude::*;
+
+/// Runs `work` without holding the interpreter and maps a core error to Python.
+pub(crate) fn release<T, F>(py: Python<'_>, work: F) -> PyResult<T>
+where
+    F: FnOnce() -> lossless_core::Result<T> + Send,
+    T: Send,
+{
+    py.detach(work).map_err(errors::to_py_err)
+}
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add_class::<store::Store>()?;
+    module.add_class::<tokens::TokenCounter>()?;
+    module.add_function(wrap_pyfunction!(tokens::count_tokens, module)?)?;
+    module.add_function(wrap_pyfunction!(tokens::encoding_for_model, module)?)?;
+    module.add_function(wrap_pyfunction!(tokens::extract_file_ids, module)?)?;
+    module.add_function(wrap_pyfunction!(tokens::merge_file_id_footer, module)?)?;
+    Ok(())
+}

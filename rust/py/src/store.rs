@@ -1,0 +1,484 @@
+//! The `Store` class: one core store behind a mutex, every call made with the
+//! interpreter released.
+
+use std::sync::{Mutex, PoisonError};
+
+use lossless_core::parts::{Role, ToolStatus};
+use lossless_core::store::{self as core_store, GrepMode, OpenOptions};
+use lossless_core::Result;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::IntoPyObjectExt;
+
+use crate::convert;
+use crate::release;
+
+/// A connection to a lossless database.
+#[pyclass(frozen)]
+pub struct Store {
+    inner: Mutex<core_store::Store>,
+    path: String,
+}
+
+impl Store {
+    /// Runs `work` on the core store with the interpreter released.
+    fn with<T, F>(&self, py: Python<'_>, work: F) -> PyResult<T>
+    where
+        F: FnOnce(&mut core_store::Store) -> Result<T> + Send,
+        T: Send,
+    {
+        release(py, || {
+            // A panic while holding the lock cannot leave a half-written transaction
+            // behind (SQLite rolls it back), so the store stays usable.
+            let mut store = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            work(&mut store)
+        })
+    }
+}
+
+fn dict_of<'py>(py: Python<'py>, items: &[(&str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (key, value) in items {
+        dict.set_item(*key, value)?;
+    }
+    Ok(dict)
+}
+
+fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Bound<'py, PyAny>> {
+    value.into_bound_py_any(py)
+}
+
+#[pymethods]
+impl Store {
+    #[new]
+    #[pyo3(signature = (path, synchronous = "normal", busy_timeout_ms = 30000))]
+    fn new(py: Python<'_>, path: String, synchronous: &str, busy_timeout_ms: u64) -> PyResult<Self> {
+        let options = OpenOptions {
+            durability: core_store::Durability::parse(synchronous).map_err(crate::errors::to_py_err)?,
+            busy_timeout: std::time::Duration::from_millis(busy_timeout_ms),
+        };
+        let store = release(py, || core_store::Store::open(&path, &options))?;
+        Ok(Self {
+            inner: Mutex::new(store),
+            path,
+        })
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn schema_version(&self, py: Python<'_>) -> PyResult<i64> {
+        self.with(py, |store| store.schema_version())
+    }
+
+    #[pyo3(signature = (model, config_json, system_prompt))]
+    fn create_session(&self, py: Python<'_>, model: &str, config_json: &str, system_prompt: Option<&str>) -> PyResult<String> {
+        self.with(py, |store| store.create_session(model, config_json, system_prompt))
+    }
+
+    fn get_session<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyDict>> {
+        let info = self.with(py, |store| store.session(session_id).cloned())?;
+        dict_of(
+            py,
+            &[
+                ("id", obj(py, &info.id)?),
+                ("model", obj(py, &info.model)?),
+                ("created_at", obj(py, info.created_at)?),
+                ("config_json", obj(py, &info.config)?),
+                ("system_prompt", obj(py, info.system_prompt.as_deref())?),
+            ],
+        )
+    }
+
+    fn list_sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let rows = self.with(py, |store| store.list_sessions())?;
+        let list = PyList::empty(py);
+        for row in &rows {
+            list.append(dict_of(
+                py,
+                &[
+                    ("id", obj(py, &row.id)?),
+                    ("model", obj(py, &row.model)?),
+                    ("created_at", obj(py, row.created_at)?),
+                    ("messages", obj(py, row.messages)?),
+                    ("summaries", obj(py, row.summaries)?),
+                ],
+            )?)?;
+        }
+        Ok(list)
+    }
+
+    fn flag_interrupted(&self, py: Python<'_>, session_id: &str) -> PyResult<usize> {
+        self.with(py, |store| store.flag_interrupted(session_id))
+    }
+
+    #[pyo3(signature = (session_id, role, parts, model = None))]
+    fn append_message<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        role: &str,
+        parts: &Bound<'py, PyAny>,
+        model: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let role = Role::parse(role).map_err(crate::errors::to_py_err)?;
+        let parts = convert::parts(parts)?;
+        let result = self.with(py, |store| store.append_message(session_id, role, &parts, model))?;
+        append_result(py, &result)
+    }
+
+    #[pyo3(signature = (session_id, role, model = None))]
+    fn begin_message(&self, py: Python<'_>, session_id: &str, role: &str, model: Option<&str>) -> PyResult<String> {
+        let role = Role::parse(role).map_err(crate::errors::to_py_err)?;
+        self.with(py, |store| store.begin_message(session_id, role, model))
+    }
+
+    #[pyo3(signature = (message_id, parts, complete, usage = None))]
+    fn finish_message<'py>(
+        &self,
+        py: Python<'py>,
+        message_id: &str,
+        parts: &Bound<'py, PyAny>,
+        complete: bool,
+        usage: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let parts = convert::parts(parts)?;
+        let usage = convert::usage(usage)?;
+        let result = self.with(py, |store| store.finish_message(message_id, &parts, complete, &usage))?;
+        append_result(py, &result)
+    }
+
+    #[pyo3(signature = (session_id, call_id, status, output = None, error = None))]
+    fn update_tool(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        call_id: &str,
+        status: &str,
+        output: Option<Bound<'_, PyAny>>,
+        error: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let status = ToolStatus::parse("status", status).map_err(crate::errors::to_py_err)?;
+        let output = output.map(|value| convert::text(&value, "output")).transpose()?;
+        let error = error.map(|value| convert::text(&value, "error")).transpose()?;
+        self.with(py, |store| {
+            store.update_tool(session_id, call_id, status, output.as_deref(), error.as_deref())
+        })
+    }
+
+    fn get_message<'py>(&self, py: Python<'py>, message_id: &str) -> PyResult<Bound<'py, PyDict>> {
+        let record = self.with(py, |store| store.get_message(message_id))?;
+        convert::message_record(py, &record)
+    }
+
+    fn history<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+        let records = self.with(py, |store| store.history(session_id))?;
+        let list = PyList::empty(py);
+        for record in &records {
+            list.append(convert::message_record(py, record)?)?;
+        }
+        Ok(list)
+    }
+
+    fn assemble<'py>(&self, py: Python<'py>, session_id: &str, budget_tokens: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let assembled = self.with(py, |store| store.assemble(session_id, budget_tokens))?;
+        let messages = PyList::empty(py);
+        for rendered in &assembled.messages {
+            for message in rendered.iter() {
+                messages.append(convert::chat_message(py, message)?)?;
+            }
+        }
+        let ids = PyList::new(py, &assembled.item_ids)?;
+        PyTuple::new(
+            py,
+            [
+                messages.into_any(),
+                obj(py, assembled.tokens)?,
+                ids.into_any(),
+                obj(py, assembled.omitted)?,
+            ],
+        )
+    }
+
+    fn view_stats<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.with(py, |store| store.view_stats(session_id))?;
+        dict_of(
+            py,
+            &[
+                ("items", obj(py, stats.items)?),
+                ("message_items", obj(py, stats.message_items)?),
+                ("summary_items", obj(py, stats.summary_items)?),
+                ("tokens", obj(py, stats.tokens)?),
+                ("summary_tokens", obj(py, stats.summary_tokens)?),
+                ("version", obj(py, stats.version)?),
+            ],
+        )
+    }
+
+    fn view_items<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+        let items = self.with(py, |store| store.view_items(session_id))?;
+        let list = PyList::empty(py);
+        for item in &items {
+            list.append(dict_of(
+                py,
+                &[
+                    ("position", obj(py, item.position)?),
+                    ("kind", obj(py, item.kind.as_str())?),
+                    ("id", obj(py, &item.id)?),
+                    ("tokens", obj(py, item.tokens)?),
+                    ("role", obj(py, item.role.map(Role::as_str))?),
+                    ("seq", obj(py, item.seq)?),
+                ],
+            )?)?;
+        }
+        Ok(list)
+    }
+
+    fn append_event(&self, py: Python<'_>, session_id: &str, name: &str, payload_json: &str) -> PyResult<i64> {
+        self.with(py, |store| store.append_event(session_id, name, payload_json))
+    }
+
+    fn events<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+        let rows = self.with(py, |store| store.events(session_id))?;
+        let list = PyList::empty(py);
+        for row in &rows {
+            list.append(dict_of(
+                py,
+                &[
+                    ("id", obj(py, &row.id)?),
+                    ("seq", obj(py, row.seq)?),
+                    ("name", obj(py, &row.name)?),
+                    ("payload_json", obj(py, &row.payload)?),
+                    ("created_at", obj(py, row.created_at)?),
+                ],
+            )?)?;
+        }
+        Ok(list)
+    }
+
+    fn acquire_compaction_lease(&self, py: Python<'_>, session_id: &str, holder: &str, ttl_ms: i64) -> PyResult<bool> {
+        self.with(py, |store| store.acquire_compaction_lease(session_id, holder, ttl_ms))
+    }
+
+    fn release_compaction_lease(&self, py: Python<'_>, session_id: &str, holder: &str) -> PyResult<()> {
+        self.with(py, |store| store.release_compaction_lease(session_id, holder))
+    }
+
+    #[pyo3(signature = (session_id, protect_tokens, minimum_tokens, protected_tools, protect_user_turns = 2))]
+    fn prune<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        protect_tokens: i64,
+        minimum_tokens: i64,
+        protected_tools: Vec<String>,
+        protect_user_turns: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| {
+            store.prune(session_id, protect_tokens, minimum_tokens, &protected_tools, protect_user_turns)
+        })?;
+        dict_of(
+            py,
+            &[
+                ("candidates", obj(py, result.candidates)?),
+                ("pruned_parts", obj(py, result.pruned_parts)?),
+                ("tokens_saved", obj(py, result.tokens_saved)?),
+            ],
+        )
+    }
+
+    #[pyo3(signature = (session_id, protect_user_turns = 2))]
+    fn compaction_span<'py>(&self, py: Python<'py>, session_id: &str, protect_user_turns: usize) -> PyResult<Bound<'py, PyDict>> {
+        let span = self.with(py, |store| store.compaction_span(session_id, protect_user_turns))?;
+        dict_of(
+            py,
+            &[
+                ("message_ids", obj(py, &span.message_ids)?),
+                ("tokens", obj(py, span.tokens)?),
+                ("first_seq", obj(py, span.first_seq)?),
+                ("last_seq", obj(py, span.last_seq)?),
+                ("view_version", obj(py, span.view_version)?),
+                ("view_tokens", obj(py, span.view_tokens)?),
+                ("summary_ids", obj(py, &span.summary_ids)?),
+            ],
+        )
+    }
+
+    #[pyo3(signature = (message_ids, max_chars_per_message = None, max_tokens = None))]
+    fn transcript<'py>(
+        &self,
+        py: Python<'py>,
+        message_ids: Vec<String>,
+        max_chars_per_message: Option<usize>,
+        max_tokens: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| store.transcript(&message_ids, max_chars_per_message, max_tokens))?;
+        text_result(py, &result)
+    }
+
+    fn truncate_summary<'py>(&self, py: Python<'py>, message_ids: Vec<String>, target_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| store.truncate_summary(&message_ids, target_tokens))?;
+        text_result(py, &result)
+    }
+
+    fn extractive_summary<'py>(&self, py: Python<'py>, message_ids: Vec<String>, max_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| store.extractive_summary(&message_ids, max_tokens))?;
+        text_result(py, &result)
+    }
+
+    fn live_summaries<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+        let rows = self.with(py, |store| store.live_summaries(session_id))?;
+        let list = PyList::empty(py);
+        for row in &rows {
+            list.append(convert::summary_row(py, row)?)?;
+        }
+        Ok(list)
+    }
+
+    fn condense_truncate<'py>(&self, py: Python<'py>, summary_ids: Vec<String>, max_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| store.condense_truncate(&summary_ids, max_tokens))?;
+        text_result(py, &result)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn commit_summary<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        text: &Bound<'py, PyAny>,
+        level: i64,
+        source_message_ids: Vec<String>,
+        source_summary_ids: Vec<String>,
+        expected_view_version: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let text = convert::text(text, "text")?;
+        let result = self.with(py, |store| {
+            store.commit_summary(session_id, &text, level, &source_message_ids, &source_summary_ids, expected_view_version)
+        })?;
+        dict_of(
+            py,
+            &[
+                ("summary_id", obj(py, &result.summary_id)?),
+                ("token_count", obj(py, result.token_count)?),
+                ("tokens_before", obj(py, result.tokens_before)?),
+                ("tokens_after", obj(py, result.tokens_after)?),
+                ("messages_covered", obj(py, result.messages_covered)?),
+                ("file_ids", obj(py, &result.file_ids)?),
+            ],
+        )
+    }
+
+    fn session_file_ids(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<String>> {
+        self.with(py, |store| store.session_file_ids(session_id))
+    }
+
+    #[pyo3(signature = (query, session_id = None, mode = "text", limit = 20))]
+    fn grep<'py>(&self, py: Python<'py>, query: &Bound<'py, PyAny>, session_id: Option<&str>, mode: &str, limit: usize) -> PyResult<Bound<'py, PyList>> {
+        let query = convert::text(query, "query")?;
+        let mode = GrepMode::parse(mode).map_err(crate::errors::to_py_err)?;
+        let hits = self.with(py, |store| store.grep(&query, session_id, mode, limit))?;
+        let list = PyList::empty(py);
+        for hit in &hits {
+            list.append(dict_of(
+                py,
+                &[
+                    ("session_id", obj(py, &hit.session_id)?),
+                    ("owner_kind", obj(py, hit.owner_kind)?),
+                    ("owner_id", obj(py, &hit.owner_id)?),
+                    ("part_id", obj(py, hit.part_id.as_deref())?),
+                    ("snippet", obj(py, &hit.snippet)?),
+                    ("rank", obj(py, hit.rank)?),
+                    ("covering_summary_id", obj(py, hit.covering_summary_id.as_deref())?),
+                ],
+            )?)?;
+        }
+        Ok(list)
+    }
+
+    #[pyo3(signature = (session_id = None, summary_id = None))]
+    fn describe<'py>(&self, py: Python<'py>, session_id: Option<&str>, summary_id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+        let nodes = self.with(py, |store| store.describe(session_id, summary_id))?;
+        let list = PyList::empty(py);
+        for node in &nodes {
+            let dict = convert::summary_row(py, &node.summary)?;
+            dict.set_item("live", node.live)?;
+            dict.set_item("source_kind", &node.source_kind)?;
+            dict.set_item("sources", &node.sources)?;
+            list.append(dict)?;
+        }
+        Ok(list)
+    }
+
+    fn expand<'py>(&self, py: Python<'py>, summary_id: &str, max_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
+        let expansion = self.with(py, |store| store.expand(summary_id, max_tokens))?;
+        let messages = PyList::empty(py);
+        for message in &expansion.messages {
+            messages.append(dict_of(
+                py,
+                &[
+                    ("id", obj(py, &message.id)?),
+                    ("seq", obj(py, message.seq)?),
+                    ("role", obj(py, &message.role)?),
+                    ("text", obj(py, &message.text)?),
+                    ("tokens", obj(py, message.tokens)?),
+                ],
+            )?)?;
+        }
+        dict_of(
+            py,
+            &[
+                ("summary_id", obj(py, &expansion.summary_id)?),
+                ("messages", messages.into_any()),
+                ("tokens", obj(py, expansion.tokens)?),
+                ("total_messages", obj(py, expansion.total_messages)?),
+                ("omitted_messages", obj(py, expansion.omitted_messages)?),
+                ("note", obj(py, &expansion.note)?),
+            ],
+        )
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.with(py, |store| store.stats())?;
+        dict_of(
+            py,
+            &[
+                ("sessions", obj(py, stats.sessions)?),
+                ("messages", obj(py, stats.messages)?),
+                ("parts", obj(py, stats.parts)?),
+                ("summaries", obj(py, stats.summaries)?),
+                ("live_summaries", obj(py, stats.live_summaries)?),
+                ("compactions", obj(py, stats.compactions)?),
+                ("tokens_stored", obj(py, stats.tokens_stored)?),
+                ("tokens_in_view", obj(py, stats.tokens_in_view)?),
+                ("tombstones", obj(py, stats.tombstones)?),
+                ("events", obj(py, stats.events)?),
+            ],
+        )
+    }
+}
+
+fn append_result<'py>(py: Python<'py>, result: &core_store::AppendResult) -> PyResult<Bound<'py, PyDict>> {
+    dict_of(
+        py,
+        &[
+            ("id", obj(py, &result.id)?),
+            ("seq", obj(py, result.seq)?),
+            ("token_count", obj(py, result.token_count)?),
+            ("part_ids", obj(py, &result.part_ids)?),
+        ],
+    )
+}
+
+fn text_result<'py>(py: Python<'py>, result: &core_store::TextResult) -> PyResult<Bound<'py, PyDict>> {
+    dict_of(
+        py,
+        &[
+            ("text", obj(py, &result.text)?),
+            ("token_count", obj(py, result.token_count)?),
+            ("message_ids", obj(py, &result.message_ids)?),
+            ("file_ids", obj(py, &result.file_ids)?),
+        ],
+    )
+}

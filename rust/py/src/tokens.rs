@@ -1,0 +1,87 @@
+//! Token counting and file-id functions.
+
+use lossless_core::{fileids, tokens};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+use crate::errors::invalid;
+
+#[pyfunction]
+pub fn count_tokens(py: Python<'_>, text: String, model: &str) -> usize {
+    let counter = tokens::TokenCounter::new(model, 1.0);
+    py.detach(|| counter.count(&text))
+}
+
+#[pyfunction]
+pub fn encoding_for_model(model: &str) -> &'static str {
+    tokens::encoding_for_model(model).name()
+}
+
+#[pyfunction]
+pub fn extract_file_ids(py: Python<'_>, text: &str) -> Vec<String> {
+    py.detach(|| fileids::extract_file_ids(text))
+}
+
+#[pyfunction]
+pub fn merge_file_id_footer(py: Python<'_>, text: &str, file_ids: Vec<String>) -> String {
+    py.detach(|| fileids::merge_file_id_footer(text, &file_ids))
+}
+
+/// Counts tokens for one model's encoding.
+#[pyclass(frozen)]
+pub struct TokenCounter {
+    model: String,
+    inner: tokens::TokenCounter,
+}
+
+#[pymethods]
+impl TokenCounter {
+    #[new]
+    #[pyo3(signature = (model, correction = 1.0))]
+    fn new(model: String, correction: f64) -> Self {
+        let inner = tokens::TokenCounter::new(&model, correction);
+        Self { model, inner }
+    }
+
+    #[getter]
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    #[getter]
+    fn encoding(&self) -> &'static str {
+        self.inner.encoding().name()
+    }
+
+    #[getter]
+    fn correction(&self) -> f64 {
+        self.inner.correction()
+    }
+
+    fn count(&self, py: Python<'_>, text: &str) -> usize {
+        py.detach(|| self.inner.count(text))
+    }
+
+    fn count_many(&self, py: Python<'_>, texts: &Bound<'_, PyList>) -> PyResult<Vec<usize>> {
+        // Borrow the UTF-8 of each str instead of copying it; the list stays alive
+        // for the whole call.
+        let strings: Vec<Bound<'_, PyString>> = texts
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                item.cast_into::<PyString>()
+                    .map_err(|_| invalid(&format!("texts[{index}]"), "expected str"))
+            })
+            .collect::<PyResult<_>>()?;
+        let borrowed: Vec<&str> = strings
+            .iter()
+            .enumerate()
+            .map(|(index, string)| {
+                string
+                    .to_str()
+                    .map_err(|_| invalid(&format!("texts[{index}]"), "is not valid text (it holds a lone surrogate)"))
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(py.detach(|| self.inner.count_many(&borrowed)))
+    }
+}
