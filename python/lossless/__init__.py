@@ -1,5 +1,14 @@
 """lossless: bounded context windows for long-running LLM agent sessions,
-without ever losing what was said."""
+without ever losing what was said.
+
+Heavy modules (pydantic configuration, the session, litellm) load on first use, so
+``import lossless`` and the CLI start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from lossless import errors
 from lossless._native import __version__
@@ -8,17 +17,62 @@ from lossless.parts import FileRefPart, Part, TextPart, ToolPart
 from lossless.store import Store
 from lossless.tokens import TokenCounter, count_tokens, extract_file_ids, merge_file_id_footer
 
+if TYPE_CHECKING:
+    from lossless.compaction import CompactionResult
+    from lossless.config import Config
+    from lossless.events import Event, EventBus, EventName
+    from lossless.recall import describe, expand, grep
+    from lossless.session import BuiltContext, Message, RecordResult, Session, TurnResult
+
+_LAZY = {
+    "BuiltContext": "lossless.session",
+    "CompactionResult": "lossless.compaction",
+    "Config": "lossless.config",
+    "Event": "lossless.events",
+    "EventBus": "lossless.events",
+    "EventName": "lossless.events",
+    "Message": "lossless.session",
+    "RecordResult": "lossless.session",
+    "Session": "lossless.session",
+    "TurnResult": "lossless.session",
+    "describe": "lossless.recall",
+    "expand": "lossless.recall",
+    "grep": "lossless.recall",
+}
+
 __all__ = [
+    "BuiltContext",
+    "CompactionResult",
+    "Config",
+    "Event",
+    "EventBus",
+    "EventName",
     "FileRefPart",
     "LosslessError",
+    "Message",
     "Part",
+    "RecordResult",
+    "Session",
     "Store",
     "TextPart",
     "TokenCounter",
     "ToolPart",
+    "TurnResult",
     "__version__",
     "count_tokens",
+    "describe",
     "errors",
+    "expand",
     "extract_file_ids",
+    "grep",
     "merge_file_id_footer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lossless' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

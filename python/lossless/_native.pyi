@@ -97,7 +97,7 @@ class Store:
         level: int,
         source_message_ids: list[str],
         source_summary_ids: list[str],
-        expected_view_version: int,
+        expected_view_version: int | None = None,
     ) -> dict[str, Any]: ...
     def session_file_ids(self, session_id: str) -> list[str]: ...
     # recall

@@ -89,7 +89,7 @@ class SessionBusyError(LosslessError):
 
 
 class CompactionBusyError(LosslessError):
-    """Another process or task holds this session's compaction lease."""
+    """Another compaction holds the lease, or the sources of a summary left the view."""
 
 
 class LLMError(LosslessError):

@@ -342,7 +342,7 @@ impl Store {
         text_result(py, &result)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (session_id, text, level, source_message_ids, source_summary_ids, expected_view_version = None))]
     fn commit_summary<'py>(
         &self,
         py: Python<'py>,
@@ -351,7 +351,7 @@ impl Store {
         level: i64,
         source_message_ids: Vec<String>,
         source_summary_ids: Vec<String>,
-        expected_view_version: i64,
+        expected_view_version: Option<i64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let text = convert::text(text, "text")?;
         let result = self.with(py, |store| {

@@ -587,7 +587,8 @@ impl Store {
     /// Commits a summary in one transaction: the summary row with a file-id footer
     /// covering all its sources, its DAG edges, superseded marks on condensed
     /// parents, and the swap of its sources for it in the context view. Fails with
-    /// a conflict, changing nothing, if the view moved past `expected_version`.
+    /// a conflict, changing nothing, if a source left the view meanwhile, or, when
+    /// `expected_version` is given, if the view changed at all.
     pub fn commit_summary(
         &mut self,
         session_id: &str,
@@ -595,7 +596,7 @@ impl Store {
         level: i64,
         source_message_ids: &[String],
         source_summary_ids: &[String],
-        expected_version: i64,
+        expected_version: Option<i64>,
     ) -> Result<CommitResult> {
         check_content("text", text)?;
         if !(1..=3).contains(&level) {
@@ -612,7 +613,7 @@ impl Store {
             }
         };
         let counter = self.counter(session_id)?;
-        let plan = self.plan_commit(session_id, source_message_ids, source_summary_ids, expected_version)?;
+        let plan = self.plan_commit(session_id, source_message_ids, source_summary_ids)?;
         let mut file_ids = if condensed {
             Vec::new()
         } else {
@@ -631,10 +632,8 @@ impl Store {
         let tokens = render::summary_tokens(&counter, &id, plan.messages_covered, &text) as i64;
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("SELECT view_version FROM sessions WHERE id = ?1", [session_id], |row| row.get(0))?;
-        if version != expected_version {
-            return Err(Error::Conflict(format!(
-                "the view of {session_id} changed (version {version}, expected {expected_version})"
-            )));
+        if expected_version.is_some_and(|expected| expected != version) {
+            return Err(Error::Conflict(format!("the view of {session_id} changed (now version {version})")));
         }
         tx.prepare_cached(
             "INSERT INTO summaries (id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
@@ -672,15 +671,21 @@ impl Store {
                     return Err(Error::Conflict(format!("summary {parent} was already condensed")));
                 }
             }
-            let mut remove = tx.prepare_cached("DELETE FROM context_items WHERE session_id = ?1 AND position = ?2")?;
-            for position in &plan.positions {
-                remove.execute(params![session_id, position])?;
+            // Appends may land while a summary is being written; only the sources
+            // themselves must still be in the view.
+            let mut remove = tx.prepare_cached(
+                "DELETE FROM context_items WHERE session_id = ?1 AND position = ?2 AND item_id = ?3",
+            )?;
+            for (position, item_id) in &plan.positions {
+                if remove.execute(params![session_id, position, item_id])? != 1 {
+                    return Err(Error::Conflict(format!("{item_id} left the view of {session_id}")));
+                }
             }
         }
         tx.prepare_cached(
             "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
         )?
-        .execute(params![session_id, plan.positions[0], id, tokens])?;
+        .execute(params![session_id, plan.positions[0].0, id, tokens])?;
         tx.prepare_cached("INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, '')")?
             .execute(params![text, session_id, id])?;
         tx.execute("UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1", [session_id])?;
@@ -701,16 +706,9 @@ impl Store {
         session_id: &str,
         message_ids: &[String],
         summary_ids: &[String],
-        expected_version: i64,
     ) -> Result<CommitPlan> {
         let parents: Vec<SummaryRow> = summary_ids.iter().map(|id| self.summary(id)).collect::<Result<_>>()?;
         let view = self.fresh_view(session_id)?;
-        if view.version != expected_version {
-            return Err(Error::Conflict(format!(
-                "the view of {session_id} changed (version {}, expected {expected_version})",
-                view.version
-            )));
-        }
         let wanted: HashSet<&str> = message_ids.iter().chain(summary_ids).map(String::as_str).collect();
         if wanted.len() != message_ids.len() + summary_ids.len() {
             return Err(Error::invalid("sources", "a source is named twice"));
@@ -722,7 +720,7 @@ impl Store {
         };
         for item in &view.items {
             if wanted.contains(item.id.as_str()) {
-                plan.positions.push(item.position);
+                plan.positions.push((item.position, item.id.clone()));
                 plan.source_tokens += item.tokens;
                 if item.kind == ItemKind::Message {
                     plan.span = (plan.span.0.min(item.seq), plan.span.1.max(item.seq));
@@ -745,7 +743,7 @@ impl Store {
 
 #[derive(Default)]
 struct CommitPlan {
-    positions: Vec<i64>,
+    positions: Vec<(i64, String)>,
     source_tokens: i64,
     view_tokens: i64,
     span: (i64, i64),

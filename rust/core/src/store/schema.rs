@@ -122,7 +122,33 @@ CREATE VIRTUAL TABLE fts USING fts5(
 
 /// Triggers that make stored content append-only at the database level, for
 /// every connection, not only this library's.
+///
+/// The `*_no_replace` triggers refuse an insert that collides with a stored row:
+/// `INSERT OR REPLACE` deletes the old row without firing DELETE triggers (unless a
+/// connection turned `recursive_triggers` on), so without them it rewrites content.
 const TRIGGERS: &str = r"
+CREATE TRIGGER sessions_no_replace BEFORE INSERT ON sessions
+WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored session cannot be replaced'); END;
+CREATE TRIGGER messages_no_replace BEFORE INSERT ON messages
+WHEN EXISTS (SELECT 1 FROM messages WHERE id = NEW.id OR (session_id = NEW.session_id AND seq = NEW.seq))
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored message cannot be replaced'); END;
+CREATE TRIGGER parts_no_replace BEFORE INSERT ON parts
+WHEN EXISTS (SELECT 1 FROM parts WHERE id = NEW.id OR (message_id = NEW.message_id AND ord = NEW.ord))
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored part cannot be replaced'); END;
+CREATE TRIGGER summaries_no_replace BEFORE INSERT ON summaries
+WHEN EXISTS (SELECT 1 FROM summaries WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored summary cannot be replaced'); END;
+CREATE TRIGGER summary_sources_no_replace BEFORE INSERT ON summary_sources
+WHEN EXISTS (SELECT 1 FROM summary_sources WHERE summary_id = NEW.summary_id AND ord = NEW.ord)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored summary source cannot be replaced'); END;
+CREATE TRIGGER file_refs_no_replace BEFORE INSERT ON file_refs
+WHEN EXISTS (SELECT 1 FROM file_refs WHERE file_id = NEW.file_id)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored file reference cannot be replaced'); END;
+CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE session_id = NEW.session_id AND seq = NEW.seq)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored event cannot be replaced'); END;
+
 CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: sessions cannot be deleted'); END;
 CREATE TRIGGER sessions_fixed BEFORE UPDATE ON sessions
@@ -151,9 +177,10 @@ WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id OR NEW.session
   OR NEW.body IS NOT OLD.body OR NEW.tool_name IS NOT OLD.tool_name OR NEW.call_id IS NOT OLD.call_id
   OR (OLD.tool_output IS NOT NULL AND NEW.tool_output IS NOT OLD.tool_output)
   OR (OLD.tool_error IS NOT NULL AND NEW.tool_error IS NOT OLD.tool_error)
-  OR (OLD.tool_status IN ('completed', 'error') AND NEW.tool_status IS NOT OLD.tool_status)
-  OR (OLD.tool_status IN ('completed', 'error') AND NEW.token_count IS NOT OLD.token_count)
-  OR (OLD.kind <> 'tool' AND NEW.token_count IS NOT OLD.token_count)
+  OR ((OLD.kind <> 'tool' OR OLD.tool_status IN ('completed', 'error'))
+      AND (NEW.tool_status IS NOT OLD.tool_status OR NEW.tool_output IS NOT OLD.tool_output
+           OR NEW.tool_error IS NOT OLD.tool_error OR NEW.token_count IS NOT OLD.token_count
+           OR NEW.output_tokens IS NOT OLD.output_tokens OR NEW.file_ids IS NOT OLD.file_ids))
   OR (OLD.compacted_at IS NOT NULL AND NEW.compacted_at IS NOT OLD.compacted_at)
   OR (OLD.compacted_tokens IS NOT NULL AND NEW.compacted_tokens IS NOT OLD.compacted_tokens)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only tool lifecycle fields and the tombstone of a part may be written'); END;

@@ -1,0 +1,74 @@
+"""The ``lossless`` command line: inspect, search and export a lossless database.
+
+Start-up matters (``lossless stats`` answers in well under 300 ms), so nothing here
+imports litellm or the session machinery; commands that need them import them
+inside their own bodies.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lossless.cli import demo, recall, sessions, show, stats
+from lossless.cli._common import Settings, guarded
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="lossless",
+    help="Inspect, search and export lossless session databases.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Errors a user can cause are reported as one line by `guarded`; anything that
+    # still escapes is a bug, and a plain traceback is the useful report for it.
+    pretty_exceptions_enable=False,
+)
+
+# Registered in one place so every command gets the same error handling.
+for command in (
+    sessions.sessions,
+    show.show,
+    recall.tree,
+    recall.grep,
+    recall.expand,
+    stats.stats,
+    sessions.export,
+    demo.demo,
+):
+    app.command()(guarded(command))
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from lossless import __version__
+
+        typer.echo(f"lossless {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    db: Annotated[
+        Path,
+        typer.Option(
+            "--db", envvar="LOSSLESS_DB", help="Database file.", dir_okay=False, show_default=True
+        ),
+    ] = Path("lossless.db"),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Inspect, search and export lossless session databases."""
+    ctx.obj = Settings(db=db)
+
+
+def main() -> None:
+    """Entry point of the ``lossless`` script and ``python -m lossless``."""
+    app(prog_name="lossless")

@@ -1,0 +1,140 @@
+"""Plumbing shared by every command: the database option, consoles, error reporting.
+
+Kept free of heavy imports: everything imported here is paid by ``lossless stats``,
+whose start-up budget is 300 ms.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import NoReturn, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from lossless.errors import LosslessError
+from lossless.store import Store
+
+__all__ = [
+    "Settings",
+    "fail",
+    "format_bytes",
+    "format_time",
+    "guarded",
+    "open_existing_store",
+    "settings",
+    "stderr_console",
+    "stdout_console",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Global options, set by the app callback and read by every command."""
+
+    db: Path
+
+
+def settings(ctx: typer.Context) -> Settings:
+    """The global options of this invocation."""
+    obj = ctx.find_root().obj
+    if not isinstance(obj, Settings):  # only reachable if a command runs without the app callback
+        raise TypeError("lossless CLI: global options were not initialised")
+    return obj
+
+
+def stdout_console() -> Console:
+    """A console on the current stdout.
+
+    Made per command, not at import, so it binds to the stream the command really
+    writes to (test runners swap ``sys.stdout``) and reads ``COLUMNS`` then.
+    Highlighting is off: stored text is shown as stored, not re-coloured.
+    """
+    return Console(highlight=False)
+
+
+def stderr_console() -> Console:
+    """A console on the current stderr, for errors."""
+    return Console(stderr=True, highlight=False)
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` as one red line on stderr and exit with status 1."""
+    # Native messages can span lines (a regex parse error draws a caret under the
+    # pattern); scripts and users expect exactly one line, so collapse whitespace.
+    line = " ".join(message.split())
+    stderr_console().print(Text(f"error: {line}", style="red"), soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def guarded(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn the errors a user can cause into ``error: ...`` and exit 1, never a traceback.
+
+    Applied once to every command where the app registers them. Anything else
+    (a bug) still raises with its traceback.
+    """
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except BrokenPipeError:
+            # The reader went away (`lossless export ... | head`): stop quietly, as
+            # Unix tools do, instead of reporting an error nobody asked about.
+            _silence_stdout()
+            raise typer.Exit(1) from None
+        # OSError: an unwritable --output, a closed pipe, a directory given as --db;
+        # the user's environment, not a bug in lossless.
+        except (LosslessError, OSError) as exc:
+            fail(str(exc))
+
+    return run
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail again.
+
+    The recipe of the Python docs for SIGPIPE (library/signal.html, "Note on SIGPIPE").
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (a test runner's buffer)
+        pass
+
+
+def open_existing_store(ctx: typer.Context) -> Store:
+    """Open the database for a read command; never create one.
+
+    ``Store`` creates a missing file (that is right for writers), so read commands
+    check first: a typo in ``--db`` must not leave an empty database behind.
+    """
+    db = settings(ctx).db
+    if not db.exists():
+        fail(f"no database at {db} (pass --db PATH or set LOSSLESS_DB)")
+    return Store(db)
+
+
+def format_time(millis: int) -> str:
+    """A stored millisecond timestamp as local time, to the second."""
+    return datetime.fromtimestamp(millis / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_bytes(size: int) -> str:
+    """``1536`` → ``1.5 KiB``."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    value, index = float(size), 0
+    while value >= 1024 and index < len(units) - 1:
+        value /= 1024
+        index += 1
+    return f"{size} B" if index == 0 else f"{value:.1f} {units[index]}"

@@ -1,0 +1,180 @@
+"""``lossless tree``, ``grep`` and ``expand``: the recall tools, for people."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import typer
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from lossless.cli._common import open_existing_store, stdout_console
+
+__all__ = ["expand", "grep", "highlight_snippet", "summary_label", "tree"]
+
+_MARKED = re.compile(r"\[([^\[\]]*)\]")
+_WORD = re.compile(r"[^\W_]+")  # the core's FTS tokenizer (unicode61) splits on "_" too
+
+
+def summary_label(node: Mapping[str, Any]) -> Text:
+    """``sum_… condensed L3 depth 1 · seq 1–16 · 16 messages · 256 tokens``."""
+    label = Text(str(node["id"]), style="bold")
+    label.append(f"  {node['kind']}", style="magenta" if node["kind"] == "condensed" else "cyan")
+    label.append(f" L{node['level']} depth {node['depth']}")
+    label.append(
+        f" · seq {node['span_start_seq']}–{node['span_end_seq']}"
+        f" · {node['message_count']:,} messages · {node['token_count']:,} tokens",
+        style="dim",
+    )
+    return label
+
+
+def _add_subtree(
+    branch: Tree, node: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]
+) -> None:
+    if node["source_kind"] != "summary":
+        span = f"seq {node['span_start_seq']}–{node['span_end_seq']}"
+        branch.add(Text(f"{node['message_count']:,} messages ({span})"))
+        return
+    children = [nodes[source] for source in node["sources"] if source in nodes]
+    for child in sorted(children, key=lambda child: child["span_start_seq"]):
+        _add_subtree(branch.add(summary_label(child)), child, nodes)
+
+
+def tree(
+    ctx: typer.Context, session: Annotated[str, typer.Argument(help="Session id (ses_...).")]
+) -> None:
+    """Show the summary DAG of SESSION: live summaries on top, what each one condensed below."""
+    store = open_existing_store(ctx)
+    described = store.describe(session)
+    console = stdout_console()
+    if not described:
+        console.print(f"{session} has no summaries: every message is still in the view")
+        return
+    nodes = {node["id"]: node for node in described}
+    live = sorted(
+        (node for node in described if node["live"]), key=lambda node: node["span_start_seq"]
+    )
+    root = Tree(Text(f"{session} · {len(live)} live of {len(described)} summaries", style="bold"))
+    for node in live:
+        _add_subtree(root.add(summary_label(node)), node, nodes)
+    console.print(root)
+
+
+def _fold(word: str) -> str:
+    """Case and diacritics folded, as the FTS index (``remove_diacritics 2``) compares words."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def _is_match(marked: str, query: str, regex: bool) -> bool:
+    """Whether a ``[...]`` span of a snippet is a match marker or literal text.
+
+    The core marks matches with brackets, and stored text has brackets of its own
+    (``[#3 user]``, ``[/file]``); a span is a marker when it matches the query.
+    """
+    if regex:
+        try:
+            return re.fullmatch(query, marked) is not None
+        except re.error:  # Rust regex syntax Python does not share: keep every span
+            return True
+    words = {_fold(word) for word in _WORD.findall(query)}
+    found = [_fold(word) for word in _WORD.findall(marked)]
+    return bool(found) and all(word in words for word in found)
+
+
+def highlight_snippet(snippet: str, query: str, *, regex: bool = False) -> Text:
+    """The snippet with its match markers removed and the matches in bold."""
+    text = Text()
+    last = 0
+    for found in _MARKED.finditer(snippet):
+        if not _is_match(found.group(1), query, regex):
+            continue
+        text.append(snippet[last : found.start()])
+        text.append(found.group(1), style="bold red")
+        last = found.end()
+    text.append(snippet[last:])
+    return text
+
+
+def grep(
+    ctx: typer.Context,
+    query: Annotated[
+        str, typer.Argument(help="Words to find (all of them), or a pattern with --regex.")
+    ],
+    session: Annotated[
+        str | None, typer.Option("--session", "-s", help="Search one session only.")
+    ] = None,
+    regex: Annotated[
+        bool, typer.Option("--regex", "-E", help="QUERY is a regular expression.")
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to show.", min=1)] = 20,
+) -> None:
+    """Search every stored message and summary, including what compaction took out of view.
+
+    "covered by" names the live summary that now stands for a hit; expand it with
+    `lossless expand` to read the original around it.
+    """
+    store = open_existing_store(ctx)
+    hits = store.grep(query, session_id=session, mode="regex" if regex else "text", limit=limit)
+    console = stdout_console()
+    if not hits:
+        console.print(f"no matches for {query!r}", soft_wrap=True, markup=False)
+        return
+    table = Table(title=f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}")
+    # A session column only earns its width when the hits come from several sessions.
+    several = len({hit["session_id"] for hit in hits}) > 1
+    if several:
+        table.add_column("session", no_wrap=True)
+    table.add_column("owner", no_wrap=True)
+    table.add_column("covered by", no_wrap=True)
+    table.add_column("snippet")
+    for hit in hits:
+        covering = hit["covering_summary_id"]
+        table.add_row(
+            *([Text(hit["session_id"])] if several else []),
+            Text(hit["owner_id"]),
+            Text(covering) if covering else Text("in view", style="dim"),
+            highlight_snippet(hit["snippet"], query, regex=regex),
+        )
+    console.print(table)
+
+
+def expand(
+    ctx: typer.Context,
+    summary: Annotated[str, typer.Argument(help="Summary id (sum_...).")],
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", help="Token budget for the messages shown.", min=1)
+    ] = 20_000,
+) -> None:
+    """Show the source messages SUMMARY stands for, oldest first, within --max-tokens."""
+    store = open_existing_store(ctx)
+    expansion = store.expand(summary, max_tokens=max_tokens)
+    console = stdout_console()
+    console.print(
+        Text.assemble(
+            ("summary ", "bold"),
+            expansion["summary_id"],
+            f" · {len(expansion['messages'])} of {expansion['total_messages']:,} source messages"
+            f" · {expansion['tokens']:,} tokens",
+        ),
+        soft_wrap=True,
+    )
+    for message in expansion["messages"]:
+        header = f"[#{message['seq']} {message['role']}]"
+        console.print(
+            Rule(
+                Text(f"{header} {message['id']} · {message['tokens']:,} tokens"),
+                align="left",
+                style="dim",
+            )
+        )
+        # The core starts each text with the same "[#seq role]" header the rule shows.
+        text: str = message["text"]
+        console.print(Text(text.removeprefix(header + "\n")))
+    console.print(Text(expansion["note"], style="yellow"), soft_wrap=True)

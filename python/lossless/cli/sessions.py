@@ -1,0 +1,93 @@
+"""``lossless sessions`` and ``lossless export``: what is stored, listed and dumped."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from lossless.cli._common import format_time, open_existing_store, stdout_console
+
+__all__ = ["ExportFormat", "export", "sessions"]
+
+
+def sessions(ctx: typer.Context) -> None:
+    """List every session: id, model, creation time, messages, summaries, tokens in view."""
+    store = open_existing_store(ctx)
+    rows = store.sessions()
+    console = stdout_console()
+    if not rows:
+        console.print(f"no sessions in {store.path}")
+        return
+    table = Table(title=f"{len(rows)} session{'s' if len(rows) != 1 else ''} in {store.path}")
+    table.add_column("id", no_wrap=True)
+    table.add_column("model")
+    table.add_column("created", no_wrap=True)
+    table.add_column("messages", justify="right")
+    table.add_column("summaries", justify="right")
+    table.add_column("view tokens", justify="right")
+    for row in rows:
+        # One view_stats call per session: list_sessions does not carry view tokens.
+        view = store.view_stats(row["id"])
+        table.add_row(
+            row["id"],
+            row["model"],
+            format_time(row["created_at"]),
+            f"{row['messages']:,}",
+            f"{row['summaries']:,}",
+            f"{view['tokens']:,}",
+        )
+    console.print(table)
+
+
+class ExportFormat(StrEnum):
+    """Formats ``lossless export`` writes."""
+
+    jsonl = "jsonl"
+
+
+def export(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id (ses_...).")],
+    # Only jsonl today; the option exists so scripts name the format and keep working
+    # when another one is added.
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", help="Output format.")
+    ] = ExportFormat.jsonl,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here instead of stdout.", dir_okay=False),
+    ] = None,
+    with_summaries: Annotated[
+        bool, typer.Option("--with-summaries", help="After the messages, write every summary too.")
+    ] = False,
+) -> None:
+    """Write a session as JSON lines: every stored message with its parts, oldest first.
+
+    Each line has a "type" of "message" (then, with --with-summaries, "summary"), so
+    a reader can tell them apart. Summaries follow in the order they were written.
+    """
+    store = open_existing_store(ctx)
+    # Read everything before opening the output: an unknown session must not leave
+    # an empty file behind.
+    records: list[dict[str, Any]] = [{"type": "message", **m} for m in store.history(session)]
+    if with_summaries:
+        nodes = sorted(store.describe(session), key=lambda node: node["id"])  # ids sort by time
+        records.extend({"type": "summary", **node} for node in nodes)
+    if output is None:
+        _write_jsonl(sys.stdout, records)
+        return
+    with output.open("w", encoding="utf-8", newline="\n") as stream:
+        _write_jsonl(stream, records)
+    stdout_console().print(f"wrote {len(records)} records to {output}", soft_wrap=True)
+
+
+def _write_jsonl(stream: IO[str], records: list[dict[str, Any]]) -> None:
+    for record in records:
+        # ensure_ascii off: stored text stays readable (and byte-identical) in the dump.
+        stream.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -1,0 +1,138 @@
+"""The summarisation ladder: level 1 (structured) and level 2 (aggressive) through a
+model, or the built-in extractive summariser when no model is configured, and level 3
+(deterministic truncation in the core), which never fails and always fits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+
+from lossless import _native
+from lossless.compaction import prompts
+from lossless.config import Config
+from lossless.llm import complete_text
+from lossless.tokens import merge_file_id_footer
+
+__all__ = ["Candidate", "Summariser"]
+
+SummariserKind = Literal["llm", "extractive", "truncation"]
+
+# Below this a summary cannot say anything useful next to its file-id footer.
+MIN_SUMMARY_TOKENS = 128
+# Each condensed summary is cut to this before a level-2 merge.
+CONDENSE2_SUMMARY_CHARS = 800
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A summary ready to commit, with what it covers."""
+
+    text: str
+    token_count: int
+    level: int
+    summariser: SummariserKind
+    message_ids: list[str] = field(default_factory=list)
+    summary_ids: list[str] = field(default_factory=list)
+    attempts: tuple[str, ...] = ()
+
+
+class Summariser:
+    """Produces summaries for one session: tries each level in turn."""
+
+    def __init__(
+        self,
+        store: _native.Store,
+        config: Config,
+        *,
+        count: Callable[[str], int],
+        compaction_window: Callable[[], int],
+    ) -> None:
+        self._store = store
+        self._config = config
+        self._count = count
+        self._compaction_window = compaction_window
+
+    @property
+    def model(self) -> str | None:
+        return self._config.compaction.model
+
+    async def _native_call(self, func: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(partial(func, *args))
+
+    async def summarise(self, message_ids: list[str], target: int, span_tokens: int) -> Candidate:
+        """A leaf summary of ``message_ids`` within ``target`` tokens and smaller than the span."""
+        target = max(target, MIN_SUMMARY_TOKENS)
+        attempts: list[str] = []
+        if self.model is None:
+            result = await self._native_call(self._store.extractive_summary, message_ids, target)
+            if result["token_count"] <= target and result["token_count"] < span_tokens:
+                return Candidate(result["text"], result["token_count"], 1, "extractive", message_ids)
+            attempts.append(f"extractive: {result['token_count']} tokens for a {span_tokens}-token span")
+        else:
+            for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
+                candidate = await self._llm_leaf(level, message_ids, target, attempts)
+                if candidate is not None:
+                    return candidate
+        result = await self._native_call(self._store.truncate_summary, message_ids, target)
+        return Candidate(result["text"], result["token_count"], 3, "truncation", message_ids, attempts=tuple(attempts))
+
+    async def _llm_leaf(self, level: int, message_ids: list[str], target: int, attempts: list[str]) -> Candidate | None:
+        assert self.model is not None
+        window = self._compaction_window()
+        cap = int(window * self._config.compaction.input_fraction)
+        chars = self._config.compaction.level2_message_chars if level == 2 else None
+        transcript = await self._native_call(self._store.transcript, message_ids, chars, cap)
+        instructions = prompts.LEVEL1 if level == 1 else prompts.LEVEL2
+        max_tokens = min(target, self._config.compaction.output_budget or target, 4_000 if level == 2 else target)
+        try:
+            text = await complete_text(
+                self.model,
+                [{"role": "system", "content": instructions}, {"role": "user", "content": transcript["text"]}],
+                llm=self._config.llm,
+                max_tokens=max_tokens,
+            )
+        except Exception as err:
+            attempts.append(f"level {level}: {err}")
+            return None
+        text = merge_file_id_footer(text.strip(), transcript["file_ids"])
+        tokens = self._count(text)
+        if not text or tokens >= transcript["token_count"] or tokens > target:
+            attempts.append(f"level {level}: {tokens} tokens for {transcript['token_count']} in, target {target}")
+            return None
+        return Candidate(text, tokens, level, "llm", transcript["message_ids"], attempts=tuple(attempts))
+
+    async def condense(self, summaries: list[dict[str, Any]], target: int) -> Candidate:
+        """One condensed summary replacing ``summaries`` (two or more live ones)."""
+        ids = [row["id"] for row in summaries]
+        file_ids = [file_id for row in summaries for file_id in row["file_ids"]]
+        total = sum(int(row["token_count"]) for row in summaries)
+        attempts: list[str] = []
+        if self.model is not None:
+            for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
+                pieces = [row["text"] if level == 1 else row["text"][:CONDENSE2_SUMMARY_CHARS] for row in summaries]
+                instructions = prompts.CONDENSE1 if level == 1 else prompts.CONDENSE2
+                try:
+                    text = await complete_text(
+                        self.model,
+                        [
+                            {"role": "system", "content": instructions},
+                            {"role": "user", "content": "\n\n---\n\n".join(pieces)},
+                        ],
+                        llm=self._config.llm,
+                        max_tokens=max(target, MIN_SUMMARY_TOKENS),
+                    )
+                except Exception as err:
+                    attempts.append(f"condense level {level}: {err}")
+                    continue
+                text = merge_file_id_footer(text.strip(), file_ids)
+                tokens = self._count(text)
+                if text and tokens < total and tokens <= max(target, MIN_SUMMARY_TOKENS):
+                    return Candidate(text, tokens, level, "llm", summary_ids=ids, attempts=tuple(attempts))
+                attempts.append(f"condense level {level}: {tokens} tokens for {total} in")
+        limit = self._config.compaction.condense_level3_max_tokens
+        result = await self._native_call(self._store.condense_truncate, ids, limit)
+        return Candidate(result["text"], result["token_count"], 3, "truncation", summary_ids=ids, attempts=tuple(attempts))

@@ -1,0 +1,122 @@
+"""The in-process event bus. Every event is also appended to the store's tape."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+__all__ = ["Event", "EventBus", "EventName", "Handler"]
+
+log = logging.getLogger("lossless.events")
+
+
+class EventName(StrEnum):
+    """Every event lossless publishes."""
+
+    SESSION_CREATED = "session_created"
+    SESSION_LOADED = "session_loaded"
+    SESSION_CLOSED = "session_closed"
+    MESSAGE_CREATED = "message_created"
+    TOOL_UPDATED = "tool_updated"
+    STREAM_INCOMPLETE = "stream_incomplete"
+    LLM_RETRY = "llm_retry"
+    LLM_FAILED = "llm_failed"
+    COMPACTION_TRIGGERED = "compaction_triggered"
+    COMPACTION_COMPLETED = "compaction_completed"
+    COMPACTION_FAILED = "compaction_failed"
+    COMPACTION_STALLED = "compaction_stalled"
+    PRUNE_COMPLETED = "prune_completed"
+    DOOM_LOOP_DETECTED = "doom_loop_detected"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One published event."""
+
+    name: EventName
+    session_id: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[Event], None] | Callable[[Event], Awaitable[None]]
+
+
+class _Spawner(Protocol):
+    def start_soon(self, func: Callable[..., Awaitable[Any]], *args: Any) -> None: ...
+
+
+class _Tape(Protocol):
+    def append_event(self, session_id: str, name: str, payload_json: str) -> int: ...
+
+
+class EventBus:
+    """Publish/subscribe within one process.
+
+    Sync handlers run inline, in subscription order; async handlers run as tasks in
+    the owner's task group. A handler that raises is logged and never disturbs the
+    publisher. With a tape, every event is appended to the store first.
+    """
+
+    def __init__(self, *, tape: _Tape | None = None, spawner: _Spawner | None = None) -> None:
+        self._handlers: dict[EventName | None, list[Handler]] = {}
+        self._tape = tape
+        self._spawner = spawner
+
+    def attach(self, spawner: _Spawner | None) -> None:
+        """Set (or clear) the task group that runs async handlers."""
+        self._spawner = spawner
+
+    def subscribe(self, handler: Handler, name: EventName | None = None) -> Callable[[], None]:
+        """Call ``handler`` for events named ``name`` (every event when None); returns an unsubscribe."""
+        bucket = self._handlers.setdefault(name, [])
+        bucket.append(handler)
+        return lambda: bucket.remove(handler) if handler in bucket else None
+
+    def publish(self, name: EventName, session_id: str, **payload: Any) -> Event:
+        """Record and deliver one event."""
+        event = Event(name, session_id, payload)
+        if self._tape is not None:
+            try:
+                self._tape.append_event(session_id, name.value, json.dumps(payload, default=str))
+            except Exception:
+                log.exception("could not persist event %s", name.value)
+        for handler in (*self._handlers.get(name, ()), *self._handlers.get(None, ())):
+            self._deliver(handler, event)
+        return event
+
+    def _deliver(self, handler: Handler, event: Event) -> None:
+        if inspect.iscoroutinefunction(handler):
+            if self._spawner is None:
+                log.warning("no task group for async handler %r of %s; skipped", handler, event.name.value)
+                return
+            self._spawner.start_soon(self._run_async, handler, event)
+            return
+        try:
+            result = handler(event)
+            if inspect.isawaitable(result):
+                # A sync callable returned an awaitable: run it as a task too.
+                if self._spawner is not None:
+                    self._spawner.start_soon(_await, result)
+        except Exception:
+            log.exception("event handler %r failed on %s", handler, event.name.value)
+
+    @staticmethod
+    async def _run_async(handler: Handler, event: Event) -> None:
+        try:
+            result = handler(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("event handler %r failed on %s", handler, event.name.value)
+
+
+async def _await(awaitable: Awaitable[Any]) -> None:
+    try:
+        await awaitable
+    except Exception:
+        log.exception("event handler awaitable failed")

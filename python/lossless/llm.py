@@ -1,0 +1,227 @@
+"""Model calls through litellm: streaming with typed failures, and retries with backoff.
+
+litellm is imported on first use only: importing it takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, TypeVar
+
+import anyio
+
+from lossless.config import LLMConfig
+from lossless.errors import LLMError
+from lossless.parts import ToolPart
+
+__all__ = [
+    "CallbackError",
+    "PartialReply", "StreamedReply", "complete_text", "import_litellm", "stream_completion"]
+
+_litellm: ModuleType | None = None
+
+TextCallback = Callable[[str], Awaitable[None]]
+_T = TypeVar("_T")
+
+
+def import_litellm() -> ModuleType:
+    """litellm, configured to never fetch its model map from the network."""
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        _litellm = litellm
+    return _litellm
+
+
+@dataclass
+class StreamedReply:
+    """What a model call produced."""
+
+    text: str = ""
+    tool_calls: list[ToolPart] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    finish_reason: str | None = None
+
+
+class PartialReply(LLMError):
+    """The stream broke after content arrived; ``reply`` holds what came."""
+
+    def __init__(self, message: str, reply: StreamedReply) -> None:
+        super().__init__(message)
+        self.reply = reply
+
+
+class CallbackError(Exception):
+    """The caller's streaming callback raised; ``original`` is its exception."""
+
+    def __init__(self, original: BaseException, reply: StreamedReply) -> None:
+        super().__init__(str(original))
+        self.original = original
+        self.reply = reply
+
+
+@dataclass
+class _ToolDraft:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+def _call_kwargs(llm: LLMConfig) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"timeout": llm.timeout_s, "num_retries": 0, "max_retries": 0}
+    if llm.api_base is not None:
+        kwargs["api_base"] = llm.api_base
+    if llm.api_key is not None:
+        kwargs["api_key"] = llm.api_key
+    if llm.temperature is not None:
+        kwargs["temperature"] = llm.temperature
+    return kwargs
+
+
+def _is_retryable(err: BaseException) -> bool:
+    status = getattr(err, "status_code", None)
+    if isinstance(status, int):
+        return status == 429 or status >= 500
+    name = type(err).__name__
+    return any(word in name for word in ("Timeout", "Connection", "ServiceUnavailable", "InternalServer"))
+
+
+async def _with_retries(
+    call: Callable[[], Awaitable[_T]], llm: LLMConfig, on_retry: Callable[[int, str], None]
+) -> _T:
+    delay = llm.retry_backoff_s
+    for attempt in range(llm.num_retries + 1):
+        try:
+            return await call()
+        except (PartialReply, CallbackError):
+            raise
+        except Exception as err:
+            if attempt >= llm.num_retries or not _is_retryable(err):
+                raise LLMError(f"model call failed: {type(err).__name__}: {err}") from err
+            on_retry(attempt + 1, f"{type(err).__name__}: {err}")
+            await anyio.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")
+
+
+def _cost(model: str, reply: StreamedReply) -> float | None:
+    if reply.input_tokens is None or reply.output_tokens is None:
+        return None
+    try:
+        prompt, completion = import_litellm().cost_per_token(
+            model=model, prompt_tokens=reply.input_tokens, completion_tokens=reply.output_tokens
+        )
+        return float(prompt) + float(completion)
+    except Exception:
+        # Models missing from the cost map (local servers, new names) have no known price.
+        return None
+
+
+async def _consume(stream: Any, reply: StreamedReply, on_text: TextCallback | None) -> None:
+    drafts: dict[int, _ToolDraft] = {}
+    async for chunk in stream:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
+            reply.input_tokens = usage.prompt_tokens
+            reply.output_tokens = usage.completion_tokens
+        for choice in getattr(chunk, "choices", None) or ():
+            delta = choice.delta
+            content = getattr(delta, "content", None)
+            if content:
+                reply.text += content
+                if on_text is not None:
+                    try:
+                        await on_text(content)
+                    except Exception as err:
+                        raise CallbackError(err, reply) from err
+            for call in getattr(delta, "tool_calls", None) or ():
+                draft = drafts.setdefault(call.index or 0, _ToolDraft())
+                draft.call_id = call.id or draft.call_id
+                if call.function is not None:
+                    draft.name = call.function.name or draft.name
+                    if call.function.arguments:
+                        draft.arguments.append(call.function.arguments)
+            if choice.finish_reason:
+                reply.finish_reason = choice.finish_reason
+    for index in sorted(drafts):
+        draft = drafts[index]
+        reply.tool_calls.append(
+            ToolPart(
+                name=draft.name or "unknown",
+                call_id=draft.call_id or f"call_{index}",
+                input="".join(draft.arguments) or "{}",
+                status="pending",
+            )
+        )
+
+
+async def stream_completion(
+    model: str,
+    messages: Sequence[dict[str, Any]],
+    *,
+    llm: LLMConfig,
+    tools: Sequence[dict[str, Any]] | None = None,
+    max_tokens: int | None = None,
+    on_text: TextCallback | None = None,
+    on_retry: Callable[[int, str], None] = lambda attempt, reason: None,
+) -> StreamedReply:
+    """Stream one chat completion. Failures before any content are retried with
+    backoff; a stream that breaks after content raises :class:`PartialReply`."""
+    litellm = import_litellm()
+    kwargs = _call_kwargs(llm)
+    if tools:
+        kwargs["tools"] = list(tools)
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
+
+    async def attempt() -> StreamedReply:
+        reply = StreamedReply()
+        stream = await litellm.acompletion(
+            model=model,
+            messages=list(messages),
+            stream=True,
+            stream_options={"include_usage": True},
+            **kwargs,
+        )
+        try:
+            await _consume(stream, reply, on_text)
+        except CallbackError:
+            raise
+        except Exception as err:
+            if reply.text or reply.tool_calls:
+                raise PartialReply(f"stream broke after content arrived: {type(err).__name__}: {err}", reply) from err
+            raise
+        reply.cost = _cost(model, reply)
+        return reply
+
+    return await _with_retries(attempt, llm, on_retry)
+
+
+async def complete_text(
+    model: str,
+    messages: Sequence[dict[str, Any]],
+    *,
+    llm: LLMConfig,
+    max_tokens: int | None = None,
+) -> str:
+    """One non-streaming completion's text, with the same retries."""
+    litellm = import_litellm()
+    kwargs = _call_kwargs(llm)
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
+
+    async def attempt() -> str:
+        response = await litellm.acompletion(model=model, messages=list(messages), **kwargs)
+        content = response.choices[0].message.content
+        return content if isinstance(content, str) else json.dumps(content)
+
+    return await _with_retries(attempt, llm, lambda attempt, reason: None)

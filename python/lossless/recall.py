@@ -1,0 +1,259 @@
+"""Recall: finding and reading back what compaction moved out of the view.
+
+Three operations, each a Python function, an agent tool the session answers
+itself (``send(..., tools="recall")``), and a CLI command:
+
+- :func:`grep`: full-text (bm25) or regex search over every stored part and summary;
+- :func:`describe`: the summary DAG, what each summary covers;
+- :func:`expand`: a summary back to its source messages, within a token budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from lossless import _native
+from lossless.errors import InvalidInputError, LosslessError
+from lossless.parts import ToolPart
+
+if TYPE_CHECKING:
+    from lossless.session import PartCallback, Session, TurnResult
+
+__all__ = [
+    "RECALL_TOOLS",
+    "DagNode",
+    "Expansion",
+    "ExpandedMessage",
+    "GrepHit",
+    "answer_recall_turn",
+    "describe",
+    "expand",
+    "grep",
+    "run_recall_tool",
+]
+
+
+
+@dataclass(frozen=True, slots=True)
+class GrepHit:
+    """One search hit; ``covering_summary_id`` is the live summary that holds it now."""
+
+    session_id: str
+    owner_kind: Literal["message", "summary"]
+    owner_id: str
+    part_id: str | None
+    snippet: str
+    rank: float
+    covering_summary_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DagNode:
+    """One summary of the DAG."""
+
+    id: str
+    kind: Literal["leaf", "condensed"]
+    level: int
+    depth: int
+    span_start_seq: int
+    span_end_seq: int
+    message_count: int
+    token_count: int
+    live: bool
+    superseded_by: str | None
+    source_kind: Literal["message", "summary"]
+    sources: list[str]
+    file_ids: list[str]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandedMessage:
+    id: str
+    seq: int
+    role: str
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """A summary's source messages that fit the budget, and a note of the rest."""
+
+    summary_id: str
+    messages: list[ExpandedMessage]
+    tokens: int
+    total_messages: int
+    omitted_messages: int
+    note: str
+
+
+def _resolve(target: Any, db: str | os.PathLike[str]) -> tuple[_native.Store, str | None]:
+    """The native store and session id behind a Session, a session id, or a store."""
+    from lossless.session import Session
+    from lossless.store import Store
+
+    if isinstance(target, Session):
+        return target.store, target.id
+    if isinstance(target, Store):
+        return target.native, None
+    if isinstance(target, _native.Store):
+        return target, None
+    store = _native.Store(str(db))
+    return store, target if isinstance(target, str) else None
+
+
+def grep(
+    query: str,
+    *,
+    session: Session | str | None = None,
+    db: str | os.PathLike[str] = "lossless.db",
+    mode: Literal["text", "regex"] = "text",
+    limit: int = 20,
+) -> list[GrepHit]:
+    """Search one session (a :class:`Session` or an id) or, with ``session=None``, all of ``db``."""
+    if limit < 1:
+        raise InvalidInputError("limit: must be at least 1")
+    store, session_id = _resolve(session if session is not None else db, db)
+    return [GrepHit(**row) for row in store.grep(query, session_id, mode, limit)]
+
+
+def describe(target: Session | str, *, db: str | os.PathLike[str] = "lossless.db") -> list[DagNode]:
+    """The DAG of a session (a :class:`Session` or session id) or of one summary (``sum_…`` id)."""
+    if isinstance(target, str) and target.startswith("sum_"):
+        store, _ = _resolve(db, db)
+        rows = store.describe(None, target)
+    else:
+        store, session_id = _resolve(target, db)
+        rows = store.describe(session_id, None)
+    return [_node(row) for row in rows]
+
+
+def expand(
+    summary_id: str, *, max_tokens: int = 20_000, db: str | os.PathLike[str] | Session = "lossless.db"
+) -> Expansion:
+    """A summary's source messages (through condensed summaries), oldest first, within ``max_tokens``."""
+    if max_tokens < 1:
+        raise InvalidInputError("max_tokens: must be at least 1")
+    store, _ = _resolve(db, db)
+    row = store.expand(summary_id, max_tokens)
+    return Expansion(
+        summary_id=row["summary_id"],
+        messages=[ExpandedMessage(**message) for message in row["messages"]],
+        tokens=row["tokens"],
+        total_messages=row["total_messages"],
+        omitted_messages=row["omitted_messages"],
+        note=row["note"],
+    )
+
+
+def _node(row: dict[str, Any]) -> DagNode:
+    fields = DagNode.__dataclass_fields__
+    return DagNode(**{key: row[key] for key in fields})
+
+
+RECALL_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lossless_grep",
+            "description": "Search this conversation's full stored history, including parts that were "
+            "summarised away. Returns snippets and the summary that now covers each hit.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words to find (or a regex with mode=regex)."},
+                    "mode": {"type": "string", "enum": ["text", "regex"], "default": "text"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+                },
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "lossless_describe",
+            "description": "List the summaries of this conversation: what each covers, its level and size.",
+            "parameters": {
+                "type": "object",
+                "properties": {"summary_id": {"type": "string", "description": "Only this summary's subtree."}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "lossless_expand",
+            "description": "Read the original messages behind a summary, oldest first, within a token budget.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "summary_id": {"type": "string"},
+                    "max_tokens": {"type": "integer", "minimum": 1, "default": 4000},
+                },
+                "required": ["summary_id"],
+            },
+        },
+    },
+]
+
+RECALL_TOOL_NAMES = frozenset(tool["function"]["name"] for tool in RECALL_TOOLS)
+
+
+def run_recall_tool(session: Session, name: str, arguments: str) -> str:
+    """Answer one recall tool call; raises :class:`LosslessError` for bad arguments."""
+    try:
+        args = json.loads(arguments or "{}")
+    except json.JSONDecodeError as err:
+        raise InvalidInputError(f"arguments: not valid JSON: {err}") from err
+    if not isinstance(args, dict):
+        raise InvalidInputError("arguments: expected a JSON object")
+    if name == "lossless_grep":
+        hits = grep(str(args.get("query", "")), session=session, mode=args.get("mode", "text"),
+                    limit=int(args.get("limit", 10)))
+        return json.dumps([_hit_dict(hit) for hit in hits])
+    if name == "lossless_describe":
+        target = args.get("summary_id")
+        rows = session.store.describe(None if target else session.id, target)
+        return json.dumps([{k: row[k] for k in ("id", "kind", "level", "depth", "span_start_seq", "span_end_seq",
+                                                 "message_count", "token_count", "live")} for row in rows])
+    if name == "lossless_expand":
+        expansion = session.store.expand(str(args.get("summary_id", "")), int(args.get("max_tokens", 4000)))
+        return json.dumps(expansion)
+    raise InvalidInputError(f"name: unknown recall tool {name!r}")
+
+
+def _hit_dict(hit: GrepHit) -> dict[str, Any]:
+    return {
+        "owner_id": hit.owner_id,
+        "owner_kind": hit.owner_kind,
+        "snippet": hit.snippet,
+        "covering_summary_id": hit.covering_summary_id,
+    }
+
+
+async def answer_recall_turn(session: Session, on_part: PartCallback | None) -> TurnResult:
+    """Model turns with the recall tools, answering the model's recall calls, until it
+    replies without calling one (at most ``config.recall_max_rounds`` rounds)."""
+    for _ in range(session.config.recall_max_rounds):
+        result = await session._model_turn(on_part, RECALL_TOOLS)
+        recall_calls = [call for call in result.tool_calls if call.name in RECALL_TOOL_NAMES]
+        if not recall_calls or len(recall_calls) != len(result.tool_calls):
+            return result
+        for call in recall_calls:
+            await _answer(session, call)
+    return await session._model_turn(on_part, None)
+
+
+async def _answer(session: Session, call: ToolPart) -> None:
+    arguments = call.input if isinstance(call.input, str) else json.dumps(call.input)
+    try:
+        output = run_recall_tool(session, call.name, arguments)
+    except LosslessError as err:
+        await session.update_tool(call.call_id, status="error", error=str(err))
+        return
+    await session.update_tool(call.call_id, status="completed", output=output)

@@ -1,0 +1,470 @@
+"""Session: the object agents are written against.
+
+A session persists every turn before anything else happens, assembles its context
+in the native core, calls the model through litellm, and keeps its view inside the
+budget with background compaction.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal, Self
+
+import anyio
+import anyio.lowlevel
+from anyio.abc import TaskGroup
+
+from lossless import _native
+from lossless.compaction import CompactionEngine, CompactionResult, Summariser
+from lossless.config import Config, ModelConfig
+from lossless.errors import InvalidInputError, LLMError, SessionBusyError, SessionClosedError, UnknownModelError
+from lossless.events import EventBus, EventName
+from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
+from lossless.models import Budget, ModelLimits, resolve_limits
+from lossless.parts import Part, PartsInput, TextPart, ToolPart, normalize_parts, part_from_wire, part_to_wire
+
+__all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
+
+PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
+# Inputs larger than this are tokenised in a worker thread so the event loop keeps running.
+_THREAD_THRESHOLD_CHARS = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltContext:
+    """What the next model call would send."""
+
+    messages: list[dict[str, Any]]
+    tokens: int
+    budget: int
+    item_ids: list[str]
+    omitted: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The outcome of :meth:`Session.send`."""
+
+    message_id: str
+    text: str
+    tool_calls: list[ToolPart]
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    finish_reason: str | None
+    context_tokens: int
+    compaction_triggered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecordResult:
+    """The outcome of :meth:`Session.record`."""
+
+    message_id: str
+    seq: int
+    token_count: int
+    view_tokens: int
+    compaction_triggered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A stored message."""
+
+    id: str
+    seq: int
+    role: str
+    status: Literal["complete", "streaming", "incomplete"]
+    parts: list[Part]
+    token_count: int | None
+    created_at: int
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+
+class Session:
+    """One conversation, stored in full, sent to the model within its budget.
+
+    Create it with :meth:`create` or :meth:`load`, ideally as
+    ``async with await Session.create(...) as session``. Background compaction runs
+    in a task group the session owns; create and close a session in the same task.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: _native.Store,
+        session_id: str,
+        model: str,
+        config: Config,
+        system_prompt: str | None,
+        limits: ModelLimits,
+    ) -> None:
+        self._store = store
+        self.id = session_id
+        self.model = model
+        self.config = config
+        self.system_prompt = system_prompt
+        self._limits = limits
+        counter = _native.TokenCounter(model)
+        self._count = counter.count
+        self._system_tokens = counter.count(system_prompt) + 4 if system_prompt else 0
+        self.budget = Budget.of(limits, config, self._system_tokens)
+        self.events = EventBus(tape=store)
+        self._task_group: TaskGroup | None = None
+        self._closed = False
+        self._sending = False
+        self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
+        self.compaction = CompactionEngine(
+            store=store,
+            session_id=session_id,
+            config=config,
+            budget=lambda: self.budget,
+            bus=self.events,
+            summariser=Summariser(store, config, count=self._count, compaction_window=self._compaction_window),
+        )
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @classmethod
+    async def create(
+        cls,
+        *,
+        model: str,
+        db: str | os.PathLike[str] = "lossless.db",
+        config: Config | None = None,
+        system_prompt: str | None = None,
+    ) -> Session:
+        """Start a new session stored in ``db``."""
+        config = config or Config()
+        limits = resolve_limits(model, config.model)
+        store = await _open_store(db, config)
+        session_id = store.create_session(model, config.model_dump_json(), system_prompt)
+        session = cls(
+            store=store, session_id=session_id, model=model, config=config, system_prompt=system_prompt, limits=limits
+        )
+        await session._start()
+        session.events.publish(EventName.SESSION_CREATED, session_id, model=model, usable=session.budget.usable)
+        return session
+
+    @classmethod
+    async def load(
+        cls, session_id: str, *, db: str | os.PathLike[str] = "lossless.db", config: Config | None = None
+    ) -> Session:
+        """Reopen a stored session. Replies left streaming by a dead process are flagged incomplete."""
+        store = await _open_store(db, config or Config())
+        row = store.get_session(session_id)
+        stored = Config.model_validate_json(row["config_json"]) if row["config_json"] != "{}" else Config()
+        config = config or stored
+        limits = resolve_limits(row["model"], config.model)
+        session = cls(
+            store=store,
+            session_id=session_id,
+            model=row["model"],
+            config=config,
+            system_prompt=row["system_prompt"],
+            limits=limits,
+        )
+        flagged = store.flag_interrupted(session_id)
+        await session._start()
+        session.events.publish(EventName.SESSION_LOADED, session_id, interrupted_flagged=flagged)
+        return session
+
+    async def _start(self) -> None:
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        self.events.attach(task_group)
+
+    async def close(self) -> None:
+        """Finish background work and release the session. Closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.compaction.wait_for_pending()
+        self.events.publish(EventName.SESSION_CLOSED, self.id)
+        task_group, self._task_group = self._task_group, None
+        self.events.attach(None)
+        if task_group is not None:
+            await task_group.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def store(self) -> _native.Store:
+        """The native store handle this session writes to."""
+        return self._store
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(f"session {self.id} is closed; open it again with Session.load")
+
+    def _compaction_window(self) -> int:
+        compaction = self.config.compaction
+        if compaction.model_context_limit is not None:
+            return compaction.model_context_limit
+        if compaction.model is None:
+            return self._limits.context_limit
+        try:
+            return resolve_limits(compaction.model, ModelConfig()).context_limit
+        except UnknownModelError:
+            return self._limits.context_limit
+
+    # -- reading ---------------------------------------------------------------
+
+    def build_context(self) -> BuiltContext:
+        """The messages the next model call would send, assembled within the budget."""
+        messages, tokens, item_ids, omitted = self._store.assemble(self.id, self.budget.usable)
+        if self.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+            tokens += self._system_tokens
+        return BuiltContext(messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted)
+
+    def view_tokens(self) -> int:
+        """Tokens of everything in the context view (what compaction keeps in budget)."""
+        return int(self._store.view_stats(self.id)["tokens"])
+
+    def history(self) -> list[Message]:
+        """Every stored message, oldest first, including incomplete ones."""
+        return [_message(row) for row in self._store.history(self.id)]
+
+    # -- writing ---------------------------------------------------------------
+
+    async def _native(self, func: Callable[..., Any], *args: Any, heavy: bool = False) -> Any:
+        if heavy:
+            return await anyio.to_thread.run_sync(partial(func, *args))
+        return func(*args)
+
+    async def record(self, role: str, parts: PartsInput) -> RecordResult:
+        """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
+        self._check_open()
+        normalized = normalize_parts(parts)
+        wire = [part_to_wire(part) for part in normalized]
+        appended = await self._native(self._store.append_message, self.id, role, wire, heavy=_is_heavy(wire))
+        self.events.publish(EventName.MESSAGE_CREATED, self.id, message_id=appended["id"], role=role)
+        self._watch_tool_calls(normalized)
+        view_tokens = self.view_tokens()
+        triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
+        if self.compaction.is_hard_overflow(view_tokens):
+            # A loop that only records never waits on the network, so background
+            # compaction would never get to run: past the hard limit, wait for it.
+            await self._respect_hard_threshold()
+            view_tokens = self.view_tokens()
+        else:
+            # Let a just-started background round begin while the caller carries on.
+            await anyio.lowlevel.checkpoint()
+        return RecordResult(appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered)
+
+    async def update_tool(
+        self,
+        call_id: str,
+        *,
+        status: Literal["pending", "running", "completed", "error"],
+        output: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Move a recorded tool call along its lifecycle, setting its output or error once."""
+        self._check_open()
+        heavy = output is not None and len(output) > _THREAD_THRESHOLD_CHARS
+        await self._native(self._store.update_tool, self.id, call_id, status, output, error, heavy=heavy)
+        self.events.publish(EventName.TOOL_UPDATED, self.id, call_id=call_id, status=status)
+
+    async def compact(self) -> CompactionResult:
+        """Run one compaction now, even under the soft threshold. Never raises."""
+        self._check_open()
+        await self.compaction.wait_for_pending()
+        return await self.compaction.run_compaction(force=True)
+
+    def _watch_tool_calls(self, parts: Sequence[Part]) -> None:
+        for part in parts:
+            if not isinstance(part, ToolPart):
+                continue
+            signature = json.dumps([part.name, part.input], sort_keys=True, default=str)
+            self._recent_calls.append(signature)
+            window = self._recent_calls
+            if len(window) == window.maxlen and len(set(window)) == 1:
+                self.events.publish(
+                    EventName.DOOM_LOOP_DETECTED, self.id, tool=part.name, repeats=len(window), input=part.input
+                )
+
+    # -- the model turn --------------------------------------------------------
+
+    async def send(
+        self,
+        message: PartsInput,
+        *,
+        on_part: PartCallback | None = None,
+        tools: Sequence[dict[str, Any]] | Literal["recall"] | None = None,
+    ) -> TurnResult:
+        """Store the user turn, call the model on the assembled context, store its reply.
+
+        ``on_part`` receives each streamed text delta as a :class:`TextPart` and each
+        tool call as a :class:`ToolPart`; if it raises, the partial reply is stored
+        flagged incomplete and the exception propagates. ``tools="recall"`` lets the
+        model search this session's history; the session answers those calls itself.
+        One ``send`` runs at a time per session: a second concurrent call raises
+        :class:`SessionBusyError`.
+        """
+        self._check_open()
+        if self._sending:
+            raise SessionBusyError(f"session {self.id} is already sending; await the first send")
+        parts = normalize_parts(message)
+        if all(isinstance(part, TextPart) and not part.text.strip() for part in parts):
+            raise InvalidInputError("message: must not be empty")
+        self._sending = True
+        try:
+            await self.record("user", parts)
+            if tools == "recall":
+                from lossless.recall import answer_recall_turn
+
+                return await answer_recall_turn(self, on_part)
+            return await self._model_turn(on_part, tools)
+        finally:
+            self._sending = False
+
+    async def _model_turn(
+        self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
+    ) -> TurnResult:
+        """One model call on the current view, its reply stored as an assistant message."""
+        await self._respect_hard_threshold()
+        context = self.build_context()
+        message_id = self._store.begin_message(self.id, "assistant", self.model)
+        try:
+            reply = await stream_completion(
+                self.model,
+                context.messages,
+                llm=self.config.llm,
+                tools=tools,
+                max_tokens=self.budget.max_output_tokens,
+                on_text=_text_forwarder(on_part),
+                on_retry=lambda attempt, reason: self.events.publish(
+                    EventName.LLM_RETRY, self.id, attempt=attempt, reason=reason
+                ),
+            )
+        except CallbackError as err:
+            await self._store_incomplete(message_id, err.reply, f"on_part raised {type(err.original).__name__}")
+            raise err.original from None
+        except PartialReply as err:
+            await self._store_incomplete(message_id, err.reply, str(err))
+            raise LLMError(str(err)) from err
+        except LLMError as err:
+            await self._store_incomplete(message_id, StreamedReply(), str(err))
+            raise
+        finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
+        for call in reply.tool_calls:
+            await _deliver(on_part, call)
+        self._watch_tool_calls(reply.tool_calls)
+        self.events.publish(EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant")
+        view_tokens = self.view_tokens()
+        triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
+        return TurnResult(
+            message_id=finished["id"],
+            text=reply.text,
+            tool_calls=reply.tool_calls,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cost=reply.cost,
+            finish_reason=reply.finish_reason,
+            context_tokens=context.tokens,
+            compaction_triggered=triggered,
+        )
+
+    async def _respect_hard_threshold(self) -> None:
+        """The seam where a turn waits for compaction: never send an over-budget view."""
+        if not self.compaction.is_hard_overflow(self.view_tokens()):
+            return
+        if self.compaction.pending:
+            await self.compaction.wait_for_pending()
+        if self.compaction.is_hard_overflow(self.view_tokens()):
+            await self.compaction.run_compaction()
+
+    async def _store_incomplete(self, message_id: str, reply: StreamedReply, reason: str) -> None:
+        """Keep what streamed before a failure, flagged incomplete; never the error text."""
+        with anyio.CancelScope(shield=True):
+            self._store.finish_message(message_id, _reply_parts(reply, keep_empty=False), False, _usage(reply))
+        self.events.publish(
+            EventName.STREAM_INCOMPLETE, self.id, message_id=message_id, reason=reason, chars=len(reply.text)
+        )
+
+
+async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:
+    path = str(db)
+    return await anyio.to_thread.run_sync(
+        partial(_native.Store, path, config.store.synchronous, config.store.busy_timeout_ms)
+    )
+
+
+def _is_heavy(wire: list[dict[str, Any]]) -> bool:
+    size = 0
+    for part in wire:
+        for value in part.values():
+            if isinstance(value, str):
+                size += len(value)
+    return size > _THREAD_THRESHOLD_CHARS
+
+
+def _reply_parts(reply: StreamedReply, *, keep_empty: bool = True) -> list[dict[str, Any]]:
+    parts: list[Part] = []
+    if reply.text or (keep_empty and not reply.tool_calls):
+        parts.append(TextPart(reply.text))
+    parts.extend(reply.tool_calls)
+    return [part_to_wire(part) for part in parts]
+
+
+def _usage(reply: StreamedReply) -> dict[str, Any]:
+    return {
+        "input_tokens": reply.input_tokens,
+        "output_tokens": reply.output_tokens,
+        "cost": reply.cost,
+        "finish_reason": reply.finish_reason,
+    }
+
+
+async def _deliver(callback: PartCallback | None, part: Part) -> None:
+    if callback is None:
+        return
+    result = callback(part)
+    if inspect.isawaitable(result):
+        await result
+
+
+def _text_forwarder(callback: PartCallback | None) -> Callable[[str], Awaitable[None]] | None:
+    if callback is None:
+        return None
+
+    async def forward(delta: str) -> None:
+        await _deliver(callback, TextPart(delta))
+
+    return forward
+
+
+def _message(row: dict[str, Any]) -> Message:
+    return Message(
+        id=row["id"],
+        seq=row["seq"],
+        role=row["role"],
+        status=row["status"],
+        parts=[part_from_wire(part) for part in row["parts"]],
+        token_count=row["token_count"],
+        created_at=row["created_at"],
+        usage={
+            key: row[key] for key in ("input_tokens", "output_tokens", "cost", "finish_reason") if row[key] is not None
+        },
+    )

@@ -1,0 +1,625 @@
+"""The store: appends, history, context assembly, the view cache, concurrency, errors."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lossless import FileRefPart, Store, TextPart, ToolPart
+from lossless.errors import (
+    InvalidInputError,
+    LosslessError,
+    NotADatabaseError,
+    NotFoundError,
+    SchemaVersionError,
+    SessionNotFoundError,
+    StoreError,
+)
+
+MODEL = "gpt-4o"
+MAX_PART_BYTES = 8 * 1024 * 1024
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Store:
+    return Store(db_path)
+
+
+@pytest.fixture
+def sid(store: Store) -> str:
+    return store.create_session(MODEL)
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    """A plain sqlite3 connection on the store's file, outside the library."""
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def tool_wire(call_id: str, output: str | None = "ok", **fields: Any) -> dict[str, Any]:
+    wire = {
+        "kind": "tool",
+        "name": "read_file",
+        "call_id": call_id,
+        "input": '{"path": "a.py"}',
+        "output": output,
+        "status": "completed",
+    }
+    wire.update(fields)
+    return wire
+
+
+def budget_for(store: Store, sid: str) -> int:
+    """A budget that holds the whole view."""
+    return store.view_stats(sid)["tokens"]
+
+
+# --- append writes everything in one transaction -----------------------------------
+
+
+def test_append_writes_message_parts_view_item_index_and_counts(
+    store: Store, sid: str, db_path: Path
+) -> None:
+    result = store.append(
+        sid,
+        "assistant",
+        [TextPart("the zebra grazes"), ToolPart("grep", "call_1", {"q": "x"}, output="found walrus")],
+    )
+    conn = raw(db_path)
+    role, seq, status, tokens = conn.execute(
+        "SELECT role, seq, status, token_count FROM messages WHERE id = ?", (result["id"],)
+    ).fetchone()
+    assert (role, seq, status, tokens) == ("assistant", result["seq"], "complete", result["token_count"])
+    parts = conn.execute(
+        "SELECT id, kind, body, tool_output, token_count FROM parts WHERE message_id = ? ORDER BY ord",
+        (result["id"],),
+    ).fetchall()
+    assert [p[0] for p in parts] == result["part_ids"]
+    assert [p[1] for p in parts] == ["text", "tool"]
+    assert parts[0][2] == "the zebra grazes"
+    assert parts[1][3] == "found walrus"
+    assert all(p[4] > 0 for p in parts)
+    # The message's count is the parts' counts plus its framing, and the view item carries it.
+    assert tokens > sum(p[4] for p in parts)
+    item = conn.execute(
+        "SELECT kind, token_count FROM context_items WHERE session_id = ? AND item_id = ?",
+        (sid, result["id"]),
+    ).fetchone()
+    assert item == ("message", tokens)
+    # Both parts are searchable, through the index, right after the call.
+    for word in ("zebra", "walrus"):
+        owners = conn.execute("SELECT owner_id FROM fts WHERE fts MATCH ?", (word,)).fetchall()
+        assert owners == [(result["id"],)]
+
+
+def test_append_is_all_or_nothing(store: Store, sid: str, db_path: Path) -> None:
+    store.append(sid, "user", "before")
+    conn = raw(db_path)
+
+    def counts() -> tuple[int, ...]:
+        return tuple(
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("messages", "parts", "context_items", "fts")
+        )
+
+    before = counts()
+    # Make the last write of an append (its view item) fail inside the transaction.
+    conn.execute(
+        "CREATE TRIGGER refuse_view BEFORE INSERT ON context_items "
+        "BEGIN SELECT RAISE(ABORT, 'test: view insert refused'); END"
+    )
+    with pytest.raises(StoreError, match="view insert refused"):
+        store.append(sid, "user", ["first part", "second part"])
+    assert counts() == before
+    conn.execute("DROP TRIGGER refuse_view")
+    # The store is still usable and its cache did not keep the failed item.
+    store.append(sid, "user", "after")
+    messages, _, _, omitted = store.assemble(sid, budget_for(store, sid))
+    assert [m["content"] for m in messages] == ["before", "after"]
+    assert omitted == 0
+    seqs = [row["seq"] for row in store.history(sid)]
+    assert len(seqs) == len(set(seqs)) == 2
+
+
+# --- history and rendering -----------------------------------------------------------
+
+
+def test_history_round_trips_text_tool_and_file_ref_parts(store: Store, sid: str) -> None:
+    parts = [
+        TextPart("look at this"),
+        ToolPart("read_file", "call_7", {"path": "a.py"}, output="print(1)\n", status="completed"),
+        FileRefPart("file_0123456789abcdef", "docs/big.md", "markdown", 5000, "a large doc"),
+    ]
+    store.append(sid, "assistant", parts)
+    (record,) = store.history(sid)
+    assert record["role"] == "assistant"
+    text, tool, file_ref = record["parts"]
+    assert text["kind"] == "text"
+    assert text["text"] == "look at this"
+    assert tool["kind"] == "tool"
+    assert (tool["name"], tool["call_id"], tool["input"]) == ("read_file", "call_7", '{"path": "a.py"}')
+    assert (tool["output"], tool["status"], tool["error"]) == ("print(1)\n", "completed", None)
+    assert file_ref["kind"] == "file_ref"
+    assert (file_ref["file_id"], file_ref["path"], file_ref["file_type"]) == (
+        "file_0123456789abcdef",
+        "docs/big.md",
+        "markdown",
+    )
+    assert (file_ref["token_count"], file_ref["summary"]) == (5000, "a large doc")
+    assert not any(p["compacted"] for p in record["parts"])
+    assert store.native.get_message(record["id"]) == record
+
+
+def test_assembly_renders_openai_tool_turns(store: Store, sid: str) -> None:
+    store.append(sid, "user", "read both files")
+    store.native.append_message(
+        sid,
+        "assistant",
+        [
+            {"kind": "text", "text": "reading"},
+            tool_wire("call_a", "alpha contents"),
+            tool_wire("call_b", None, status="error", error="no such file"),
+        ],
+    )
+    store.append(sid, "assistant", "done")
+    messages, tokens, ids, omitted = store.assemble(sid, 100_000)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "assistant"]
+    call = messages[1]
+    assert call["content"] == "reading"
+    assert call["tool_calls"] == [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+        },
+        {
+            "id": "call_b",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+        },
+    ]
+    assert messages[2] == {"role": "tool", "content": "alpha contents", "tool_call_id": "call_a"}
+    assert messages[3]["tool_call_id"] == "call_b"
+    assert "no such file" in messages[3]["content"]
+    assert "tool_calls" not in messages[0]
+    assert "tool_call_id" not in messages[4]
+    assert len(ids) == 3
+    assert omitted == 0
+    assert tokens == budget_for(store, sid)
+
+
+def test_file_ref_renders_its_id_and_summary(store: Store, sid: str) -> None:
+    store.append(sid, "user", FileRefPart("file_00ff00ff00ff", "data.csv", "csv", 900, "prices by day"))
+    (message,), _, _, _ = store.assemble(sid, 10_000)
+    assert message["role"] == "user"
+    for piece in ("file_00ff00ff00ff", "data.csv", "prices by day"):
+        assert piece in message["content"]
+
+
+def test_tool_part_on_a_user_message_is_shown_as_text(store: Store, sid: str) -> None:
+    store.native.append_message(sid, "user", [tool_wire("call_u", "user-run output")])
+    (message,), _, _, _ = store.assemble(sid, 10_000)
+    assert message["role"] == "user"
+    assert "tool_calls" not in message
+    assert "user-run output" in message["content"]
+
+
+# --- budgeted assembly -----------------------------------------------------------
+
+
+def test_walk_stops_at_the_first_message_that_does_not_fit(store: Store, sid: str) -> None:
+    store.append(sid, "user", "old and small")
+    store.append(sid, "assistant", "big " * 400)
+    store.append(sid, "user", "recent one")
+    store.append(sid, "assistant", "recent two")
+    items = store.native.view_items(sid)
+    small = [items[0]["tokens"], items[2]["tokens"], items[3]["tokens"]]
+    # Room for every small message but not the big one: the oldest small one stays out,
+    # because the included history is one unbroken tail.
+    budget = sum(small) + 1
+    assert budget < items[1]["tokens"]
+    messages, tokens, ids, omitted = store.assemble(sid, budget)
+    assert [m["content"] for m in messages] == ["recent one", "recent two"]
+    assert ids == [items[2]["id"], items[3]["id"]]
+    assert tokens == small[1] + small[2]
+    assert omitted == 2
+
+
+def test_budget_zero_and_negative_give_an_empty_context(store: Store, sid: str) -> None:
+    store.append(sid, "user", "hello")
+    for budget in (0, -5):
+        assert store.assemble(sid, budget) == ([], 0, [], 1)
+
+
+def test_tool_call_and_result_are_never_split(store: Store, sid: str) -> None:
+    store.native.append_message(sid, "assistant", [tool_wire("call_big", "result " * 300)])
+    (item,) = store.native.view_items(sid)
+    messages, tokens, _, omitted = store.assemble(sid, item["tokens"] - 1)
+    assert (messages, tokens, omitted) == ([], 0, 1)
+    messages, tokens, _, omitted = store.assemble(sid, item["tokens"])
+    assert [m["role"] for m in messages] == ["assistant", "tool"]
+    assert messages[0]["tool_calls"][0]["id"] == messages[1]["tool_call_id"] == "call_big"
+    assert (tokens, omitted) == (item["tokens"], 0)
+
+
+def commit_truncation(store: Store, sid: str, count: int | None = None, target: int = 400) -> dict[str, Any]:
+    """Summarise the oldest unprotected messages (level 3) and commit the summary."""
+    span = store.native.compaction_span(sid)
+    ids = span["message_ids"][:count]
+    summary = store.native.truncate_summary(ids, target)
+    return store.native.commit_summary(sid, summary["text"], 3, ids, [], span["view_version"])
+
+
+def test_summaries_come_first_and_are_reserved_before_messages(store: Store, sid: str) -> None:
+    for turn in range(8):
+        store.append(sid, "user", f"question {turn} file_{turn:08x}")
+        store.append(sid, "assistant", f"answer {turn} " + "words " * 40)
+    committed = commit_truncation(store, sid, count=6)
+    items = store.native.view_items(sid)
+    assert items[0]["kind"] == "summary"
+    assert items[0]["id"] == committed["summary_id"]
+    assert all(item["kind"] == "message" for item in items[1:])
+    # Budget: the summary plus the newest two messages.
+    budget = items[0]["tokens"] + items[-1]["tokens"] + items[-2]["tokens"]
+    messages, tokens, ids, omitted = store.assemble(sid, budget)
+    assert ids == [items[0]["id"], items[-2]["id"], items[-1]["id"]]
+    assert messages[0]["role"] == "user"
+    assert messages[0]["content"].startswith(f"[summary {committed['summary_id']} of 6 earlier messages")
+    # The summary footer keeps the file ids of what it covers.
+    for turn in range(3):
+        assert f"file_{turn:08x}" in messages[0]["content"]
+    assert tokens == budget
+    assert omitted == len(items) - 3
+    # A budget smaller than the summary still never exceeds the budget.
+    messages, tokens, ids, omitted = store.assemble(sid, items[0]["tokens"] - 1)
+    assert tokens <= items[0]["tokens"] - 1
+    assert items[0]["id"] not in ids
+
+
+# --- the view cache across connections -------------------------------------------
+
+
+def test_cache_sees_appends_through_another_store(db_path: Path) -> None:
+    a, b = Store(db_path), Store(db_path)
+    sid = a.create_session(MODEL)
+    a.append(sid, "user", "from a")
+    assert [m["content"] for m in a.assemble(sid, 10_000)[0]] == ["from a"]
+    b.append(sid, "assistant", "from b")
+    assert [m["content"] for m in a.assemble(sid, 10_000)[0]] == ["from a", "from b"]
+    a.append(sid, "user", "a again")
+    assert [m["content"] for m in b.assemble(sid, 10_000)[0]] == ["from a", "from b", "a again"]
+    assert a.view_stats(sid) == b.view_stats(sid)
+
+
+def test_cache_sees_tool_updates_prunes_and_commits_through_another_store(db_path: Path) -> None:
+    a, b = Store(db_path), Store(db_path)
+    sid = a.create_session(MODEL)
+    a.native.append_message(sid, "assistant", [tool_wire("call_1", None, status="pending")])
+    first = a.assemble(sid, 100_000)
+    assert "no result yet" in first[0][1]["content"]
+    b.native.update_tool(sid, "call_1", "completed", output="the output " * 200)
+    messages, tokens, _, _ = a.assemble(sid, 100_000)
+    assert messages[1]["content"] == "the output " * 200
+    assert tokens == b.view_stats(sid)["tokens"] > first[1]
+    for turn in range(4):
+        b.append(sid, "user", f"turn {turn}")
+    pruned = b.native.prune(sid, 0, 0, [])
+    assert pruned["pruned_parts"] == 1
+    messages, tokens, _, _ = a.assemble(sid, 100_000)
+    assert "pruned from context" in messages[1]["content"]
+    assert tokens == b.view_stats(sid)["tokens"]
+    committed = commit_truncation(b, sid)
+    messages, _, ids, _ = a.assemble(sid, 100_000)
+    assert ids[0] == committed["summary_id"]
+    assert messages[0]["content"].startswith("[summary")
+    assert a.view_stats(sid) == b.view_stats(sid)
+
+
+# --- concurrency across processes --------------------------------------------------
+
+
+def _append_worker(path: str, session_id: str | None, worker: int, count: int) -> list[int]:
+    store = Store(path)
+    if session_id is None:
+        session_id = store.create_session(MODEL)
+    seqs = []
+    for index in range(count):
+        parts: list[Any] = [f"worker {worker} message {index}"]
+        if index % 3 == 0:
+            parts.append(ToolPart("run", f"w{worker}-{index}", {}, output="x" * 500))
+        seqs.append(store.append(session_id, "user" if index % 2 else "assistant", parts)["seq"])
+    return seqs
+
+
+def test_processes_append_concurrently_to_one_session(db_path: Path) -> None:
+    store = Store(db_path)
+    sid = store.create_session(MODEL)
+    workers, count = 4, 200
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers) as pool:
+        results = pool.starmap(
+            _append_worker, [(str(db_path), sid, worker, count) for worker in range(workers)]
+        )
+    seqs = [seq for result in results for seq in result]
+    assert sorted(seqs) == list(range(1, workers * count + 1))
+    history = store.history(sid)
+    assert [row["seq"] for row in history] == list(range(1, workers * count + 1))
+    texts = {row["parts"][0]["text"] for row in history}
+    assert texts == {f"worker {w} message {i}" for w in range(workers) for i in range(count)}
+    # Each worker's own messages keep their order.
+    for worker in range(workers):
+        mine = [int(t.split()[-1]) for t in (row["parts"][0]["text"] for row in history) if t.startswith(f"worker {worker} ")]
+        assert mine == list(range(count))
+    items = store.native.view_items(sid)
+    assert [item["id"] for item in items] == [row["id"] for row in history]
+    assert len({item["position"] for item in items}) == len(items)
+    _, tokens, ids, omitted = store.assemble(sid, 10**9)
+    assert (len(ids), omitted) == (workers * count, 0)
+    assert tokens == sum(row["token_count"] for row in history)
+
+
+def test_processes_create_a_new_file_concurrently(db_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(4) as pool:
+        results = pool.starmap(_append_worker, [(str(db_path), None, worker, 25) for worker in range(4)])
+    assert all(result == list(range(1, 26)) for result in results)
+    store = Store(db_path)
+    sessions = store.sessions()
+    assert len(sessions) == 4
+    assert all(row["messages"] == 25 for row in sessions)
+
+
+# --- opening files ---------------------------------------------------------------
+
+
+def test_newer_schema_is_refused_naming_the_path(db_path: Path) -> None:
+    store = Store(db_path)
+    store.create_session(MODEL)
+    assert store.native.schema_version() >= 1
+    raw(db_path).execute(f"PRAGMA user_version = {store.native.schema_version() + 1}")
+    with pytest.raises(SchemaVersionError, match=str(db_path)) as info:
+        Store(db_path)
+    assert isinstance(info.value, StoreError)
+
+
+@pytest.mark.parametrize("size", [16, 100, 4096, 65536])
+def test_a_file_of_random_bytes_is_not_a_database(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "junk.bin"
+    content = random.Random(size).randbytes(size)
+    path.write_bytes(content)
+    with pytest.raises(NotADatabaseError, match=str(path)):
+        Store(path)
+    assert path.read_bytes() == content
+
+
+def test_a_database_of_another_application_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = raw(path)
+    conn.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT)")
+    conn.execute("INSERT INTO accounts (owner) VALUES ('ada')")
+    conn.close()
+    with pytest.raises(NotADatabaseError, match=str(path)):
+        Store(path)
+    assert raw(path).execute("SELECT owner FROM accounts").fetchall() == [("ada",)]
+
+
+def test_a_directory_is_refused_naming_the_path(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=str(tmp_path)):
+        Store(tmp_path)
+
+
+@pytest.mark.parametrize("path", ["missing-parent/deeper/x.db", "/proc/lossless-test.db"])
+def test_a_location_that_cannot_hold_a_file_fails_naming_it(tmp_path: Path, path: str) -> None:
+    target = tmp_path / path if not path.startswith("/") else Path(path)
+    with pytest.raises(StoreError, match=str(target)):
+        Store(target)
+    assert not target.exists()
+
+
+def test_an_empty_file_becomes_a_new_database(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    store = Store(path)
+    sid = store.create_session(MODEL)
+    store.append(sid, "user", "hi")
+    assert [row["parts"][0]["text"] for row in Store(path).history(sid)] == ["hi"]
+
+
+def test_memory_store_is_private(tmp_path: Path) -> None:
+    a, b = Store(":memory:"), Store(":memory:")
+    sid = a.create_session(MODEL)
+    a.append(sid, "user", "hi")
+    assert len(a.history(sid)) == 1
+    with pytest.raises(SessionNotFoundError):
+        b.history(sid)
+
+
+# --- bad input leaves the store unchanged ----------------------------------------
+
+
+@pytest.fixture
+def seeded(store: Store, sid: str) -> Iterator[tuple[Store, str]]:
+    store.append(sid, "user", "first")
+    store.native.append_message(sid, "assistant", [tool_wire("call_0", "out")])
+    before = (store.history(sid), store.assemble(sid, 100_000), store.stats())
+    yield store, sid
+    assert (store.history(sid), store.assemble(sid, 100_000), store.stats()) == before
+
+
+@pytest.mark.parametrize(
+    ("role", "parts", "field"),
+    [
+        ("user", [{"kind": "text", "text": "ok \ud800 no"}], "parts[0].text"),
+        ("user", [{"kind": "text", "text": "fine"}, {"kind": "text", "text": "\udfff"}], "parts[1].text"),
+        ("assistant", [tool_wire("c1", "out\ud83d")], "parts[0].output"),
+        ("assistant", [tool_wire("c1", name="bad\x00name")], "parts[0].name"),
+        ("assistant", [tool_wire("call\x00id")], "parts[0].call_id"),
+        ("assistant", [tool_wire("")], "parts[0].call_id"),
+        ("assistant", [tool_wire("c1", status="finished")], "parts[0].status"),
+        ("user", [{"kind": "image", "text": "x"}], "parts[0].kind"),
+        ("user", [{"text": "no kind"}], "parts[0].kind"),
+        ("user", [{"kind": "text"}], "parts[0].text"),
+        ("user", [{"kind": "text", "text": b"bytes"}], "parts[0].text"),
+        ("user", ["plain string"], "parts[0]"),
+        ("user", [], "parts"),
+        ("user", "not a list", "parts"),
+        ("tool", [{"kind": "text", "text": "x"}], "role"),
+        ("robot", [{"kind": "text", "text": "x"}], "role"),
+        ("", [{"kind": "text", "text": "x"}], "role"),
+        (
+            "user",
+            [{"kind": "file_ref", "file_id": "file_12345678", "path": "a", "token_count": -1}],
+            "parts[0].token_count",
+        ),
+        ("user", [{"kind": "file_ref", "file_id": "file_12345678", "path": "a\nb"}], "parts[0].path"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field(
+    seeded: tuple[Store, str], role: str, parts: Any, field: str
+) -> None:
+    store, sid = seeded
+    with pytest.raises(InvalidInputError) as info:
+        store.native.append_message(sid, role, parts)
+    assert str(info.value).startswith(f"{field}:") or str(info.value).startswith(f"{field}.")
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, LosslessError)
+
+
+def test_facade_refuses_what_is_not_a_part(seeded: tuple[Store, str]) -> None:
+    store, sid = seeded
+    for bad in ([], [object()], 42, b"bytes", {"kind": "text", "text": "x"}):
+        with pytest.raises(InvalidInputError, match="parts"):
+            store.append(sid, "user", bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"parts\[0\]\.text"):
+        store.append(sid, "user", "lone \ud800 surrogate")
+
+
+def test_oversized_text_is_refused(seeded: tuple[Store, str]) -> None:
+    store, sid = seeded
+    with pytest.raises(InvalidInputError, match=r"parts\[0\]\.text.*limit"):
+        store.append(sid, "user", "x" * 50_000_000)
+    # The limit counts UTF-8 bytes, not characters.
+    with pytest.raises(InvalidInputError, match=r"parts\[1\]\.output"):
+        store.append(
+            sid, "assistant", ["ok", ToolPart("t", "c", output="é" * (MAX_PART_BYTES // 2 + 1))]
+        )
+
+
+def test_unknown_session_is_a_key_error_and_a_store_error(seeded: tuple[Store, str]) -> None:
+    store, _ = seeded
+    calls = [
+        lambda: store.append("ses_missing", "user", "x"),
+        lambda: store.history("ses_missing"),
+        lambda: store.assemble("ses_missing", 100),
+        lambda: store.view_stats("ses_missing"),
+        lambda: store.native.update_tool("ses_missing", "c", "running"),
+    ]
+    for call in calls:
+        with pytest.raises(SessionNotFoundError, match="ses_missing") as info:
+            call()
+        assert isinstance(info.value, KeyError)
+        assert isinstance(info.value, StoreError)
+        assert isinstance(info.value, NotFoundError)
+
+
+def test_nul_inside_text_is_stored_and_read_back_exactly(store: Store, sid: str) -> None:
+    text = "before\x00after\x00\x00 end"
+    output = "\x00binary-ish\x00"
+    store.append(sid, "assistant", [text, ToolPart("dump", "c1", output=output)])
+    (record,) = store.history(sid)
+    assert record["parts"][0]["text"] == text
+    assert record["parts"][1]["output"] == output
+    messages, _, _, _ = store.assemble(sid, 10_000)
+    assert messages[0]["content"] == text
+    assert messages[1]["content"] == output
+
+
+def test_non_bmp_and_combining_text_round_trips(store: Store, sid: str) -> None:
+    text = "emoji 🦀🧪, cjk 漢字, combining e\u0301, rtl שלום"
+    store.append(sid, "user", text)
+    assert store.history(sid)[0]["parts"][0]["text"] == text
+    assert store.assemble(sid, 10_000)[0][0]["content"] == text
+
+
+# --- tool lifecycle ----------------------------------------------------------------
+
+
+def test_tool_lifecycle_moves_forward_and_then_freezes(store: Store, sid: str) -> None:
+    native = store.native
+    native.append_message(sid, "assistant", [tool_wire("call_1", None, status="pending")])
+
+    def tool() -> dict[str, Any]:
+        return store.history(sid)[0]["parts"][0]
+
+    assert (tool()["status"], tool()["output"]) == ("pending", None)
+    native.update_tool(sid, "call_1", "running")
+    assert (tool()["status"], tool()["output"]) == ("running", None)
+    native.update_tool(sid, "call_1", "completed", output="42 files")
+    assert (tool()["status"], tool()["output"]) == ("completed", "42 files")
+    assert store.assemble(sid, 10_000)[0][1]["content"] == "42 files"
+    tokens = store.view_stats(sid)["tokens"]
+    for status, output, error in [
+        ("completed", "43 files", None),
+        ("running", None, None),
+        ("error", None, "late failure"),
+        ("completed", None, None),
+    ]:
+        with pytest.raises(InvalidInputError, match="call_1"):
+            native.update_tool(sid, "call_1", status, output=output, error=error)
+    assert (tool()["status"], tool()["output"], tool()["error"]) == ("completed", "42 files", None)
+    assert store.view_stats(sid)["tokens"] == tokens
+
+
+def test_tool_output_is_set_once(store: Store, sid: str) -> None:
+    native = store.native
+    native.append_message(sid, "assistant", [tool_wire("call_2", "partial", status="running")])
+    with pytest.raises(InvalidInputError, match="already has a result"):
+        native.update_tool(sid, "call_2", "completed", output="rewritten")
+    native.update_tool(sid, "call_2", "completed")
+    part = store.history(sid)[0]["parts"][0]
+    assert (part["status"], part["output"]) == ("completed", "partial")
+
+
+def test_tool_error_result_is_rendered_and_searchable(store: Store, sid: str) -> None:
+    native = store.native
+    native.append_message(sid, "assistant", [tool_wire("call_3", None, status="running")])
+    native.update_tool(sid, "call_3", "error", error="permission denied for quokka.txt")
+    messages, _, _, _ = store.assemble(sid, 10_000)
+    assert "permission denied" in messages[1]["content"]
+    hits = store.grep("quokka", session_id=sid)
+    assert [hit["owner_id"] for hit in hits] == [store.history(sid)[0]["id"]]
+
+
+def test_tool_update_counts_tokens_of_the_new_output(store: Store, sid: str) -> None:
+    native = store.native
+    native.append_message(sid, "assistant", [tool_wire("call_4", None, status="pending")])
+    before = store.view_stats(sid)["tokens"]
+    native.update_tool(sid, "call_4", "completed", output="word " * 1000)
+    after = store.view_stats(sid)["tokens"]
+    assert after - before >= 990
+    assert store.assemble(sid, after)[1] == after
+    assert store.assemble(sid, after - 1)[0] == []
+
+
+def test_unknown_tool_call_is_not_found(store: Store, sid: str) -> None:
+    with pytest.raises(NotFoundError, match="nope"):
+        store.native.update_tool(sid, "nope", "completed", output="x")
+
+
+def test_newest_call_with_a_reused_call_id_is_updated(store: Store, sid: str) -> None:
+    native = store.native
+    native.append_message(sid, "assistant", [tool_wire("dup", "first result")])
+    native.append_message(sid, "assistant", [tool_wire("dup", None, status="running")])
+    native.update_tool(sid, "dup", "completed", output="second result")
+    outputs = [row["parts"][0]["output"] for row in store.history(sid)]
+    assert outputs == ["first result", "second result"]
