@@ -120,7 +120,7 @@ def test_deletes_are_refused(populated: tuple[Path, sqlite3.Connection], stateme
     assert snapshot(conn) == before
 
 
-@pytest.mark.parametrize("statement", FORBIDDEN)
+@pytest.mark.parametrize("statement", FORBIDDEN, ids=lambda s: s[:48])
 def test_forbidden_statements_are_refused_and_change_nothing(
     populated: tuple[Path, sqlite3.Connection], statement: str
 ) -> None:

@@ -20,7 +20,12 @@ impl Encoding {
 #[must_use]
 pub fn encoding_for_model(model: &str) -> Encoding {
     let m = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
-    if m.starts_with("gpt-4o") || m.starts_with("gpt-5") || m.starts_with("gpt-4.1") || m.starts_with("o1") || m.starts_with("o3") || m.starts_with("o4") {
+    // Fine-tuned models ("ft:gpt-4o-...:org::id") use their base model's encoding.
+    let m = m.strip_prefix("ft:").unwrap_or(&m);
+    // Prefixes as in tiktoken's model map; gpt-oss uses o200k_harmony, whose
+    // ordinary (non-special) tokens are o200k_base's.
+    const O200K: [&str; 9] = ["gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss", "o1", "o3", "o4"];
+    if O200K.iter().any(|prefix| m.starts_with(prefix)) {
         Encoding::O200kBase
     } else {
         Encoding::Cl100kBase

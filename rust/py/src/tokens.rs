@@ -6,10 +6,19 @@ use pyo3::types::{PyList, PyString};
 
 use crate::errors::invalid;
 
+/// The UTF-8 of a `str` argument, borrowed; a lone surrogate is an `InvalidInputError`
+/// naming `field`, as everywhere else, not a bare `UnicodeEncodeError`.
+fn utf8<'a>(value: &'a Bound<'_, PyString>, field: &str) -> PyResult<&'a str> {
+    value
+        .to_str()
+        .map_err(|_| invalid(field, "is not valid text (it holds a lone surrogate)"))
+}
+
 #[pyfunction]
-pub fn count_tokens(py: Python<'_>, text: String, model: &str) -> usize {
+pub fn count_tokens(py: Python<'_>, text: &Bound<'_, PyString>, model: &str) -> PyResult<usize> {
+    let text = utf8(text, "text")?;
     let counter = tokens::TokenCounter::new(model, 1.0);
-    py.detach(|| counter.count(&text))
+    Ok(py.detach(|| counter.count(text)))
 }
 
 #[pyfunction]
@@ -18,13 +27,15 @@ pub fn encoding_for_model(model: &str) -> &'static str {
 }
 
 #[pyfunction]
-pub fn extract_file_ids(py: Python<'_>, text: &str) -> Vec<String> {
-    py.detach(|| fileids::extract_file_ids(text))
+pub fn extract_file_ids(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
+    let text = utf8(text, "text")?;
+    Ok(py.detach(|| fileids::extract_file_ids(text)))
 }
 
 #[pyfunction]
-pub fn merge_file_id_footer(py: Python<'_>, text: &str, file_ids: Vec<String>) -> String {
-    py.detach(|| fileids::merge_file_id_footer(text, &file_ids))
+pub fn merge_file_id_footer(py: Python<'_>, text: &Bound<'_, PyString>, file_ids: Vec<String>) -> PyResult<String> {
+    let text = utf8(text, "text")?;
+    Ok(py.detach(|| fileids::merge_file_id_footer(text, &file_ids)))
 }
 
 /// Counts tokens for one model's encoding.
@@ -58,8 +69,9 @@ impl TokenCounter {
         self.inner.correction()
     }
 
-    fn count(&self, py: Python<'_>, text: &str) -> usize {
-        py.detach(|| self.inner.count(text))
+    fn count(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<usize> {
+        let text = utf8(text, "text")?;
+        Ok(py.detach(|| self.inner.count(text)))
     }
 
     fn count_many(&self, py: Python<'_>, texts: &Bound<'_, PyList>) -> PyResult<Vec<usize>> {
@@ -76,11 +88,7 @@ impl TokenCounter {
         let borrowed: Vec<&str> = strings
             .iter()
             .enumerate()
-            .map(|(index, string)| {
-                string
-                    .to_str()
-                    .map_err(|_| invalid(&format!("texts[{index}]"), "is not valid text (it holds a lone surrogate)"))
-            })
+            .map(|(index, string)| utf8(string, &format!("texts[{index}]")))
             .collect::<PyResult<_>>()?;
         Ok(py.detach(|| self.inner.count_many(&borrowed)))
     }
