@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from lossless import FileRefPart, Store, TextPart, ToolPart
+from lossless import FileRefPart, Store, TextPart, TokenCounter, ToolPart
 from lossless.cli import app
 from lossless.cli.recall import highlight_snippet
 from lossless.cli.show import DEFAULT_BUDGET, usable_budget
@@ -23,6 +23,7 @@ from lossless.cli.show import DEFAULT_BUDGET, usable_budget
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 FILE_ID = "file_0123456789abcdef"
+SYSTEM_PROMPT = "You fix [bugs]."
 TOOL_LINES = 40
 # Wide enough that no id or snippet wraps in rich's tables.
 ENV = {"COLUMNS": "240", "LOSSLESS_DB": None}
@@ -53,13 +54,17 @@ def _turns(store: Store, sid: str, start: int, count: int) -> None:
                 ToolPart("read_file", f"call_{i}", {"path": f"src/p{i}.py"}, output=output),
             ],
         )
-        store.append(sid, "assistant", [FileRefPart(FILE_ID, "src/big.py", "python", 1234, "A big parser")])
+        store.append(
+            sid, "assistant", [FileRefPart(FILE_ID, "src/big.py", "python", 1234, "A big parser")]
+        )
 
 
 def _compact(store: Store, sid: str) -> str:
     span = store.native.compaction_span(sid)
     text = store.native.truncate_summary(span["message_ids"], 500)["text"]
-    committed = store.native.commit_summary(sid, text, 3, span["message_ids"], [], span["view_version"])
+    committed = store.native.commit_summary(
+        sid, text, 3, span["message_ids"], [], span["view_version"]
+    )
     return str(committed["summary_id"])
 
 
@@ -68,14 +73,18 @@ def fx(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
     db = tmp_path_factory.mktemp("cli") / "lossless.db"
     store = Store(db)
     config = {"model": {"context_limit": 50_000, "max_output_tokens": 4_096}}
-    sid = store.create_session("gpt-4o", config_json=json.dumps(config), system_prompt="You fix [bugs].")
+    sid = store.create_session(
+        "gpt-4o", config_json=json.dumps(config), system_prompt=SYSTEM_PROMPT
+    )
     _turns(store, sid, 0, 4)
     first = _compact(store, sid)
     _turns(store, sid, 4, 4)
     second = _compact(store, sid)
     version = store.view_stats(sid)["version"]
     text = store.native.condense_truncate([first, second], 300)["text"]
-    condensed = store.native.commit_summary(sid, text, 3, [], [first, second], version)["summary_id"]
+    condensed = store.native.commit_summary(sid, text, 3, [], [first, second], version)[
+        "summary_id"
+    ]
     _turns(store, sid, 8, 3)
     live_leaf = _compact(store, sid)
     _turns(store, sid, 11, 3)
@@ -152,9 +161,11 @@ def test_stats_reports_database_counts(fx: Fixture) -> None:
 
 def test_show_renders_the_active_context(fx: Fixture) -> None:
     out = ok(fx, "show", fx.sid)
-    usable = 50_000 - 4_096 - 8_192
-    assert f"budget {usable:,} (session config)" in out
-    assert "You fix [bugs]." in out  # system prompt, printed as text, not as markup
+    # The session's rule: window - reply reserve - compaction reserve - system prompt.
+    system = TokenCounter("gpt-4o").count(SYSTEM_PROMPT) + 4
+    usable = 50_000 - 4_096 - 8_192 - system
+    assert f"budget {usable:,} (session config, less {system} for the system prompt)" in out
+    assert "#0 system" in out and SYSTEM_PROMPT in out  # printed as text, not as markup
     assert f"summary {fx.condensed}" in out and f"summary {fx.live_leaf}" in out
     assert 'read_file({"path": "src/p13.py"})' in out and "call_13" in out
     assert "tool · call_13" in out
@@ -171,7 +182,7 @@ def test_show_full_and_budget(fx: Fixture) -> None:
     out = ok(fx, "show", fx.sid, "--budget", "1200")
     _, tokens, items, omitted = Store(fx.db).assemble(fx.sid, 1200)
     assert omitted > 0
-    assert f"budget 1,200 (--budget)" in out
+    assert "budget 1,200 (--budget)" in out
     assert f"{tokens:,} / 1,200 tokens" in out
     assert f"from {len(items)} items" in out and f"{omitted} items omitted" in out
 
@@ -183,13 +194,28 @@ def test_show_defaults_to_the_standard_budget(fx: Fixture) -> None:
     assert "0 summaries" in out
 
 
+def test_show_prefers_the_budget_the_session_recorded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "events.db")
+    sid = store.create_session("gpt-4o", system_prompt="Be brief.")
+    store.append(sid, "user", "hello")
+    store.native.append_event(
+        sid, "session_created", json.dumps({"model": "gpt-4o", "usable": 12_345})
+    )
+    out = ok(tmp_path / "events.db", "show", sid)
+    assert "budget 12,345 (recorded by the session)" in out
+    assert "/ 12,345 tokens" in out
+
+
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
         ({"budget": 9_000}, (9_000, "session config")),
         ({"context_limit": 100_000}, (100_000 - 16_384 - 8_192, "session config")),
         (
-            {"model": {"context_limit": 64_000, "max_output_tokens": 8_000}, "compaction": {"output_budget": 2_000}},
+            {
+                "model": {"context_limit": 64_000, "max_output_tokens": 8_000},
+                "compaction": {"output_budget": 2_000},
+            },
             (54_000, "session config"),
         ),
         ({"model": {"context_limit": None}}, (200_000 - 16_384 - 8_192, "default")),
@@ -210,13 +236,17 @@ def test_tree_shows_live_summaries_and_what_they_condensed(fx: Fixture) -> None:
     lines = out.splitlines()
     assert "2 live of 4 summaries" in lines[0]
     top = [line for line in lines if line.startswith(("├── ", "└── "))]
-    assert [fx.condensed in top[0], fx.live_leaf in top[1]] == [True, True]
-    assert "condensed L3 depth 1" in top[0]
+    assert len(top) == 2
+    assert fx.condensed in top[0] and "condensed L3 depth 1" in top[0]
+    assert fx.live_leaf in top[1] and "leaf L3 depth 0" in top[1]
     nested = [line for line in lines if any(leaf in line for leaf in fx.leaves)]
-    assert len(nested) == 2 and all(line.startswith("│   ") and "leaf L3 depth 0" in line for line in nested)
-    leaf_counts = [line for line in lines if line.strip(" │├└─").endswith(")") and "messages (seq" in line]
-    assert len(leaf_counts) == 3
-    assert "messages (seq 1–" in out
+    assert len(nested) == 2
+    assert all(line.startswith("│   ") and "leaf L3 depth 0" in line for line in nested)
+    leaves = [node for node in Store(fx.db).describe(fx.sid) if node["kind"] == "leaf"]
+    for node in leaves:
+        seqs = f"seq {node['span_start_seq']}–{node['span_end_seq']}"
+        assert sum(f"{node['message_count']} messages ({seqs})" in line for line in lines) == 1
+    assert sum("messages (seq" in line for line in lines) == len(leaves) == 3
 
 
 def test_tree_of_a_session_without_summaries(fx: Fixture) -> None:
@@ -247,9 +277,9 @@ def test_grep_text_names_owner_and_covering_summary(fx: Fixture) -> None:
     out = ok(fx, "grep", "tokenizer bug", "--session", fx.sid, "--limit", "50")
     hits = Store(fx.db).grep("tokenizer bug", session_id=fx.sid, limit=50)
     assert f"{len(hits)} hits" in out
-    for hit in hits:
-        line = next(line for line in out.splitlines() if hit["owner_id"] in line)
-        assert (hit["covering_summary_id"] or "in view") in line
+    rows = [[c.strip() for c in line.strip().strip("│").split("│")] for line in out.splitlines()]
+    shown = [row[:2] for row in rows if len(row) == 3 and row[0].startswith(("msg_", "sum_"))]
+    assert shown == [[hit["owner_id"], hit["covering_summary_id"] or "in view"] for hit in hits]
     assert fx.condensed in out and "in view" in out
     assert "session" not in out.splitlines()[1]  # one session: no session column
     assert "[tokenizer]" not in out  # match markers become bold, not brackets
@@ -266,6 +296,16 @@ def test_grep_regex_and_limit(fx: Fixture) -> None:
     assert "bug 13" in out or "bug 12" in out
 
 
+def test_grep_prints_brackets_literally(fx: Fixture) -> None:
+    # Queries, snippets and titles are full of brackets that rich would read as markup.
+    pattern = r"\[/file\]"
+    out = ok(fx, "grep", pattern, "--regex", "--session", fx.other)
+    assert f'no matches for "{pattern}"' in out
+    out = ok(fx, "grep", pattern, "--regex", "--session", fx.sid, "-n", "1")
+    assert f'1 hit for "{pattern}"' in out and "[/file]" in out
+    assert "[[/file]]" not in out  # the match marker around it is gone
+
+
 def test_grep_without_matches(fx: Fixture) -> None:
     assert "no matches" in ok(fx, "grep", "xylophone")
 
@@ -277,6 +317,14 @@ def test_highlight_snippet_bolds_matches_and_keeps_literal_brackets() -> None:
     assert "bold" in str(text.spans[0].style)
     regex = highlight_snippet("[#1 user] at [bug 3] now", r"bug \d", regex=True)
     assert regex.plain == "[#1 user] at bug 3 now"
+    nested = highlight_snippet("see [[/file]] here", r"\[/file\]", regex=True)
+    assert nested.plain == "see [/file] here"
+    assert [nested.plain[span.start : span.end] for span in nested.spans] == ["[/file]"]
+    rust_only = highlight_snippet("a [x] b", r"\p{Greek}", regex=True)
+    assert rust_only.plain == "a [x] b"
+    # Python reads this Rust class differently (and warns: an error under pytest's
+    # filterwarnings): no highlight, no warning.
+    assert highlight_snippet("a [x] b", "[[:alpha:]]", regex=True).plain == "a [x] b"
     folded = highlight_snippet("[café] and [file]_[0a1b2c3d]", "cafe file_0a1b2c3d")
     assert folded.plain == "café and file_0a1b2c3d"
 
@@ -328,7 +376,9 @@ def test_demo_calls_the_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     module.run_demo = run_demo  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "lossless.demo.runner", module)
     target = tmp_path / "demo.db"
-    result = runner.invoke(app, ["demo", "--turns", "12", "--model", "m", "--db", str(target)], env=ENV)
+    result = runner.invoke(
+        app, ["demo", "--turns", "12", "--model", "m", "--db", str(target)], env=ENV
+    )
     assert result.exit_code == 3
     assert calls == [(str(target), 12, "m", True)]
 
@@ -350,7 +400,9 @@ def test_unknown_session(fx: Fixture, args: list[str]) -> None:
 
 
 def test_unknown_session_writes_no_export_file(fx: Fixture, tmp_path: Path) -> None:
-    assert_one_line_error(run(fx, "export", "ses_nope", "-o", str(tmp_path / "x.jsonl")), "ses_nope")
+    assert_one_line_error(
+        run(fx, "export", "ses_nope", "-o", str(tmp_path / "x.jsonl")), "ses_nope"
+    )
     assert not (tmp_path / "x.jsonl").exists()
 
 
@@ -360,7 +412,15 @@ def test_unknown_summary(fx: Fixture) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["sessions"], ["stats"], ["show", "s"], ["tree", "s"], ["grep", "x"], ["expand", "s"], ["export", "s"]],
+    [
+        ["sessions"],
+        ["stats"],
+        ["show", "s"],
+        ["tree", "s"],
+        ["grep", "x"],
+        ["expand", "s"],
+        ["export", "s"],
+    ],
 )
 def test_missing_database_is_an_error_and_not_created(tmp_path: Path, args: list[str]) -> None:
     missing = tmp_path / "missing.db"

@@ -4,7 +4,17 @@ The module is private: use the ``lossless`` package. Part dicts use the wire
 format of :func:`lossless.parts.part_to_wire`.
 """
 
-from typing import Any, final
+from typing import Any, Self, final
+
+__all__ = [
+    "Store",
+    "TokenCounter",
+    "__version__",
+    "count_tokens",
+    "encoding_for_model",
+    "extract_file_ids",
+    "merge_file_id_footer",
+]
 
 __version__: str
 
@@ -22,7 +32,7 @@ def merge_file_id_footer(text: str, file_ids: list[str]) -> str:
 
 @final
 class TokenCounter:
-    def __init__(self, model: str, correction: float = 1.0) -> None: ...
+    def __new__(cls, model: str, correction: float = 1.0) -> Self: ...
     @property
     def model(self) -> str: ...
     @property
@@ -34,7 +44,7 @@ class TokenCounter:
 
 @final
 class Store:
-    def __init__(self, path: str, synchronous: str = "normal", busy_timeout_ms: int = 30000) -> None: ...
+    def __new__(cls, path: str, synchronous: str = "normal", busy_timeout_ms: int = 30000) -> Self: ...
     @property
     def path(self) -> str: ...
     def schema_version(self) -> int: ...
@@ -42,6 +52,7 @@ class Store:
     def create_session(self, model: str, config_json: str, system_prompt: str | None) -> str: ...
     def get_session(self, session_id: str) -> dict[str, Any]: ...
     def list_sessions(self) -> list[dict[str, Any]]: ...
+    def flag_interrupted(self, session_id: str) -> int: ...
     # messages
     def append_message(
         self, session_id: str, role: str, parts: list[dict[str, Any]], model: str | None = None

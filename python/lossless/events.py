@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -47,7 +47,7 @@ Handler = Callable[[Event], None] | Callable[[Event], Awaitable[None]]
 
 
 class _Spawner(Protocol):
-    def start_soon(self, func: Callable[..., Awaitable[Any]], *args: Any) -> None: ...
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
 
 
 class _Tape(Protocol):

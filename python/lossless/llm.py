@@ -76,6 +76,29 @@ class _ToolDraft:
     arguments: list[str] = field(default_factory=list)
 
 
+_mcp_guard: dict[str, Any] | None = None
+
+
+def _tools_kwargs() -> dict[str, Any]:
+    """Extra arguments for a call that passes tools.
+
+    Some litellm releases send every call with tools through their MCP gateway check,
+    which imports the optional ``mcp`` package and fails without it, although plain
+    function tools never need it. Where that check cannot load, skip it.
+    """
+    global _mcp_guard
+    if _mcp_guard is None:
+        _mcp_guard = {}
+        try:
+            import litellm.responses.mcp.litellm_proxy_mcp_handler  # noqa: F401
+        except ModuleNotFoundError as err:
+            if (err.name or "").split(".")[0] == "mcp":
+                _mcp_guard = {"_skip_mcp_handler": True}
+        except Exception:
+            pass
+    return dict(_mcp_guard)
+
+
 def _call_kwargs(llm: LLMConfig) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"timeout": llm.timeout_s, "num_retries": 0, "max_retries": 0}
     if llm.api_base is not None:
@@ -87,12 +110,18 @@ def _call_kwargs(llm: LLMConfig) -> dict[str, Any]:
     return kwargs
 
 
+_RETRYABLE_NAMES = ("Timeout", "Connection", "ServiceUnavailable", "InternalServer", "RateLimit")
+
+
 def _is_retryable(err: BaseException) -> bool:
+    # Timeouts and dropped connections are transient whatever status code the client
+    # attached to them (litellm's Timeout carries 408), so the class decides first.
+    if any(word in cls.__name__ for cls in type(err).__mro__ for word in _RETRYABLE_NAMES):
+        return True
     status = getattr(err, "status_code", None)
     if isinstance(status, int):
-        return status == 429 or status >= 500
-    name = type(err).__name__
-    return any(word in name for word in ("Timeout", "Connection", "ServiceUnavailable", "InternalServer"))
+        return status in (408, 429) or status >= 500
+    return False
 
 
 async def _with_retries(
@@ -180,6 +209,7 @@ async def stream_completion(
     kwargs = _call_kwargs(llm)
     if tools:
         kwargs["tools"] = list(tools)
+        kwargs.update(_tools_kwargs())
     if max_tokens is not None:
         kwargs["max_tokens"] = max_tokens
 

@@ -138,7 +138,7 @@ def expand(
     """A summary's source messages (through condensed summaries), oldest first, within ``max_tokens``."""
     if max_tokens < 1:
         raise InvalidInputError("max_tokens: must be at least 1")
-    store, _ = _resolve(db, db)
+    store, _ = _resolve(db, "lossless.db")
     row = store.expand(summary_id, max_tokens)
     return Expansion(
         summary_id=row["summary_id"],

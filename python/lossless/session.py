@@ -148,7 +148,9 @@ class Session:
         config = config or Config()
         limits = resolve_limits(model, config.model)
         store = await _open_store(db, config)
-        session_id = store.create_session(model, config.model_dump_json(), system_prompt)
+        # The snapshot lets `load` rebuild the session; a credential has no place in it.
+        snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
+        session_id = store.create_session(model, snapshot, system_prompt)
         session = cls(
             store=store, session_id=session_id, model=model, config=config, system_prompt=system_prompt, limits=limits
         )
@@ -339,6 +341,23 @@ class Session:
         finally:
             self._sending = False
 
+    async def respond(
+        self,
+        *,
+        on_part: PartCallback | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> TurnResult:
+        """Call the model on the current view without a new user turn: the next step of
+        a tool loop, after :meth:`update_tool` stored the results of the last calls."""
+        self._check_open()
+        if self._sending:
+            raise SessionBusyError(f"session {self.id} is already sending; await the first send")
+        self._sending = True
+        try:
+            return await self._model_turn(on_part, tools)
+        finally:
+            self._sending = False
+
     async def _model_turn(
         self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
     ) -> TurnResult:
@@ -354,18 +373,18 @@ class Session:
                 tools=tools,
                 max_tokens=self.budget.max_output_tokens,
                 on_text=_text_forwarder(on_part),
-                on_retry=lambda attempt, reason: self.events.publish(
-                    EventName.LLM_RETRY, self.id, attempt=attempt, reason=reason
-                ),
+                on_retry=self._on_retry,
             )
         except CallbackError as err:
             await self._store_incomplete(message_id, err.reply, f"on_part raised {type(err.original).__name__}")
             raise err.original from None
         except PartialReply as err:
             await self._store_incomplete(message_id, err.reply, str(err))
+            self.events.publish(EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err))
             raise LLMError(str(err)) from err
         except LLMError as err:
             await self._store_incomplete(message_id, StreamedReply(), str(err))
+            self.events.publish(EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err))
             raise
         finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
         for call in reply.tool_calls:
@@ -385,6 +404,9 @@ class Session:
             context_tokens=context.tokens,
             compaction_triggered=triggered,
         )
+
+    def _on_retry(self, attempt: int, reason: str) -> None:
+        self.events.publish(EventName.LLM_RETRY, self.id, attempt=attempt, reason=reason)
 
     async def _respect_hard_threshold(self) -> None:
         """The seam where a turn waits for compaction: never send an over-budget view."""

@@ -29,6 +29,7 @@ __all__ = [
     "format_time",
     "guarded",
     "open_existing_store",
+    "plural",
     "settings",
     "stderr_console",
     "stdout_console",
@@ -53,19 +54,21 @@ def settings(ctx: typer.Context) -> Settings:
     return obj
 
 
-def stdout_console() -> Console:
+def stdout_console(*, markup: bool = False) -> Console:
     """A console on the current stdout.
 
     Made per command, not at import, so it binds to the stream the command really
     writes to (test runners swap ``sys.stdout``) and reads ``COLUMNS`` then.
-    Highlighting is off: stored text is shown as stored, not re-coloured.
+    Markup and highlighting are off: stored text, ids, paths and queries are full of
+    brackets (``[/file]``, ``[#3 user]``) and must print as themselves; styles are set
+    on ``Text`` objects instead.
     """
-    return Console(highlight=False)
+    return Console(markup=markup, highlight=False)
 
 
 def stderr_console() -> Console:
-    """A console on the current stderr, for errors."""
-    return Console(stderr=True, highlight=False)
+    """A console on the current stderr, for errors; literal like :func:`stdout_console`."""
+    return Console(stderr=True, markup=False, highlight=False)
 
 
 def fail(message: str) -> NoReturn:
@@ -123,6 +126,11 @@ def open_existing_store(ctx: typer.Context) -> Store:
     if not db.exists():
         fail(f"no database at {db} (pass --db PATH or set LOSSLESS_DB)")
     return Store(db)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 hit``, ``2 hits``, ``1,200 sessions``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def format_time(millis: int) -> str:

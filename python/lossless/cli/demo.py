@@ -48,5 +48,7 @@ def demo(
         run_demo: _RunDemo = importlib.import_module("lossless.demo.runner").run_demo
     except (ImportError, AttributeError) as exc:
         fail(f"the demo is not available in this build: {exc}")
-    code = run_demo(str(db or settings(ctx).db), turns=turns, model=model, console=stdout_console())
+    # The runner styles its own output with rich markup.
+    console = stdout_console(markup=True)
+    code = run_demo(str(db or settings(ctx).db), turns=turns, model=model, console=console)
     raise typer.Exit(code)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import warnings
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -13,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from lossless.cli._common import open_existing_store, stdout_console
+from lossless.cli._common import open_existing_store, plural, stdout_console
 
 __all__ = ["expand", "grep", "highlight_snippet", "summary_label", "tree"]
 
@@ -72,32 +73,52 @@ def _fold(word: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-def _is_match(marked: str, query: str, regex: bool) -> bool:
-    """Whether a ``[...]`` span of a snippet is a match marker or literal text.
+def _word_markers(snippet: str, query: str) -> list[tuple[int, int]]:
+    """Positions of the ``[`` and ``]`` the FTS index put around matched words.
 
-    The core marks matches with brackets, and stored text has brackets of its own
-    (``[#3 user]``, ``[/file]``); a span is a marker when it matches the query.
+    Stored text has brackets of its own (``[#3 user]``, ``[completed]``); a bracketed
+    span is a marker only when each of its words is a word of the query.
     """
-    if regex:
-        try:
-            return re.fullmatch(query, marked) is not None
-        except re.error:  # Rust regex syntax Python does not share: keep every span
-            return True
     words = {_fold(word) for word in _WORD.findall(query)}
-    found = [_fold(word) for word in _WORD.findall(marked)]
-    return bool(found) and all(word in words for word in found)
+    markers = []
+    for found in _MARKED.finditer(snippet):
+        inner = [_fold(word) for word in _WORD.findall(found.group(1))]
+        if inner and all(word in words for word in inner):
+            markers.append((found.start(), found.end() - 1))
+    return markers
+
+
+def _regex_marker(snippet: str, pattern: str) -> list[tuple[int, int]]:
+    """Positions of the one ``[`` ``]`` pair the core put around a regex match.
+
+    The match itself may contain brackets (``\\[/file\\]``), so pairs are tried
+    until the text between them is a whole match of the pattern.
+    """
+    try:
+        # Python warns about Rust syntax such as "[[:alpha:]]" (possible nested set);
+        # the pattern was already checked by the core, so the warning is only noise.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = re.compile(pattern)
+    except re.error:  # Rust regex syntax Python does not share: leave the markers
+        return []
+    closes = [i for i, char in enumerate(snippet) if char == "]"]
+    for start in (i for i, char in enumerate(snippet) if char == "["):
+        for end in closes:
+            if end > start and compiled.fullmatch(snippet, start + 1, end):
+                return [(start, end)]
+    return []
 
 
 def highlight_snippet(snippet: str, query: str, *, regex: bool = False) -> Text:
     """The snippet with its match markers removed and the matches in bold."""
+    markers = _regex_marker(snippet, query) if regex else _word_markers(snippet, query)
     text = Text()
     last = 0
-    for found in _MARKED.finditer(snippet):
-        if not _is_match(found.group(1), query, regex):
-            continue
-        text.append(snippet[last : found.start()])
-        text.append(found.group(1), style="bold red")
-        last = found.end()
+    for start, end in markers:
+        text.append(snippet[last:start])
+        text.append(snippet[start + 1 : end], style="bold red")
+        last = end + 1
     text.append(snippet[last:])
     return text
 
@@ -124,9 +145,9 @@ def grep(
     hits = store.grep(query, session_id=session, mode="regex" if regex else "text", limit=limit)
     console = stdout_console()
     if not hits:
-        console.print(f"no matches for {query!r}", soft_wrap=True, markup=False)
+        console.print(f'no matches for "{query}"', soft_wrap=True)
         return
-    table = Table(title=f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}")
+    table = Table(title=f'{plural(len(hits), "hit")} for "{query}"')
     # A session column only earns its width when the hits come from several sessions.
     several = len({hit["session_id"] for hit in hits}) > 1
     if several:

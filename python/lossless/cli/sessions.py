@@ -11,7 +11,7 @@ from typing import IO, Annotated, Any
 import typer
 from rich.table import Table
 
-from lossless.cli._common import format_time, open_existing_store, stdout_console
+from lossless.cli._common import format_time, open_existing_store, plural, stdout_console
 
 __all__ = ["ExportFormat", "export", "sessions"]
 
@@ -24,7 +24,7 @@ def sessions(ctx: typer.Context) -> None:
     if not rows:
         console.print(f"no sessions in {store.path}")
         return
-    table = Table(title=f"{len(rows)} session{'s' if len(rows) != 1 else ''} in {store.path}")
+    table = Table(title=f"{plural(len(rows), 'session')} in {store.path}")
     table.add_column("id", no_wrap=True)
     table.add_column("model")
     table.add_column("created", no_wrap=True)

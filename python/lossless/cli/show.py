@@ -13,8 +13,17 @@ from rich.panel import Panel
 from rich.text import Text
 
 from lossless.cli._common import open_existing_store, stdout_console
+from lossless.store import Store
+from lossless.tokens import TokenCounter
 
-__all__ = ["DEFAULT_BUDGET", "render_message", "show", "token_bar", "usable_budget"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "recorded_usable",
+    "render_message",
+    "show",
+    "token_bar",
+    "usable_budget",
+]
 
 # The documented defaults (DESIGN.md "Context assembly", config.CompactionConfig):
 # a 200k window, minus 16k reserved for the reply, minus 8k kept for compaction output.
@@ -24,6 +33,11 @@ DEFAULT_COMPACTION_OUTPUT_BUDGET = 8_192
 DEFAULT_BUDGET = (
     DEFAULT_CONTEXT_LIMIT - DEFAULT_MAX_OUTPUT_TOKENS - DEFAULT_COMPACTION_OUTPUT_BUDGET
 )
+
+# A session takes its system prompt out of the usable budget, counted with the session
+# model's tokenizer plus this per-message overhead (lossless.models.Budget,
+# lossless.session); `show` applies the same rule so it assembles what the model gets.
+SYSTEM_MESSAGE_OVERHEAD = 4
 
 TOOL_RESULT_LINES = 20
 SOFT_THRESHOLD = 0.6  # compaction starts in the background here (DESIGN.md "Compaction")
@@ -74,6 +88,39 @@ def usable_budget(config_json: str) -> tuple[int, str]:
     reserve = _find_int(config, ("compaction_output_budget", "output_budget"))
     usable = limit - output - (reserve or DEFAULT_COMPACTION_OUTPUT_BUDGET)
     return (usable, "session config") if usable > 0 else (DEFAULT_BUDGET, "default")
+
+
+def recorded_usable(events: list[dict[str, Any]]) -> int | None:
+    """The usable budget a session announced in its ``session_created`` event, if any.
+
+    That number is the session's own (window from litellm's model map when the config
+    names none, less reserves and system prompt); the CLI cannot recompute it without
+    importing litellm.
+    """
+    for event in reversed(events):
+        if not str(event["name"]).startswith("session_"):
+            continue
+        try:
+            payload: Any = json.loads(event["payload_json"])
+        except ValueError:
+            continue
+        usable = payload.get("usable") if isinstance(payload, dict) else None
+        if isinstance(usable, int) and not isinstance(usable, bool) and usable > 0:
+            return usable
+    return None
+
+
+def _session_budget(store: Store, info: Mapping[str, Any]) -> tuple[int, str]:
+    """The budget the session itself assembles with, and where the number came from."""
+    recorded = recorded_usable(store.events(info["id"]))
+    if recorded is not None:
+        return recorded, "recorded by the session"
+    budget, source = usable_budget(info.get("config_json") or "{}")
+    prompt = info.get("system_prompt")
+    if not prompt:
+        return budget, source
+    system_tokens = TokenCounter(info["model"]).count(prompt) + SYSTEM_MESSAGE_OVERHEAD
+    return max(0, budget - system_tokens), f"{source}, less {system_tokens:,} for the system prompt"
 
 
 def _content_text(content: Any) -> str:
@@ -155,32 +202,22 @@ def show(
     """
     store = open_existing_store(ctx)
     info = store.native.get_session(session)
-    source = "--budget"
-    if budget is None:
-        budget, source = usable_budget(info.get("config_json") or "{}")
+    prompt: str = info.get("system_prompt") or ""
+    budget, source = (budget, "--budget") if budget is not None else _session_budget(store, info)
     messages, tokens, item_ids, omitted = store.assemble(session, budget)
     console = stdout_console()
-    console.print(
-        Text.assemble(
-            ("session ", "bold"),
-            info["id"],
-            (" · model ", "bold"),
-            str(info["model"]),
-            (" · budget ", "bold"),
-            f"{budget:,} ({source})",
-        ),
-        soft_wrap=True,
+    header = Text.assemble(
+        ("session ", "bold"),
+        info["id"],
+        (" · model ", "bold"),
+        str(info["model"]),
+        (" · budget ", "bold"),
+        f"{budget:,} ({source})",
     )
-    if info.get("system_prompt"):
-        # Stored with the session rather than as a message; the model still reads it first.
-        console.print(
-            Panel(
-                Text(info["system_prompt"]),
-                title="system prompt",
-                title_align="left",
-                border_style=ROLE_STYLES["system"],
-            )
-        )
+    console.print(header, soft_wrap=True)
+    if prompt:
+        # Stored with the session rather than as a message; the model reads it first.
+        console.print(render_message({"role": "system", "content": prompt}, 0, full=full))
     for index, message in enumerate(messages, start=1):
         console.print(render_message(message, index, full=full))
     summaries = sum(1 for item in item_ids if item.startswith("sum_"))

@@ -50,12 +50,13 @@ class DemoReport:
     seconds: float = 0.0
 
 
-def demo_config(model: str | None) -> Config:
+def demo_config(model: str | None, api_base: str | None = None) -> Config:
     """The demo's configuration: a 32k window, compaction scaled to it."""
-    from lossless.config import CompactionConfig, Config, ModelConfig
+    from lossless.config import CompactionConfig, Config, LLMConfig, ModelConfig
 
     return Config(
         model=ModelConfig(context_limit=DEMO_CONTEXT_LIMIT, max_output_tokens=DEMO_MAX_OUTPUT),
+        llm=LLMConfig(api_base=api_base, api_key="unused" if api_base else None),
         compaction=CompactionConfig(
             model=model,
             output_budget=4_000,
@@ -67,9 +68,15 @@ def demo_config(model: str | None) -> Config:
     )
 
 
-def run_demo(db_path: str, *, turns: int, model: str | None, console: Console) -> int:
-    """Run the demo into ``db_path``; returns the process exit code (0 when recall worked)."""
-    report = anyio.run(_replay, db_path, turns, model, console)
+def run_demo(
+    db_path: str, *, turns: int, model: str | None, console: Console, api_base: str | None = None
+) -> int:
+    """Run the demo into ``db_path``; returns the process exit code (0 when recall worked).
+
+    ``model`` summarises with that litellm model (at ``api_base`` when given) instead of
+    the built-in extractive summariser.
+    """
+    report = anyio.run(_replay, db_path, turns, model, api_base, console)
     _print_report(report, db_path, console)
     ok = report.recall_found and report.recall_expanded and report.file_ids_in_context == report.file_ids_total
     if report.compactions < MIN_COMPACTIONS:
@@ -77,7 +84,9 @@ def run_demo(db_path: str, *, turns: int, model: str | None, console: Console) -
     return 0 if ok else 1
 
 
-async def _replay(db_path: str, turns: int, model: str | None, console: Console) -> DemoReport:
+async def _replay(
+    db_path: str, turns: int, model: str | None, api_base: str | None, console: Console
+) -> DemoReport:
     from lossless.events import EventName
     from lossless.session import Session
 
@@ -85,7 +94,7 @@ async def _replay(db_path: str, turns: int, model: str | None, console: Console)
     trajectory = generate_trajectory(turns=turns)
     started = time.perf_counter()
     async with await Session.create(
-        model=DEMO_MODEL, db=db_path, config=demo_config(model), system_prompt=_SYSTEM_PROMPT
+        model=DEMO_MODEL, db=db_path, config=demo_config(model, api_base), system_prompt=_SYSTEM_PROMPT
     ) as session:
         report.session_id, report.budget = session.id, session.budget.usable
 

@@ -150,7 +150,7 @@ impl Store {
             let message_id: String = row.get(1)?;
             let Some(&index) = order.get(&message_id) else { continue };
             let name: String = row.get(2)?;
-            if protected_tools.iter().any(|tool| *tool == name) {
+            if protected_tools.contains(&name) {
                 continue;
             }
             let file_ids: Option<String> = row.get(4)?;

@@ -75,6 +75,9 @@ pub(super) struct CachedView {
     pub(super) items: Vec<ViewItem>,
     pub(super) tokens: i64,
     summary_tokens: i64,
+    summary_items: i64,
+    /// Indices of the summary items, so assembly never scans the whole view for them.
+    summaries: Vec<usize>,
     rendered: HashMap<String, Arc<Vec<ChatMessage>>>,
 }
 
@@ -94,6 +97,10 @@ impl ViewCache {
         }
         view.version = version;
         view.tokens += item.tokens;
+        if item.kind == ItemKind::Summary {
+            view.summary_tokens += item.tokens;
+            view.summaries.push(view.items.len());
+        }
         view.items.push(item);
     }
 
@@ -169,6 +176,7 @@ impl Store {
             view.tokens += item.tokens;
             if kind == ItemKind::Summary {
                 view.summary_tokens += item.tokens;
+                view.summaries.push(view.items.len());
             }
             view.items.push(item);
         }
@@ -178,7 +186,7 @@ impl Store {
     /// Sizes of the session's current view.
     pub fn view_stats(&mut self, session_id: &str) -> Result<ViewStats> {
         let view = self.fresh_view(session_id)?;
-        let summary_items = view.items.iter().filter(|item| item.kind == ItemKind::Summary).count() as i64;
+        let summary_items = view.summaries.len() as i64;
         Ok(ViewStats {
             items: view.items.len() as i64,
             message_items: view.items.len() as i64 - summary_items,
@@ -199,7 +207,7 @@ impl Store {
     /// next one does not fit. Cost grows with the items included, not the session length.
     pub fn assemble(&mut self, session_id: &str, budget: i64) -> Result<Assembled> {
         let view = self.fresh_view(session_id)?;
-        let selected = select_items(&view.items, view.summary_tokens, budget);
+        let selected = select_items(&view.items, &view.summaries, view.summary_tokens, budget);
         let missing: Vec<(usize, ItemKind, String)> = selected
             .chosen
             .iter()
@@ -259,20 +267,21 @@ struct Selection {
     tokens: i64,
 }
 
-/// Picks view items for `budget`: summaries are reserved first; messages are
-/// taken newest first and the walk stops at the first that does not fit, so the
-/// included history is one unbroken tail.
-fn select_items(items: &[ViewItem], summary_tokens: i64, budget: i64) -> Selection {
+/// Picks view items for `budget`: summaries (at indices `summaries`) are reserved
+/// first; messages are taken newest first and the walk stops at the first that does
+/// not fit, so the included history is one unbroken tail. The cost grows with the
+/// items taken and the summaries, never with the whole view.
+fn select_items(items: &[ViewItem], summaries: &[usize], summary_tokens: i64, budget: i64) -> Selection {
     let budget = budget.max(0);
     let mut chosen = Vec::new();
     let mut used = 0;
     if summary_tokens <= budget {
         used = summary_tokens;
-        chosen.extend(items.iter().enumerate().filter(|(_, item)| item.kind == ItemKind::Summary).map(|(i, _)| i));
+        chosen.extend_from_slice(summaries);
     } else {
-        for (index, item) in items.iter().enumerate().rev() {
-            if item.kind == ItemKind::Summary && used + item.tokens <= budget {
-                used += item.tokens;
+        for &index in summaries.iter().rev() {
+            if used + items[index].tokens <= budget {
+                used += items[index].tokens;
                 chosen.push(index);
             }
         }
@@ -314,7 +323,7 @@ mod tests {
             item(ItemKind::Message, 50),
             item(ItemKind::Message, 5),
         ];
-        let selection = select_items(&items, 10, 30);
+        let selection = select_items(&items, &[0], 10, 30);
         assert_eq!(selection.chosen, vec![0, 3]);
         assert_eq!(selection.tokens, 15);
     }
@@ -322,7 +331,7 @@ mod tests {
     #[test]
     fn oversized_summaries_keep_the_newest_that_fit() {
         let items = vec![item(ItemKind::Summary, 20), item(ItemKind::Summary, 20), item(ItemKind::Message, 1)];
-        let selection = select_items(&items, 40, 25);
+        let selection = select_items(&items, &[0, 1], 40, 25);
         assert_eq!(selection.chosen, vec![1, 2]);
         assert!(selection.tokens <= 25);
     }

@@ -1,0 +1,84 @@
+"""Shared fixtures: the local OpenAI-compatible server and a Config pointing litellm at it."""
+
+from __future__ import annotations
+
+import os
+
+# litellm fetches its model price map over the network at import unless told otherwise;
+# the machines running these tests have no internet.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lossless.config import CompactionConfig, Config, LLMConfig, ModelConfig
+from lossless.testing import LocalLLMServer
+
+# Any name works with the local server; "openai/" routes litellm to an
+# OpenAI-compatible endpoint. The name is not in litellm's model map, so the limits
+# come from the config overrides below.
+TEST_MODEL = "openai/lossless-test"
+CONTEXT_LIMIT = 32_000
+MAX_OUTPUT_TOKENS = 1_000
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def server() -> Iterator[LocalLLMServer]:
+    with LocalLLMServer() as srv:
+        yield srv
+
+
+def make_config(server: LocalLLMServer, **sections: Any) -> Config:
+    """A Config for ``server``: model limits overridden, fast retries, short timeout.
+
+    Keyword arguments replace whole sections or top-level fields (``compaction=...``,
+    ``doom_loop_threshold=...``); ``llm_overrides`` updates single LLM fields.
+    """
+    llm_overrides: dict[str, Any] = sections.pop("llm_overrides", {})
+    llm_values: dict[str, Any] = {
+        "api_base": server.base_url,
+        "api_key": "test",
+        "timeout_s": 5.0,
+        "num_retries": 1,
+        "retry_backoff_s": 0.01,
+    }
+    llm = LLMConfig(**{**llm_values, **llm_overrides})
+    values: dict[str, Any] = {
+        "model": ModelConfig(context_limit=CONTEXT_LIMIT, max_output_tokens=MAX_OUTPUT_TOKENS),
+        "llm": llm,
+        "compaction": CompactionConfig(output_budget=1_000),
+    }
+    values.update(sections)
+    return Config(**values)
+
+
+@pytest.fixture
+def config(server: LocalLLMServer) -> Config:
+    return make_config(server)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "lossless.db"
+
+
+@pytest.fixture
+def config_for(server: LocalLLMServer) -> Callable[..., Config]:
+    """Build a variant of the default test config: ``config_for(compaction=...)``."""
+    return lambda **sections: make_config(server, **sections)
+
+
+@pytest.fixture
+async def session(config: Config, db: Path) -> AsyncIterator[Any]:
+    from lossless.session import Session
+
+    async with await Session.create(model=TEST_MODEL, db=db, config=config) as sess:
+        yield sess

@@ -1,0 +1,148 @@
+"""Recall: grep, describe and expand over a compacted session, and the recall tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from lossless import errors
+from lossless.config import Config, LLMConfig, ModelConfig
+from lossless.demo.runner import demo_config
+from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
+from lossless.recall import describe, expand, grep
+from lossless.session import Session
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def compacted(tmp_path: Path) -> AsyncIterator[Session]:
+    """A session of 240 replayed turns, compacted several times."""
+    session = await Session.create(model="gpt-4o", db=tmp_path / "recall.db", config=demo_config(None))
+    for turn in generate_trajectory(turns=240):
+        await session.record(turn.role, list(turn.parts))
+    await session.compaction.wait_for_pending()
+    yield session
+    await session.close()
+
+
+async def test_grep_finds_a_compacted_fact_and_its_covering_summary(compacted: Session) -> None:
+    hits = grep(RECALL_QUERY, session=compacted)
+    message_hits = [hit for hit in hits if hit.owner_kind == "message"]
+    assert len(message_hits) == 1
+    hit = message_hits[0]
+    assert hit.covering_summary_id is not None
+    assert "quartz" in hit.snippet.lower()
+    live = {row["id"] for row in compacted.store.live_summaries(compacted.id)}
+    assert hit.covering_summary_id in live
+    expansion = expand(hit.covering_summary_id, max_tokens=50_000, db=compacted)
+    assert any(RECALL_FACT in message.text and message.seq == RECALL_TURN for message in expansion.messages)
+    assert expansion.omitted_messages == 0
+
+
+async def test_regex_grep_and_whole_database_grep(compacted: Session, tmp_path: Path) -> None:
+    regex_hits = grep(r"quartz-h[a-z]+", session=compacted, mode="regex")
+    assert any(RECALL_FACT in hit.snippet for hit in regex_hits)
+    everywhere = grep(RECALL_QUERY, db=tmp_path / "recall.db")
+    assert {hit.session_id for hit in everywhere} == {compacted.id}
+
+
+async def test_expand_respects_its_budget_and_says_what_it_left_out(compacted: Session) -> None:
+    summary = compacted.store.live_summaries(compacted.id)[0]
+    small = expand(summary["id"], max_tokens=300, db=compacted)
+    assert small.tokens <= 300
+    assert small.omitted_messages == small.total_messages - len(small.messages) > 0
+    assert "left out" in small.note
+    seqs = [message.seq for message in small.messages]
+    assert seqs == sorted(seqs)
+
+
+async def test_describe_returns_an_acyclic_dag_covering_every_compacted_message(compacted: Session) -> None:
+    nodes = describe(compacted)
+    by_id = {node.id: node for node in nodes}
+    live = [node for node in nodes if node.live]
+    assert live
+    covered: list[str] = []
+
+    def walk(node_id: str, seen: frozenset[str]) -> None:
+        assert node_id not in seen, "cycle in the summary DAG"
+        node = by_id[node_id]
+        if node.source_kind == "summary":
+            for child in node.sources:
+                assert not by_id[child].live
+                walk(child, seen | {node_id})
+        else:
+            covered.extend(node.sources)
+
+    for node in live:
+        walk(node.id, frozenset())
+    assert len(covered) == len(set(covered))
+    assert sum(node.message_count for node in live) == len(covered)
+    subtree = describe(live[0].id, db=compacted.store.path)
+    assert subtree[0].id == live[0].id
+
+
+async def test_bad_recall_input_gets_typed_errors(compacted: Session) -> None:
+    with pytest.raises(errors.InvalidInputError, match="regular expression"):
+        grep("(", session=compacted, mode="regex")
+    with pytest.raises(errors.InvalidInputError, match="no words"):
+        grep("!!! ...", session=compacted)
+    with pytest.raises(errors.SummaryNotFoundError):
+        expand("sum_missing", db=compacted)
+    with pytest.raises(KeyError):
+        describe("sum_missing", db=compacted.store.path)
+    with pytest.raises(errors.SessionNotFoundError):
+        grep("anything", session="ses_missing", db=compacted.store.path)
+
+
+@pytest.fixture
+async def chat(tmp_path: Path) -> AsyncIterator[tuple[Session, LocalLLMServer]]:
+    with LocalLLMServer() as server:
+        config = Config(
+            model=ModelConfig(context_limit=32_000, max_output_tokens=2_000),
+            llm=LLMConfig(api_base=server.base_url, api_key="test", num_retries=0),
+        )
+        session = await Session.create(model="openai/recaller", db=tmp_path / "chat.db", config=config)
+        await session.record("user", "Remember: the deploy key rotates every 17 days, codename saffron-otter.")
+        await session.record("assistant", "Noted.")
+        yield session, server
+        await session.close()
+
+
+async def test_recall_tools_are_answered_by_the_session(chat: tuple[Session, LocalLLMServer]) -> None:
+    session, server = chat
+    server.enqueue(
+        Reply(tool_calls=[ToolCallSpec(name="lossless_grep", arguments={"query": "saffron otter"})]),
+        Reply(text="The codename is saffron-otter."),
+    )
+    result = await session.send("What was the codename?", tools="recall")
+    assert result.text == "The codename is saffron-otter."
+    first, second = server.requests[-2:]
+    assert {tool["function"]["name"] for tool in first["tools"]} >= {"lossless_grep", "lossless_expand"}
+    tool_messages = [message for message in second["messages"] if message["role"] == "tool"]
+    assert tool_messages and "saffron" in tool_messages[-1]["content"]
+    tool_parts = [part for message in session.history() for part in message.parts if hasattr(part, "call_id")]
+    assert tool_parts[-1].status == "completed"
+    assert json.loads(tool_parts[-1].output or "[]")[0]["owner_kind"] == "message"
+
+
+async def test_a_bad_recall_call_is_stored_as_a_tool_error(chat: tuple[Session, LocalLLMServer]) -> None:
+    session, server = chat
+    server.enqueue(
+        Reply(tool_calls=[ToolCallSpec(name="lossless_expand", arguments={"summary_id": "sum_nope"})]),
+        Reply(text="That summary does not exist."),
+    )
+    result = await session.send("Expand sum_nope.", tools="recall")
+    assert result.text == "That summary does not exist."
+    tool_parts = [part for message in session.history() for part in message.parts if hasattr(part, "call_id")]
+    assert tool_parts[-1].status == "error"
+    assert "sum_nope" in (tool_parts[-1].error or "")
