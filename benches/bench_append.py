@@ -43,7 +43,9 @@ def test_append_message(
 
     def append() -> dict[str, Any]:
         call = next(calls)
-        tool = ToolPart("read_file", f"call_{call}", {"path": "payhub/fx/service.py"}, output=output)
+        tool = ToolPart(
+            "read_file", f"call_{call}", {"path": "payhub/fx/service.py"}, output=output
+        )
         return store.append(sid, "assistant", [text, tool])
 
     result = benchmark(append)

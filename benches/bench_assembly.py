@@ -39,7 +39,11 @@ def raw_context(conn: sqlite3.Connection, message_ids: list[str]) -> list[dict[s
                 texts.append(body)
             else:
                 calls.append(
-                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": body}}
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": body},
+                    }
                 )
                 results.append({"role": "tool", "content": output, "tool_call_id": call_id})
             index += 1

@@ -20,12 +20,16 @@ from lossless import TokenCounter, extract_file_ids
 
 MODEL = "gpt-4o"
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+FILLER = "the output of the tool mentions a few files and some numbers 12 34 and paths a/b/c.py"
 
 
 @pytest.fixture(scope="module")
 def short_messages(corpus: Any) -> list[str]:
     rng = random.Random(11)
-    return [corpus.texts[rng.randrange(len(corpus.texts))][: rng.randint(20, 200)] for _ in range(10_000)]
+    return [
+        corpus.texts[rng.randrange(len(corpus.texts))][: rng.randint(20, 200)]
+        for _ in range(10_000)
+    ]
 
 
 @pytest.mark.benchmark(group="tokens")
@@ -76,9 +80,12 @@ def test_count_baseline_python_tiktoken(
 def file_id_text(single_line: bool) -> tuple[str, list[str]]:
     """About 1 MB of tool-output-like text holding 1,000 distinct file ids."""
     rng = random.Random(5)
-    ids = [f"file_{rng.getrandbits(rng.choice([32, 64, 96, 128])):x}".ljust(13, "0") for _ in range(1000)]
+    ids = [
+        f"file_{rng.getrandbits(rng.choice([32, 64, 96, 128])):x}".ljust(13, "0")
+        for _ in range(1000)
+    ]
     ids = list(dict.fromkeys(ids))
-    words = "the output of the tool mentions a few files and some numbers 12 34 and paths a/b/c.py".split()
+    words = FILLER.split()
     chunks = []
     for file_id in ids:
         filler = " ".join(rng.choice(words) for _ in range(170))

@@ -38,7 +38,7 @@ BUDGET = CONTEXT_WINDOW - MAX_OUTPUT_TOKENS - COMPACTION_RESERVE
 TOOL_SHARE = 0.30  # share of all messages that carry a large tool output
 TOOL_NAMES = ["read_file", "run_tests", "grep", "list_dir", "git_diff"]
 
-_WORDS = (
+_WORD_TEXT = (
     "the a an and or but if then else when while for with without into onto from to of in on at by "
     "is are was were be been has have had do does did can could should would will may might must "
     "test tests fixture module function class method value values result results error errors "
@@ -49,10 +49,21 @@ _WORDS = (
     "user assistant tool call output input status pending running completed schema migration "
     "because however therefore instead also only still already again first second last next "
     "update create delete read write parse render format check verify assert raise return import"
-).split()
+)
+_WORDS = _WORD_TEXT.split()
 _IDENTS = [
-    "lookup_rate", "settle_invoice", "apply_refund", "parse_ledger", "TokenCounter", "render_row",
-    "ServiceClient", "retry_policy", "currency_code", "export_csv", "build_index", "load_config",
+    "lookup_rate",
+    "settle_invoice",
+    "apply_refund",
+    "parse_ledger",
+    "TokenCounter",
+    "render_row",
+    "ServiceClient",
+    "retry_policy",
+    "currency_code",
+    "export_csv",
+    "build_index",
+    "load_config",
 ]
 _PATHS = [
     f"payhub/{area}/{name}.py"
@@ -75,10 +86,12 @@ def _output_line(rng: random.Random) -> str:
         return f"{path}:{rng.randint(1, 900)}: {_sentence(rng)}"
     if kind < 0.6:
         ident = rng.choice(_IDENTS)
-        return f"    {ident}({rng.choice(_WORDS)}={rng.randint(0, 10_000)}, retries={rng.randint(0, 5)})"
+        value, retries = rng.randint(0, 10_000), rng.randint(0, 5)
+        return f"    {ident}({rng.choice(_WORDS)}={value}, retries={retries})"
     if kind < 0.75:
         status = rng.choice(["PASSED", "PASSED", "PASSED", "FAILED", "SKIPPED"])
-        return f"tests/test_{rng.choice(_WORDS)}.py::test_{rng.choice(_IDENTS).lower()} {status} [{rng.randint(1, 99)}%]"
+        test = f"tests/test_{rng.choice(_WORDS)}.py::test_{rng.choice(_IDENTS).lower()}"
+        return f"{test} {status} [{rng.randint(1, 99)}%]"
     return _sentence(rng)
 
 
@@ -120,7 +133,9 @@ class BenchDB:
     tool_messages: int
 
 
-def build_messages(n: int, corpus: Corpus, seed: int = SEED) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def build_messages(
+    n: int, corpus: Corpus, seed: int = SEED
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """``n`` messages alternating user/assistant; ~30% of them carry a 2-8 KB tool output."""
     rng = random.Random(seed + n)
     for index in range(n):
@@ -244,14 +259,19 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     ratios: list[str] = []
     small = median(f"assembly n={SIZES[0]:,}")
     for n in SIZES:
-        native, raw = median(f"assembly n={n:,}"), median(f"assembly baseline sqlite3 n={n:,}")
+        native = median(f"assembly n={n:,}")
+        raw = median(f"assembly baseline sqlite3 n={n:,}")
         if native and raw:
             ratios.append(f"assembly n={n:,}: sqlite3 baseline / lossless = {raw / native:.2f}x")
         if native and small and n != SIZES[0]:
-            ratios.append(f"assembly n={n:,} / n={SIZES[0]:,} = {native / small:.2f}x (target <= 1.3x at 100k)")
+            growth = native / small
+            ratios.append(f"assembly n={n:,} / n={SIZES[0]:,} = {growth:.2f}x (target <= 1.3x)")
     for n, seconds in ((1_000, 1.1), (10_000, 8.8)):
         native = median(f"assembly n={n:,}")
         if native:
-            ratios.append(f"assembly n={n:,}: leading Python library {seconds} s / lossless = {seconds / native:,.0f}x")
+            speedup = seconds / native
+            ratios.append(
+                f"assembly n={n:,}: leading Python library ({seconds} s) = {speedup:,.0f}x"
+            )
     for line in ratios:
         write(line)

@@ -46,17 +46,19 @@ FORBIDDEN = [
     "UPDATE summary_sources SET source_id = 'msg_x'",
     "UPDATE events SET payload = '{}'",
     # REPLACE deletes the old row without firing DELETE triggers: refused on insert.
-    "INSERT OR REPLACE INTO messages SELECT id, session_id, seq, 'system', created_at, model, status,"
-    " token_count, input_tokens, output_tokens, cost, finish_reason FROM messages",
-    "REPLACE INTO parts SELECT id, message_id, session_id, msg_seq, ord, kind, 'gone', tool_name,"
-    " call_id, tool_status, tool_output, tool_error, token_count, output_tokens, file_ids,"
-    " compacted_at, compacted_tokens FROM parts",
-    "REPLACE INTO summaries SELECT id, session_id, kind, level, 'gone', token_count, span_start_seq,"
-    " span_end_seq, message_count, depth, file_ids, created_at, superseded_by FROM summaries",
-    "REPLACE INTO sessions SELECT id, 'gpt-4', created_at, config, system_prompt, view_version,"
-    " next_seq, next_position FROM sessions",
+    "INSERT OR REPLACE INTO messages SELECT id, session_id, seq, 'system', created_at, model,"
+    " status, token_count, input_tokens, output_tokens, cost, finish_reason FROM messages",
+    "REPLACE INTO parts SELECT id, message_id, session_id, msg_seq, ord, kind, 'gone',"
+    " tool_name, call_id, tool_status, tool_output, tool_error, token_count, output_tokens,"
+    " file_ids, compacted_at, compacted_tokens FROM parts",
+    "REPLACE INTO summaries SELECT id, session_id, kind, level, 'gone', token_count,"
+    " span_start_seq, span_end_seq, message_count, depth, file_ids, created_at, superseded_by"
+    " FROM summaries",
+    "REPLACE INTO sessions SELECT id, 'gpt-4', created_at, config, system_prompt,"
+    " view_version, next_seq, next_position FROM sessions",
     "REPLACE INTO events SELECT session_id, seq, id, 'renamed', payload, created_at FROM events",
-    "REPLACE INTO summary_sources SELECT summary_id, ord, source_kind, 'msg_x' FROM summary_sources",
+    "REPLACE INTO summary_sources SELECT summary_id, ord, source_kind, 'msg_x'"
+    " FROM summary_sources",
 ]
 
 DELETES = [
@@ -75,7 +77,15 @@ def raw(path: Path) -> sqlite3.Connection:
 
 def snapshot(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every append-only table."""
-    tables = ["sessions", "messages", "parts", "summaries", "summary_sources", "events", "file_refs"]
+    tables = [
+        "sessions",
+        "messages",
+        "parts",
+        "summaries",
+        "summary_sources",
+        "events",
+        "file_refs",
+    ]
     return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables}
 
 
@@ -85,12 +95,16 @@ def populate(store: Store, texts: list[str], outputs: list[str]) -> str:
     for index, text in enumerate(texts):
         store.append(sid, "user", f"{text} file_{index:08x}")
         output = outputs[index % len(outputs)] if outputs else "done"
-        store.append(sid, "assistant", ["ok", ToolPart("run", f"c{index}", {"i": index}, output=output)])
+        store.append(
+            sid, "assistant", ["ok", ToolPart("run", f"c{index}", {"i": index}, output=output)]
+        )
     for turn in range(2):
         store.append(sid, "user", f"protected {turn}")
     span = store.native.compaction_span(sid)
     summary = store.native.truncate_summary(span["message_ids"], 300)
-    store.native.commit_summary(sid, summary["text"], 3, span["message_ids"], [], span["view_version"])
+    store.native.commit_summary(
+        sid, summary["text"], 3, span["message_ids"], [], span["view_version"]
+    )
     store.native.append_event(sid, "compaction_completed", '{"ok": true}')
     return sid
 
@@ -162,7 +176,8 @@ def test_tool_lifecycle_fields_change_until_the_call_is_final(tmp_path: Path) ->
     conn = raw(path)
     where = "WHERE call_id = 'c1'"
     conn.execute(f"UPDATE parts SET tool_status = 'running' {where}")
-    conn.execute(f"UPDATE parts SET tool_status = 'completed', tool_output = 'result', token_count = 9 {where}")
+    done = "tool_status = 'completed', tool_output = 'result', token_count = 9"
+    conn.execute(f"UPDATE parts SET {done} {where}")
     for change in (
         "tool_status = 'error'",
         "tool_output = 'other'",
@@ -173,7 +188,9 @@ def test_tool_lifecycle_fields_change_until_the_call_is_final(tmp_path: Path) ->
         "file_ids = 'file_0000000000'",
     ):
         assert_refused(conn, f"UPDATE parts SET {change} {where}")
-    row = conn.execute(f"SELECT tool_status, tool_output, tool_error, token_count FROM parts {where}").fetchone()
+    row = conn.execute(
+        f"SELECT tool_status, tool_output, tool_error, token_count FROM parts {where}"
+    ).fetchone()
     assert row == ("completed", "result", None, 9)
 
 
@@ -193,7 +210,12 @@ def test_output_of_a_running_call_is_set_once(tmp_path: Path) -> None:
 
 def test_text_parts_have_no_lifecycle(populated: tuple[Path, sqlite3.Connection]) -> None:
     _, conn = populated
-    for change in ("tool_status = 'completed'", "tool_output = 'x'", "token_count = 0", "output_tokens = 1"):
+    for change in (
+        "tool_status = 'completed'",
+        "tool_output = 'x'",
+        "token_count = 0",
+        "output_tokens = 1",
+    ):
         assert_refused(conn, f"UPDATE parts SET {change} WHERE kind = 'text'")
 
 
@@ -204,7 +226,9 @@ def test_superseded_by_is_set_once(tmp_path: Path) -> None:
     conn = raw(path)
     (summary_id,) = conn.execute("SELECT id FROM summaries").fetchone()
     conn.execute("UPDATE summaries SET superseded_by = 'sum_later' WHERE id = ?", (summary_id,))
-    assert_refused(conn, f"UPDATE summaries SET superseded_by = 'sum_other' WHERE id = '{summary_id}'")
+    assert_refused(
+        conn, f"UPDATE summaries SET superseded_by = 'sum_other' WHERE id = '{summary_id}'"
+    )
     assert_refused(conn, f"UPDATE summaries SET superseded_by = NULL WHERE id = '{summary_id}'")
 
 
@@ -220,7 +244,12 @@ def test_streaming_message_fields_are_written_once(tmp_path: Path) -> None:
         {"input_tokens": 10, "output_tokens": 3, "cost": 0.5, "finish_reason": "stop"},
     )
     conn = raw(path)
-    for change in ("status = 'incomplete'", "input_tokens = 11", "cost = 0", "finish_reason = 'length'"):
+    for change in (
+        "status = 'incomplete'",
+        "input_tokens = 11",
+        "cost = 0",
+        "finish_reason = 'length'",
+    ):
         assert_refused(conn, f"UPDATE messages SET {change} WHERE id = '{message_id}'")
     assert store.history(sid)[0]["parts"][0]["text"] == "streamed reply"
 
@@ -237,9 +266,7 @@ def test_the_view_and_the_index_stay_writable(populated: tuple[Path, sqlite3.Con
 
 # --- property: random content, random forbidden statement ------------------------
 
-content = st.text(
-    alphabet=st.characters(exclude_categories=("Cs",)), min_size=0, max_size=200
-)
+content = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=0, max_size=200)
 
 
 @settings(max_examples=40, deadline=None)

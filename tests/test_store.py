@@ -73,15 +73,24 @@ def test_append_writes_message_parts_view_item_index_and_counts(
     result = store.append(
         sid,
         "assistant",
-        [TextPart("the zebra grazes"), ToolPart("grep", "call_1", {"q": "x"}, output="found walrus")],
+        [
+            TextPart("the zebra grazes"),
+            ToolPart("grep", "call_1", {"q": "x"}, output="found walrus"),
+        ],
     )
     conn = raw(db_path)
     role, seq, status, tokens = conn.execute(
         "SELECT role, seq, status, token_count FROM messages WHERE id = ?", (result["id"],)
     ).fetchone()
-    assert (role, seq, status, tokens) == ("assistant", result["seq"], "complete", result["token_count"])
+    assert (role, seq, status, tokens) == (
+        "assistant",
+        result["seq"],
+        "complete",
+        result["token_count"],
+    )
     parts = conn.execute(
-        "SELECT id, kind, body, tool_output, token_count FROM parts WHERE message_id = ? ORDER BY ord",
+        "SELECT id, kind, body, tool_output, token_count FROM parts"
+        " WHERE message_id = ? ORDER BY ord",
         (result["id"],),
     ).fetchall()
     assert [p[0] for p in parts] == result["part_ids"]
@@ -147,7 +156,11 @@ def test_history_round_trips_text_tool_and_file_ref_parts(store: Store, sid: str
     assert text["kind"] == "text"
     assert text["text"] == "look at this"
     assert tool["kind"] == "tool"
-    assert (tool["name"], tool["call_id"], tool["input"]) == ("read_file", "call_7", '{"path": "a.py"}')
+    assert (tool["name"], tool["call_id"], tool["input"]) == (
+        "read_file",
+        "call_7",
+        '{"path": "a.py"}',
+    )
     assert (tool["output"], tool["status"], tool["error"]) == ("print(1)\n", "completed", None)
     assert file_ref["kind"] == "file_ref"
     assert (file_ref["file_id"], file_ref["path"], file_ref["file_type"]) == (
@@ -199,7 +212,9 @@ def test_assembly_renders_openai_tool_turns(store: Store, sid: str) -> None:
 
 
 def test_file_ref_renders_its_id_and_summary(store: Store, sid: str) -> None:
-    store.append(sid, "user", FileRefPart("file_00ff00ff00ff", "data.csv", "csv", 900, "prices by day"))
+    store.append(
+        sid, "user", FileRefPart("file_00ff00ff00ff", "data.csv", "csv", 900, "prices by day")
+    )
     (message,), _, _, _ = store.assemble(sid, 10_000)
     assert message["role"] == "user"
     for piece in ("file_00ff00ff00ff", "data.csv", "prices by day"):
@@ -252,7 +267,9 @@ def test_tool_call_and_result_are_never_split(store: Store, sid: str) -> None:
     assert (tokens, omitted) == (item["tokens"], 0)
 
 
-def commit_truncation(store: Store, sid: str, count: int | None = None, target: int = 400) -> dict[str, Any]:
+def commit_truncation(
+    store: Store, sid: str, count: int | None = None, target: int = 400
+) -> dict[str, Any]:
     """Summarise the oldest unprotected messages (level 3) and commit the summary."""
     span = store.native.compaction_span(sid)
     ids = span["message_ids"][:count]
@@ -274,7 +291,9 @@ def test_summaries_come_first_and_are_reserved_before_messages(store: Store, sid
     messages, tokens, ids, omitted = store.assemble(sid, budget)
     assert ids == [items[0]["id"], items[-2]["id"], items[-1]["id"]]
     assert messages[0]["role"] == "user"
-    assert messages[0]["content"].startswith(f"[summary {committed['summary_id']} of 6 earlier messages")
+    assert messages[0]["content"].startswith(
+        f"[summary {committed['summary_id']} of 6 earlier messages"
+    )
     # The summary footer keeps the file ids of what it covers.
     for turn in range(3):
         assert f"file_{turn:08x}" in messages[0]["content"]
@@ -358,7 +377,11 @@ def test_processes_append_concurrently_to_one_session(db_path: Path) -> None:
     assert texts == {f"worker {w} message {i}" for w in range(workers) for i in range(count)}
     # Each worker's own messages keep their order.
     for worker in range(workers):
-        mine = [int(t.split()[-1]) for t in (row["parts"][0]["text"] for row in history) if t.startswith(f"worker {worker} ")]
+        mine = [
+            int(t.split()[-1])
+            for t in (row["parts"][0]["text"] for row in history)
+            if t.startswith(f"worker {worker} ")
+        ]
         assert mine == list(range(count))
     items = store.native.view_items(sid)
     assert [item["id"] for item in items] == [row["id"] for row in history]
@@ -371,7 +394,9 @@ def test_processes_append_concurrently_to_one_session(db_path: Path) -> None:
 def test_processes_create_a_new_file_concurrently(db_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     with context.Pool(4) as pool:
-        results = pool.starmap(_append_worker, [(str(db_path), None, worker, 25) for worker in range(4)])
+        results = pool.starmap(
+            _append_worker, [(str(db_path), None, worker, 25) for worker in range(4)]
+        )
     assert all(result == list(range(1, 26)) for result in results)
     store = Store(db_path)
     sessions = store.sessions()
@@ -460,7 +485,11 @@ def seeded(store: Store, sid: str) -> Iterator[tuple[Store, str]]:
     ("role", "parts", "field"),
     [
         ("user", [{"kind": "text", "text": "ok \ud800 no"}], "parts[0].text"),
-        ("user", [{"kind": "text", "text": "fine"}, {"kind": "text", "text": "\udfff"}], "parts[1].text"),
+        (
+            "user",
+            [{"kind": "text", "text": "fine"}, {"kind": "text", "text": "\udfff"}],
+            "parts[1].text",
+        ),
         ("assistant", [tool_wire("c1", "out\ud83d")], "parts[0].output"),
         ("assistant", [tool_wire("c1", name="bad\x00name")], "parts[0].name"),
         ("assistant", [tool_wire("call\x00id")], "parts[0].call_id"),
@@ -481,7 +510,11 @@ def seeded(store: Store, sid: str) -> Iterator[tuple[Store, str]]:
             [{"kind": "file_ref", "file_id": "file_12345678", "path": "a", "token_count": -1}],
             "parts[0].token_count",
         ),
-        ("user", [{"kind": "file_ref", "file_id": "file_12345678", "path": "a\nb"}], "parts[0].path"),
+        (
+            "user",
+            [{"kind": "file_ref", "file_id": "file_12345678", "path": "a\nb"}],
+            "parts[0].path",
+        ),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(
@@ -623,3 +656,30 @@ def test_newest_call_with_a_reused_call_id_is_updated(store: Store, sid: str) ->
     native.update_tool(sid, "dup", "completed", output="second result")
     outputs = [row["parts"][0]["output"] for row in store.history(sid)]
     assert outputs == ["first result", "second result"]
+
+
+def test_a_summary_never_covers_an_unfinished_tool_call(store: Store, sid: str) -> None:
+    # The call's output (and any file id in it) arrives later; a summary written now
+    # could not carry it, so the span stops before the message holding the call.
+    first = store.append(sid, "user", "start")["id"]
+    slow = store.native.append_message(
+        sid, "assistant", [tool_wire("call_slow", None, status="running")]
+    )
+    last = store.append(sid, "assistant", "meanwhile")["id"]
+    span = store.native.compaction_span(sid, 0)
+    assert span["message_ids"] == [first]
+    with pytest.raises(InvalidInputError, match=slow["id"]):
+        store.native.commit_summary(
+            sid, "all of it", 3, [first, slow["id"], last], [], span["view_version"]
+        )
+    assert store.native.view_items(sid)[1]["id"] == slow["id"]
+    store.native.update_tool(sid, "call_slow", "completed", output="wrote file_0badc0de")
+    span = store.native.compaction_span(sid, 0)
+    assert span["message_ids"] == [first, slow["id"], last]
+    summary = store.native.truncate_summary(span["message_ids"], 500)
+    committed = store.native.commit_summary(
+        sid, summary["text"], 3, span["message_ids"], [], span["view_version"]
+    )
+    assert "file_0badc0de" in committed["file_ids"]
+    messages, _, _, _ = store.assemble(sid, 10_000)
+    assert "file_0badc0de" in messages[0]["content"]

@@ -183,12 +183,14 @@ def tiktoken_encodings() -> Iterator[dict[str, Any]]:
 @given(text=texts)
 def test_counts_agree_with_tiktoken(tiktoken_encodings: dict[str, Any], text: str) -> None:
     for model, name in (("gpt-4o", "o200k_base"), ("gpt-4", "cl100k_base")):
-        assert count_tokens(text, model=model) == len(tiktoken_encodings[name].encode_ordinary(text))
+        assert count_tokens(text, model=model) == len(
+            tiktoken_encodings[name].encode_ordinary(text)
+        )
 
 
 def test_model_mapping_agrees_with_tiktoken(tiktoken_encodings: dict[str, Any]) -> None:
     from tiktoken.model import encoding_name_for_model
 
-    for model in O200K_MODELS + ["gpt-4", "gpt-4-turbo", "gpt-3.5-turbo", "gpt-35-turbo"]:
+    for model in [*O200K_MODELS, "gpt-4", "gpt-4-turbo", "gpt-3.5-turbo", "gpt-35-turbo"]:
         bare = model.rsplit("/", 1)[-1].lower()
         assert encoding_for_model(model) == encoding_name_for_model(bare), model

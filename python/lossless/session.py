@@ -12,7 +12,7 @@ import json
 import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, Self
 
@@ -318,8 +318,9 @@ class Session:
         """Store the user turn, call the model on the assembled context, store its reply.
 
         ``on_part`` receives each streamed text delta as a :class:`TextPart` and each
-        tool call as a :class:`ToolPart`; if it raises, the partial reply is stored
-        flagged incomplete and the exception propagates. ``tools="recall"`` lets the
+        tool call as a :class:`ToolPart` (once the reply is complete and stored); if it
+        raises on a text delta, the partial reply is stored flagged incomplete, and in
+        either case the exception propagates. ``tools="recall"`` lets the
         model search this session's history; the session answers those calls itself.
         One ``send`` runs at a time per session: a second concurrent call raises
         :class:`SessionBusyError`.
@@ -332,14 +333,19 @@ class Session:
             raise InvalidInputError("message: must not be empty")
         self._sending = True
         try:
-            await self.record("user", parts)
+            recorded = await self.record("user", parts)
             if tools == "recall":
                 from lossless.recall import answer_recall_turn
 
-                return await answer_recall_turn(self, on_part)
-            return await self._model_turn(on_part, tools)
+                result = await answer_recall_turn(self, on_part)
+            else:
+                result = await self._model_turn(on_part, tools)
         finally:
             self._sending = False
+        if recorded.compaction_triggered and not result.compaction_triggered:
+            # The user turn crossed the soft threshold: this turn did trigger compaction.
+            result = replace(result, compaction_triggered=True)
+        return result
 
     async def respond(
         self,
@@ -387,12 +393,14 @@ class Session:
             self.events.publish(EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err))
             raise
         finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
-        for call in reply.tool_calls:
-            await _deliver(on_part, call)
         self._watch_tool_calls(reply.tool_calls)
         self.events.publish(EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant")
         view_tokens = self.view_tokens()
         triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
+        # Tool calls are handed over once the reply is stored and accounted for, so a
+        # callback that raises on one leaves the store and the events complete.
+        for call in reply.tool_calls:
+            await _deliver(on_part, call)
         return TurnResult(
             message_id=finished["id"],
             text=reply.text,

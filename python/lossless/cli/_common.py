@@ -134,8 +134,8 @@ def plural(count: int, noun: str) -> str:
 
 
 def format_time(millis: int) -> str:
-    """A stored millisecond timestamp as local time, to the second."""
-    return datetime.fromtimestamp(millis / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    """A stored millisecond timestamp as local time, to the minute."""
+    return datetime.fromtimestamp(millis / 1000).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def format_bytes(size: int) -> str:

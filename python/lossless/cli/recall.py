@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
+from rich.padding import Padding
 from rich.rule import Rule
-from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
@@ -138,8 +138,9 @@ def grep(
 ) -> None:
     """Search every stored message and summary, including what compaction took out of view.
 
-    "covered by" names the live summary that now stands for a hit; expand it with
-    `lossless expand` to read the original around it.
+    Each hit names its message or summary and, once compaction took it out of the
+    view, the live summary that now stands for it: `lossless expand` that summary to
+    read the original around the hit.
     """
     store = open_existing_store(ctx)
     hits = store.grep(query, session_id=session, mode="regex" if regex else "text", limit=limit)
@@ -147,23 +148,24 @@ def grep(
     if not hits:
         console.print(f'no matches for "{query}"', soft_wrap=True)
         return
-    table = Table(title=f'{plural(len(hits), "hit")} for "{query}"')
-    # A session column only earns its width when the hits come from several sessions.
+    # A heading per hit with the snippet indented below it, as ripgrep prints: ids stay
+    # on one line and snippets get the full width, even on an 80-column terminal.
+    console.print(Text(f'{plural(len(hits), "hit")} for "{query}"', style="bold"), soft_wrap=True)
     several = len({hit["session_id"] for hit in hits}) > 1
-    if several:
-        table.add_column("session", no_wrap=True)
-    table.add_column("owner", no_wrap=True)
-    table.add_column("covered by", no_wrap=True)
-    table.add_column("snippet")
     for hit in hits:
+        heading = Text()
+        if several:
+            heading.append(f"{hit['session_id']} ", style="dim")
+        heading.append(hit["owner_id"], style="bold")
         covering = hit["covering_summary_id"]
-        table.add_row(
-            *([Text(hit["session_id"])] if several else []),
-            Text(hit["owner_id"]),
-            Text(covering) if covering else Text("in view", style="dim"),
-            highlight_snippet(hit["snippet"], query, regex=regex),
-        )
-    console.print(table)
+        if covering:
+            heading.append("  covered by ", style="dim")
+            heading.append(covering, style="magenta")
+        else:
+            heading.append("  in view", style="dim")
+        console.print(heading, soft_wrap=True)
+        snippet = highlight_snippet(hit["snippet"], query, regex=regex)
+        console.print(Padding(snippet, (0, 0, 0, 4), expand=False))
 
 
 def expand(

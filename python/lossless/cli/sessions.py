@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from lossless.cli._common import format_time, open_existing_store, plural, stdout_console
@@ -24,23 +25,30 @@ def sessions(ctx: typer.Context) -> None:
     if not rows:
         console.print(f"no sessions in {store.path}")
         return
-    table = Table(title=f"{plural(len(rows), 'session')} in {store.path}")
+    # Compact borders: the six columns fit an 80-column terminal.
+    table = Table(
+        title=f"{plural(len(rows), 'session')} in {store.path}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    # Ids, times and counts never wrap or ellipsise (a cut number reads as a wrong
+    # one); the model name comes last and folds on a narrow terminal instead.
     table.add_column("id", no_wrap=True)
-    table.add_column("model")
     table.add_column("created", no_wrap=True)
-    table.add_column("messages", justify="right")
-    table.add_column("summaries", justify="right")
-    table.add_column("view tokens", justify="right")
+    for name in ("messages", "summaries", "view\ntokens"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("model", overflow="fold")
     for row in rows:
         # One view_stats call per session: list_sessions does not carry view tokens.
         view = store.view_stats(row["id"])
         table.add_row(
             row["id"],
-            row["model"],
             format_time(row["created_at"]),
             f"{row['messages']:,}",
             f"{row['summaries']:,}",
             f"{view['tokens']:,}",
+            row["model"],
         )
     console.print(table)
 

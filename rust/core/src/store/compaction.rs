@@ -1,29 +1,41 @@
 //! The store side of compaction: pruning tool outputs, choosing the span to
 //! summarise, deterministic summaries, and the atomic commit of a summary.
+//!
+//! Everything here is written for spans of tens of thousands of messages: parts
+//! are read with one statement per call (never one per message), membership is
+//! checked against the cached view by sequence number, and a commit writes its
+//! edges and removes its sources with one statement each.
 
 use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-use super::messages::{join_ids, split_ids};
-use super::view::ItemKind;
+use super::messages::{join_ids, row_to_part, split_ids};
+use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::extractive::{extractive_summary, SourceFileRef, SourceMessage, SourceTool};
 use crate::fileids::{extract_file_ids, merge_file_id_footer, FOOTER_PREFIX};
 use crate::ids::{new_id, now_ms};
 use crate::parts::{check_content, Role};
-use crate::render::{self, transcript_entry};
+use crate::render::{self, transcript_entry, StoredPart};
 
 /// Characters of one message a deterministic truncation keeps at most, so a single
 /// huge tool output cannot crowd out every other recent message.
 const TRUNCATION_ENTRY_CHARS: usize = 4000;
 
+/// Bytes of a part's text the extractive summariser reads.
+const EXTRACTIVE_BODY_CHARS: usize = 4096;
+
 /// What a prune pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PruneResult {
+    /// Tool outputs outside the protected tail and the protect window: what a
+    /// prune would tombstone.
     pub candidates: i64,
+    /// Tool outputs tombstoned by this call (0 when it saved too little to write).
     pub pruned_parts: i64,
+    /// Tokens the view shrank by.
     pub tokens_saved: i64,
 }
 
@@ -99,29 +111,159 @@ fn row_to_summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
     })
 }
 
-impl Store {
-    /// Index of the first protected view item: the `protect_user_turns`-th user
-    /// message from the end. Everything from there on is never pruned or summarised.
-    fn protected_from(&mut self, session_id: &str, protect_user_turns: usize) -> Result<usize> {
-        let view = self.fresh_view(session_id)?;
-        if protect_user_turns == 0 {
-            return Ok(view.items.len());
+/// Marks a sequence number that is not a member of a [`Members`] set.
+const NOT_MEMBER: u32 = u32::MAX;
+
+/// View messages a caller named: their sequence range and, for every sequence
+/// number in it, whether it is one of them (and which, and said by whom). Looking
+/// a part's message up is then an array index, not a string comparison.
+struct Members {
+    low: i64,
+    high: i64,
+    /// Index into the caller's list for each seq in `low..=high`, or [`NOT_MEMBER`].
+    slots: Vec<u32>,
+    roles: Vec<Role>,
+}
+
+impl Members {
+    fn new(items: &[ViewItem], found: &[usize]) -> Self {
+        let low = found.iter().map(|&index| items[index].seq).min().unwrap_or(0);
+        let high = found.iter().map(|&index| items[index].seq).max().unwrap_or(-1);
+        let size = usize::try_from(high - low + 1).unwrap_or(0);
+        let mut members = Members {
+            low,
+            high,
+            slots: vec![NOT_MEMBER; size],
+            roles: vec![Role::User; size],
+        };
+        for (slot, &index) in found.iter().enumerate() {
+            let offset = (items[index].seq - low) as usize;
+            members.slots[offset] = slot as u32;
+            members.roles[offset] = items[index].role.unwrap_or(Role::User);
         }
-        let mut seen = 0;
-        for (index, item) in view.items.iter().enumerate().rev() {
-            if item.role == Some(Role::User) {
-                seen += 1;
-                if seen == protect_user_turns {
-                    return Ok(index);
-                }
-            }
-        }
-        Ok(0)
+        members
     }
 
+    /// The caller's index of the message with `seq`, if it is a member.
+    fn slot(&self, seq: i64) -> Option<usize> {
+        if seq < self.low || seq > self.high {
+            return None;
+        }
+        let slot = self.slots[(seq - self.low) as usize];
+        (slot != NOT_MEMBER).then_some(slot as usize)
+    }
+
+    fn role(&self, seq: i64) -> Role {
+        self.roles[(seq - self.low) as usize]
+    }
+}
+
+/// Indices in `items` of the items of `kind` named by `ids`, in the order of `ids`.
+/// Fails if one is not in the view or is named twice.
+fn locate(items: &[ViewItem], kind: ItemKind, ids: &[String], field: &str, session_id: &str) -> Result<Vec<usize>> {
+    if ids.is_empty() {
+        return Err(Error::invalid(field, "must name at least one item"));
+    }
+    // The usual caller names a run of the view in view order: one pass, no hashing.
+    let mut found = Vec::with_capacity(ids.len());
+    for (index, item) in items.iter().enumerate() {
+        if found.len() == ids.len() {
+            break;
+        }
+        if item.kind == kind && item.id == ids[found.len()] {
+            found.push(index);
+        }
+    }
+    if found.len() == ids.len() {
+        return Ok(found);
+    }
+    let index: HashMap<&str, usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item.kind == kind)
+        .map(|(at, item)| (item.id.as_str(), at))
+        .collect();
+    let mut seen = HashSet::with_capacity(ids.len());
+    found.clear();
+    for id in ids {
+        let &at = index.get(id.as_str()).ok_or_else(|| {
+            Error::invalid(field, format!("{id} is not a {} in the context view of {session_id}", kind.as_str()))
+        })?;
+        if !seen.insert(at) {
+            return Err(Error::invalid(field, format!("{id} is named twice")));
+        }
+        found.push(at);
+    }
+    Ok(found)
+}
+
+/// Index of the first protected view item: the `protect_user_turns`-th user
+/// message from the end. Everything from there on is never pruned or summarised.
+fn protected_index(items: &[ViewItem], protect_user_turns: usize) -> usize {
+    if protect_user_turns == 0 {
+        return items.len();
+    }
+    let mut seen = 0;
+    for (index, item) in items.iter().enumerate().rev() {
+        if item.role == Some(Role::User) {
+            seen += 1;
+            if seen == protect_user_turns {
+                return index;
+            }
+        }
+    }
+    0
+}
+
+/// Ids in first-seen order without repeats.
+#[derive(Default)]
+struct IdList {
+    seen: HashSet<String>,
+    ids: Vec<String>,
+}
+
+impl IdList {
+    fn extend<I: IntoIterator<Item = String>>(&mut self, ids: I) {
+        for id in ids {
+            if !self.seen.contains(&id) {
+                self.seen.insert(id.clone());
+                self.ids.push(id);
+            }
+        }
+    }
+}
+
+/// One tool output the prune scan found outside the protected tail.
+struct PruneCandidate {
+    view_index: usize,
+    ord: i64,
+    part_id: String,
+    name: String,
+    output_tokens: i64,
+    file_ids: Option<String>,
+}
+
+/// One part as the extractive summariser reads it.
+struct ExtractiveRow {
+    seq: i64,
+    ord: i64,
+    kind: String,
+    body: String,
+    name: String,
+    status: String,
+    error: Option<String>,
+    file_ref: Option<(String, String)>,
+}
+
+impl Store {
     /// Tombstones completed tool outputs outside the protected tail and outside a
     /// rolling window of the newest `protect_tokens` output tokens, in one
-    /// transaction, unless fewer than `minimum_tokens` would be saved.
+    /// transaction, unless fewer than `minimum_tokens` would be saved. Outputs of
+    /// `protected_tools` and calls that are not completed are never touched.
+    ///
+    /// Only messages still in the view are scanned, so outputs that stayed in the
+    /// view after an earlier summary remain prunable, and the cost follows the view,
+    /// not the session's history.
     pub fn prune(
         &mut self,
         session_id: &str,
@@ -130,83 +272,125 @@ impl Store {
         protected_tools: &[String],
         protect_user_turns: usize,
     ) -> Result<PruneResult> {
-        let boundary = self.protected_from(session_id, protect_user_turns)?;
         let counter = self.counter(session_id)?;
-        let view = self.fresh_view(session_id)?;
-        let version = view.version;
-        let order: HashMap<String, usize> = view.items[..boundary]
-            .iter()
-            .enumerate()
-            .filter(|(_, item)| item.kind == ItemKind::Message)
-            .map(|(index, item)| (item.id.clone(), index))
-            .collect();
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, message_id, tool_name, output_tokens, file_ids FROM parts
-             WHERE session_id = ?1 AND kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed'",
-        )?;
+        let (version, low, high, index_of) = {
+            let view = self.fresh_view(session_id)?;
+            let boundary = protected_index(&view.items, protect_user_turns);
+            let open: Vec<usize> = (0..boundary).filter(|&i| view.items[i].kind == ItemKind::Message).collect();
+            if open.is_empty() {
+                return Ok(PruneResult::default());
+            }
+            let members = Members::new(&view.items, &open);
+            // Members' slots index `open`; map them to view indices.
+            let index_of: Vec<u32> = members
+                .slots
+                .iter()
+                .map(|&slot| if slot == NOT_MEMBER { NOT_MEMBER } else { open[slot as usize] as u32 })
+                .collect();
+            (view.version, members.low, members.high, index_of)
+        };
         let mut found = Vec::new();
-        let mut rows = stmt.query([session_id])?;
-        while let Some(row) = rows.next()? {
-            let message_id: String = row.get(1)?;
-            let Some(&index) = order.get(&message_id) else { continue };
-            let name: String = row.get(2)?;
-            if protected_tools.contains(&name) {
-                continue;
+        {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT id, msg_seq, ord, tool_name, output_tokens, file_ids FROM parts
+                 WHERE session_id = ?1 AND kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed'
+                   AND msg_seq BETWEEN ?2 AND ?3",
+            )?;
+            let mut rows = stmt.query(params![session_id, low, high])?;
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(1)?;
+                let view_index = index_of[(seq - low) as usize];
+                if view_index == NOT_MEMBER {
+                    continue;
+                }
+                let name = row.get_ref(3)?.as_str()?;
+                if protected_tools.iter().any(|tool| tool == name) {
+                    continue;
+                }
+                found.push(PruneCandidate {
+                    view_index: view_index as usize,
+                    ord: row.get(2)?,
+                    part_id: row.get(0)?,
+                    name: name.to_string(),
+                    output_tokens: row.get(4)?,
+                    file_ids: row.get(5)?,
+                });
             }
-            let file_ids: Option<String> = row.get(4)?;
-            found.push((index, row.get::<_, String>(0)?, message_id, name, row.get::<_, i64>(3)?, file_ids));
         }
-        drop(rows);
-        drop(stmt);
-        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+        // Newest first: the rolling window protects the most recent outputs.
+        found.sort_unstable_by(|a, b| b.view_index.cmp(&a.view_index).then(b.ord.cmp(&a.ord)));
         let mut window = 0;
-        let mut tombstones = Vec::new();
-        let mut saved = 0;
-        for (_, part_id, message_id, name, output_tokens, file_ids) in found {
-            window += output_tokens;
-            if window <= protect_tokens {
-                continue;
-            }
-            let marker = render::tombstone_marker(&name, &part_id, &split_ids(file_ids.as_deref()));
-            let marker_tokens = counter.count(&marker) as i64;
-            if marker_tokens >= output_tokens {
-                continue;
-            }
-            saved += output_tokens - marker_tokens;
-            tombstones.push((part_id, message_id, marker_tokens, output_tokens));
-        }
+        let beyond: Vec<PruneCandidate> = found
+            .into_iter()
+            .filter(|candidate| {
+                window += candidate.output_tokens;
+                window > protect_tokens
+            })
+            .collect();
         let mut result = PruneResult {
-            candidates: tombstones.len() as i64,
+            candidates: beyond.len() as i64,
             ..PruneResult::default()
         };
+        // Every marker costs at least one token: if even that bound saves too little,
+        // skip counting the markers.
+        let upper_bound: i64 = beyond.iter().map(|candidate| candidate.output_tokens - 1).sum();
+        if beyond.is_empty() || upper_bound < minimum_tokens.max(1) {
+            return Ok(result);
+        }
+        let mut tombstones = Vec::with_capacity(beyond.len());
+        let mut saved = 0;
+        for candidate in beyond {
+            let marker =
+                render::tombstone_marker(&candidate.name, &candidate.part_id, &split_ids(candidate.file_ids.as_deref()));
+            let marker_tokens = counter.count(&marker) as i64;
+            if marker_tokens >= candidate.output_tokens {
+                continue;
+            }
+            saved += candidate.output_tokens - marker_tokens;
+            tombstones.push((candidate, marker_tokens));
+        }
+        result.candidates = tombstones.len() as i64;
         if tombstones.is_empty() || saved < minimum_tokens {
             return Ok(result);
         }
+        // Where the touched messages sit in the view, looked up while it is current.
+        let mut deltas: HashMap<usize, i64> = HashMap::new();
+        for (candidate, marker_tokens) in &tombstones {
+            *deltas.entry(candidate.view_index).or_default() += marker_tokens - candidate.output_tokens;
+        }
+        let positions: Vec<(i64, i64)> = {
+            let view = self.fresh_view(session_id)?;
+            if view.version != version {
+                return Err(Error::Conflict(format!("the view of {session_id} changed during the prune scan")));
+            }
+            deltas.iter().map(|(&index, &delta)| (view.items[index].position, delta)).collect()
+        };
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now: i64 = tx.query_row("SELECT view_version FROM sessions WHERE id = ?1", [session_id], |row| row.get(0))?;
         if now != version {
             return Err(Error::Conflict(format!("the view of {session_id} changed during the prune scan")));
         }
-        let mut deltas: HashMap<String, i64> = HashMap::new();
         {
             let mut mark = tx.prepare_cached(
                 "UPDATE parts SET compacted_at = ?2, compacted_tokens = ?3 WHERE id = ?1 AND compacted_at IS NULL",
             )?;
             let stamp = now_ms();
-            for (part_id, message_id, marker_tokens, output_tokens) in &tombstones {
-                if mark.execute(params![part_id, stamp, marker_tokens])? == 1 {
-                    *deltas.entry(message_id.clone()).or_default() += marker_tokens - output_tokens;
-                    result.pruned_parts += 1;
-                    result.tokens_saved += output_tokens - marker_tokens;
+            for (candidate, marker_tokens) in &tombstones {
+                if mark.execute(params![candidate.part_id, stamp, marker_tokens])? != 1 {
+                    return Err(Error::Conflict(format!("part {} was pruned concurrently", candidate.part_id)));
                 }
+                result.pruned_parts += 1;
             }
             let mut shrink = tx.prepare_cached(
-                "UPDATE context_items SET token_count = token_count + ?3 WHERE session_id = ?1 AND item_id = ?2",
+                "UPDATE context_items SET token_count = token_count + ?3 WHERE session_id = ?1 AND position = ?2",
             )?;
-            for (message_id, delta) in &deltas {
-                shrink.execute(params![session_id, message_id, delta])?;
+            for (position, delta) in &positions {
+                if shrink.execute(params![session_id, position, delta])? != 1 {
+                    return Err(Error::Conflict(format!("the view of {session_id} changed during the prune")));
+                }
             }
         }
+        result.tokens_saved = saved;
         tx.execute("UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1", [session_id])?;
         tx.commit()?;
         self.views.forget(session_id);
@@ -216,8 +400,8 @@ impl Store {
     /// The messages the next summary should cover: every message item of the
     /// view before the protected tail.
     pub fn compaction_span(&mut self, session_id: &str, protect_user_turns: usize) -> Result<SpanInfo> {
-        let boundary = self.protected_from(session_id, protect_user_turns)?;
         let view = self.fresh_view(session_id)?;
+        let boundary = protected_index(&view.items, protect_user_turns);
         let mut span = SpanInfo {
             view_version: view.version,
             view_tokens: view.tokens,
@@ -240,50 +424,131 @@ impl Store {
         Ok(span)
     }
 
-    /// Session, seq range and membership of view messages, checking each is in the view.
-    fn span_of(&mut self, session_id: &str, message_ids: &[String]) -> Result<(i64, i64, HashSet<String>)> {
-        if message_ids.is_empty() {
-            return Err(Error::invalid("message_ids", "must name at least one message"));
-        }
+    /// The view messages named by `message_ids`, checked to be in the view once each.
+    fn span_members(&mut self, session_id: &str, message_ids: &[String]) -> Result<Members> {
         let view = self.fresh_view(session_id)?;
-        let seqs: HashMap<&str, i64> = view
-            .items
-            .iter()
-            .filter(|item| item.kind == ItemKind::Message)
-            .map(|item| (item.id.as_str(), item.seq))
-            .collect();
-        let (mut low, mut high) = (i64::MAX, i64::MIN);
-        for id in message_ids {
-            let seq = *seqs.get(id.as_str()).ok_or_else(|| {
-                Error::invalid("message_ids", format!("{id} is not a message in the context view of {session_id}"))
-            })?;
-            low = low.min(seq);
-            high = high.max(seq);
-        }
-        Ok((low, high, message_ids.iter().cloned().collect()))
+        let found = locate(&view.items, ItemKind::Message, message_ids, "message_ids", session_id)?;
+        Ok(Members::new(&view.items, &found))
     }
 
-    /// File ids of every part of the given view messages, from the ids stored at write time.
-    fn span_file_ids(&mut self, session_id: &str, message_ids: &[String]) -> Result<Vec<String>> {
-        let (low, high, members) = self.span_of(session_id, message_ids)?;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT message_id, file_ids FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3
-             AND file_ids IS NOT NULL ORDER BY msg_seq, ord",
-        )?;
-        let mut rows = stmt.query(params![session_id, low, high])?;
-        let mut seen = HashSet::new();
-        let mut ids = Vec::new();
-        while let Some(row) = rows.next()? {
-            if !members.contains(row.get_ref(0)?.as_str()?) {
-                continue;
+    /// Calls `each` with the given columns of every part of the session with
+    /// `msg_seq` in `low..=high` (and matching `filter`), in no particular order.
+    ///
+    /// Parts are stored in append order, so when the session's parts in the range
+    /// are not interleaved much with other sessions', a scan of the table between
+    /// their first and last rowid reads them sequentially, where the index would
+    /// cost one table lookup per part.
+    fn scan_parts(
+        &self,
+        session_id: &str,
+        (low, high): (i64, i64),
+        columns: &str,
+        filter: &str,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (count, first, last): (i64, Option<i64>, Option<i64>) = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*), min(rowid), max(rowid) FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
+            )?
+            .query_row(params![session_id, low, high], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        let (Some(first), Some(last)) = (first, last) else { return Ok(()) };
+        if last - first < count * 4 {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT {columns} FROM parts NOT INDEXED
+                 WHERE rowid BETWEEN ?4 AND ?5 AND session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter}"
+            ))?;
+            let mut rows = stmt.query(params![session_id, low, high, first, last])?;
+            while let Some(row) = rows.next()? {
+                each(row)?;
             }
-            for id in split_ids(row.get_ref(1)?.as_str_or_null()?) {
-                if seen.insert(id.clone()) {
-                    ids.push(id);
-                }
+        } else {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT {columns} FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter}"
+            ))?;
+            let mut rows = stmt.query(params![session_id, low, high])?;
+            while let Some(row) = rows.next()? {
+                each(row)?;
             }
         }
-        Ok(ids)
+        Ok(())
+    }
+
+    /// File ids of every part of the member messages, from the ids stored at write
+    /// time, in message and part order.
+    fn members_file_ids(&self, session_id: &str, members: &Members) -> Result<Vec<String>> {
+        let mut found: Vec<(i64, i64, String)> = Vec::new();
+        self.scan_parts(
+            session_id,
+            (members.low, members.high),
+            "msg_seq, ord, file_ids",
+            " AND file_ids IS NOT NULL",
+            |row| {
+                let seq: i64 = row.get(0)?;
+                if members.slot(seq).is_some() {
+                    found.push((seq, row.get(1)?, row.get(2)?));
+                }
+                Ok(())
+            },
+        )?;
+        found.sort_unstable_by_key(|&(seq, ord, _)| (seq, ord));
+        let mut ids = IdList::default();
+        for (_, _, joined) in found {
+            ids.extend(split_ids(Some(&joined)));
+        }
+        Ok(ids.ids)
+    }
+
+    /// Calls `each(seq, parts, file_ids)` for every member message, oldest or newest
+    /// first, with its parts in order, until `each` returns `false`. Reads parts only
+    /// as far as the walk goes.
+    fn walk_messages(
+        &self,
+        session_id: &str,
+        members: &Members,
+        newest_first: bool,
+        mut each: impl FnMut(i64, &[StoredPart], Vec<String>) -> Result<bool>,
+    ) -> Result<()> {
+        let sql = if newest_first {
+            "SELECT id, kind, body, tool_name, call_id, tool_status, tool_output, tool_error, compacted_at, file_ids, msg_seq
+             FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3 ORDER BY msg_seq DESC, ord DESC"
+        } else {
+            "SELECT id, kind, body, tool_name, call_id, tool_status, tool_output, tool_error, compacted_at, file_ids, msg_seq
+             FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3 ORDER BY msg_seq, ord"
+        };
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let mut rows = stmt.query(params![session_id, members.low, members.high])?;
+        let mut current: Option<i64> = None;
+        let mut parts: Vec<StoredPart> = Vec::new();
+        let mut file_ids: Vec<String> = Vec::new();
+        let mut flush = |seq: i64, parts: &mut Vec<StoredPart>, file_ids: &mut Vec<String>| -> Result<bool> {
+            if newest_first {
+                parts.reverse();
+            }
+            let keep_going = each(seq, parts, std::mem::take(file_ids))?;
+            parts.clear();
+            Ok(keep_going)
+        };
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(10)?;
+            if members.slot(seq).is_none() {
+                continue;
+            }
+            if current != Some(seq) {
+                if let Some(done) = current {
+                    if !flush(done, &mut parts, &mut file_ids)? {
+                        return Ok(());
+                    }
+                }
+                current = Some(seq);
+            }
+            parts.push(row_to_part(row)??);
+            file_ids.extend(split_ids(row.get_ref(9)?.as_str_or_null()?));
+        }
+        if let Some(done) = current {
+            flush(done, &mut parts, &mut file_ids)?;
+        }
+        Ok(())
     }
 
     fn session_of_message(&self, message_id: &str) -> Result<String> {
@@ -310,16 +575,17 @@ impl Store {
             return Err(Error::invalid("message_ids", "must name at least one message"));
         };
         let session_id = self.session_of_message(first)?;
-        self.span_of(&session_id, message_ids)?;
+        let members = self.span_members(&session_id, message_ids)?;
         let counter = self.counter(&session_id)?;
+        let at_least = 3.min(message_ids.len());
         let mut result = TextResult::default();
-        for id in message_ids {
-            let record = self.get_message(id)?;
-            let entry = transcript_entry(record.seq, &record.role, &record.parts, max_chars_per_message);
+        let mut file_ids = IdList::default();
+        self.walk_messages(&session_id, &members, false, |seq, parts, ids| {
+            let entry = transcript_entry(seq, members.role(seq).as_str(), parts, max_chars_per_message);
             let tokens = counter.count(&entry) as i64 + 1;
             if let Some(limit) = max_tokens {
-                if result.message_ids.len() >= 3.min(message_ids.len()) && result.token_count + tokens > limit {
-                    break;
+                if result.message_ids.len() >= at_least && result.token_count + tokens > limit {
+                    return Ok(false);
                 }
             }
             if !result.text.is_empty() {
@@ -327,56 +593,67 @@ impl Store {
             }
             result.text.push_str(&entry);
             result.token_count += tokens;
-            result.message_ids.push(id.clone());
-        }
-        result.file_ids = self.span_file_ids(&session_id, &result.message_ids)?;
+            result.message_ids.push(message_ids[members.slot(seq).expect("walked members only")].clone());
+            file_ids.extend(ids);
+            Ok(true)
+        })?;
+        result.file_ids = file_ids.ids;
         Ok(result)
     }
 
     /// Level-3 summary: a truncation notice, then the newest messages that fit
-    /// `target_tokens`, then a footer with the file ids of every input message.
+    /// `target_tokens`, then a footer with the file ids of every input message (kept
+    /// even when that footer alone exceeds the target).
     pub fn truncate_summary(&mut self, message_ids: &[String], target_tokens: i64) -> Result<TextResult> {
         let Some(first) = message_ids.first() else {
             return Err(Error::invalid("message_ids", "must name at least one message"));
         };
         let session_id = self.session_of_message(first)?;
-        let file_ids = self.span_file_ids(&session_id, message_ids)?;
+        let members = self.span_members(&session_id, message_ids)?;
+        let file_ids = self.members_file_ids(&session_id, &members)?;
         let counter = self.counter(&session_id)?;
-        let footer = merge_file_id_footer("", &file_ids);
+        let total = message_ids.len();
         let notice_for = |cut: usize| {
             format!(
-                "[deterministic truncation: the {cut} oldest of {} messages were cut from this summary; \
-                 every original stays stored: grep or expand this summary to read them]",
-                message_ids.len()
+                "[deterministic truncation: the {cut} oldest of {total} messages were cut from this summary; \
+                 every original stays stored: grep or expand this summary to read them]"
             )
         };
-        let reserve = counter.count(&notice_for(message_ids.len())) as i64 + counter.count(&footer) as i64 + 2;
+        let footer = merge_file_id_footer("", &file_ids);
+        let reserve = counter.count(&notice_for(total)) as i64 + counter.count(&footer) as i64 + 2;
+        // Newest first, until the next would not fit.
         let mut kept: Vec<String> = Vec::new();
         let mut used = reserve;
-        for id in message_ids.iter().rev() {
-            let record = self.get_message(id)?;
-            let entry = transcript_entry(record.seq, &record.role, &record.parts, Some(TRUNCATION_ENTRY_CHARS));
+        self.walk_messages(&session_id, &members, true, |seq, parts, _| {
+            let entry = transcript_entry(seq, members.role(seq).as_str(), parts, Some(TRUNCATION_ENTRY_CHARS));
             let tokens = counter.count(&entry) as i64 + 1;
             if used + tokens > target_tokens {
-                break;
+                return Ok(false);
             }
             used += tokens;
             kept.push(entry);
+            Ok(true)
+        })?;
+        loop {
+            let mut body = notice_for(total - kept.len());
+            for entry in kept.iter().rev() {
+                body.push('\n');
+                body.push_str(entry);
+            }
+            let text = merge_file_id_footer(&body, &file_ids);
+            let token_count = counter.count(&text) as i64;
+            // Counts of joined pieces can differ from their sum by a token or two:
+            // drop the oldest kept message until the whole fits.
+            if token_count <= target_tokens || kept.is_empty() {
+                return Ok(TextResult {
+                    token_count,
+                    text,
+                    message_ids: message_ids.to_vec(),
+                    file_ids,
+                });
+            }
+            kept.pop();
         }
-        kept.reverse();
-        let cut = message_ids.len() - kept.len();
-        let mut body = notice_for(cut);
-        for entry in &kept {
-            body.push('\n');
-            body.push_str(entry);
-        }
-        let text = merge_file_id_footer(&body, &file_ids);
-        Ok(TextResult {
-            token_count: counter.count(&text) as i64,
-            text,
-            message_ids: message_ids.to_vec(),
-            file_ids,
-        })
     }
 
     /// The built-in extractive summary (no model) of view messages, within `max_tokens`.
@@ -385,16 +662,14 @@ impl Store {
             return Err(Error::invalid("message_ids", "must name at least one message"));
         };
         let session_id = self.session_of_message(first)?;
-        let (low, high, members) = self.span_of(&session_id, message_ids)?;
+        let members = self.span_members(&session_id, message_ids)?;
         let counter = self.counter(&session_id)?;
-        let roles: HashMap<String, (String, i64)> = self.message_roles(&session_id, low, high)?;
-        let rows = self.extractive_rows(&session_id, low, high, &members)?;
+        let (rows, file_ids) = self.extractive_rows(&session_id, &members)?;
         let mut messages: Vec<SourceMessage<'_>> = Vec::new();
         for row in &rows {
             if messages.last().is_none_or(|m: &SourceMessage<'_>| m.seq != row.seq) {
-                let role = roles.get(&row.message_id).map_or("user", |(role, _)| role.as_str());
                 messages.push(SourceMessage {
-                    role,
+                    role: members.role(row.seq).as_str(),
                     seq: row.seq,
                     texts: Vec::new(),
                     tools: Vec::new(),
@@ -419,7 +694,6 @@ impl Store {
         }
         let limit = max_tokens.max(0) as usize;
         let body = extractive_summary(&messages, limit, &|text| counter.count(text));
-        let file_ids = self.span_file_ids(&session_id, message_ids)?;
         let text = merge_file_id_footer(&body, &file_ids);
         Ok(TextResult {
             token_count: counter.count(&text) as i64,
@@ -429,57 +703,61 @@ impl Store {
         })
     }
 
-    fn message_roles(&self, session_id: &str, low: i64, high: i64) -> Result<HashMap<String, (String, i64)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id, role, seq FROM messages WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3")?;
-        let rows = stmt.query_map(params![session_id, low, high], |row| {
-            Ok((row.get::<_, String>(0)?, (row.get::<_, String>(1)?, row.get::<_, i64>(2)?)))
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    fn extractive_rows(
-        &self,
-        session_id: &str,
-        low: i64,
-        high: i64,
-        members: &HashSet<String>,
-    ) -> Result<Vec<ExtractiveRow>> {
+    /// The parts the extractive summariser reads, in message and part order, and
+    /// the file ids of every part.
+    fn extractive_rows(&self, session_id: &str, members: &Members) -> Result<(Vec<ExtractiveRow>, Vec<String>)> {
         // Tool outputs are left out on purpose: the extractive summary reads requests,
         // inputs and errors, and loading megabytes of output would dominate its cost.
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT message_id, msg_seq, kind, substr(body, 1, 4096), tool_name, tool_status, tool_error
-             FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3 ORDER BY msg_seq, ord",
-        )?;
-        let mut rows = stmt.query(params![session_id, low, high])?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            let message_id: String = row.get(0)?;
-            if !members.contains(&message_id) {
-                continue;
-            }
-            let kind: String = row.get(2)?;
-            let body: String = row.get(3)?;
-            let file_ref = (kind == "file_ref")
-                .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
-                .flatten()
-                .map(|value| {
-                    let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
-                    (text("file_id"), text("path"))
+        let mut file_rows: Vec<(i64, i64, String)> = Vec::new();
+        self.scan_parts(
+            session_id,
+            (members.low, members.high),
+            &format!(
+                "msg_seq, ord, kind, CASE kind WHEN 'file_ref' THEN body ELSE substr(body, 1, {EXTRACTIVE_BODY_CHARS}) END,
+                 tool_name, tool_status, tool_error, file_ids"
+            ),
+            "",
+            |row| {
+                let seq: i64 = row.get(0)?;
+                if members.slot(seq).is_none() {
+                    return Ok(());
+                }
+                let ord: i64 = row.get(1)?;
+                if let Some(joined) = row.get_ref(7)?.as_str_or_null()? {
+                    file_rows.push((seq, ord, joined.to_string()));
+                }
+                let kind: String = row.get(2)?;
+                let body: String = row.get(3)?;
+                let file_ref = (kind == "file_ref")
+                    .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
+                    .flatten()
+                    .map(|value| {
+                        let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+                        (text("file_id"), text("path"))
+                    });
+                out.push(ExtractiveRow {
+                    seq,
+                    ord,
+                    kind,
+                    body,
+                    name: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    status: row.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                    error: row.get(6)?,
+                    file_ref,
                 });
-            out.push(ExtractiveRow {
-                message_id,
-                seq: row.get(1)?,
-                kind,
-                body,
-                name: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                status: row.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                error: row.get(6)?,
-                file_ref,
-            });
+                Ok(())
+            },
+        )?;
+        if out.windows(2).any(|pair| (pair[0].seq, pair[0].ord) > (pair[1].seq, pair[1].ord)) {
+            out.sort_by_key(|row| (row.seq, row.ord));
         }
-        Ok(out)
+        file_rows.sort_unstable_by_key(|&(seq, ord, _)| (seq, ord));
+        let mut file_ids = IdList::default();
+        for (_, _, joined) in file_rows {
+            file_ids.extend(split_ids(Some(&joined)));
+        }
+        Ok((out, file_ids.ids))
     }
 
     /// The summaries currently in a session's view, in view order.
@@ -506,39 +784,56 @@ impl Store {
             })
     }
 
-    /// Level-3 condensation: the summaries' texts joined and cut to `max_tokens`,
-    /// with a footer that keeps every file id of every one of them.
+    /// Level-3 condensation: the summaries' texts (without their footers) joined
+    /// and cut so the result holds at most `max_tokens`, with a footer that keeps
+    /// every file id of every one of them (kept even when it alone is larger).
     pub fn condense_truncate(&mut self, summary_ids: &[String], max_tokens: i64) -> Result<TextResult> {
         let Some(first) = summary_ids.first() else {
             return Err(Error::invalid("summary_ids", "must name at least one summary"));
         };
         let session_id = self.summary(first)?.session_id;
         let counter = self.counter(&session_id)?;
-        let mut file_ids: Vec<String> = Vec::new();
+        let mut file_ids = IdList::default();
         let mut joined = String::new();
+        let separator = format!("\n\n{FOOTER_PREFIX}");
         for id in summary_ids {
             let row = self.summary(id)?;
-            for file_id in row.file_ids {
-                if !file_ids.contains(&file_id) {
-                    file_ids.push(file_id);
-                }
+            if row.session_id != session_id {
+                return Err(Error::invalid("summary_ids", format!("{id} belongs to another session")));
             }
-            let body = row.text.split(&format!("\n\n{FOOTER_PREFIX}")).next().unwrap_or("");
+            file_ids.extend(row.file_ids);
+            let body = match row.text.rfind(&separator) {
+                Some(at) => &row.text[..at],
+                None => row.text.as_str(),
+            };
             if !joined.is_empty() {
                 joined.push_str("\n\n");
             }
             joined.push_str(body);
         }
+        let file_ids = file_ids.ids;
         let footer_tokens = counter.count(&merge_file_id_footer("", &file_ids)) as i64;
-        let room = (max_tokens - footer_tokens - 2).max(0) as usize;
-        let body = cut_to_tokens(&joined, room, &|text| counter.count(text));
-        let text = merge_file_id_footer(&body, &file_ids);
-        Ok(TextResult {
-            token_count: counter.count(&text) as i64,
-            text,
-            message_ids: Vec::new(),
-            file_ids,
-        })
+        let mut room = (max_tokens - footer_tokens - 2).max(0) as usize;
+        loop {
+            let mut body = cut_to_tokens(&joined, room, &|text| counter.count(text));
+            if body.len() < joined.len() {
+                // Never end on a fragment of a word: a cut file id would read as another id.
+                let end = body.rfind(char::is_whitespace).unwrap_or(0);
+                body.truncate(end);
+                body.push_str(" [...]");
+            }
+            let text = merge_file_id_footer(&body, &file_ids);
+            let token_count = counter.count(&text) as i64;
+            if token_count <= max_tokens || room == 0 {
+                return Ok(TextResult {
+                    token_count,
+                    text,
+                    message_ids: Vec::new(),
+                    file_ids,
+                });
+            }
+            room = room.saturating_sub((token_count - max_tokens) as usize + 1);
+        }
     }
 
     /// Every file id that ever entered the session: in parts or summaries.
@@ -549,16 +844,11 @@ impl Store {
              UNION ALL SELECT file_ids FROM summaries WHERE session_id = ?1 AND file_ids IS NOT NULL",
         )?;
         let mut rows = stmt.query([session_id])?;
-        let mut seen = HashSet::new();
-        let mut ids = Vec::new();
+        let mut ids = IdList::default();
         while let Some(row) = rows.next()? {
-            for id in split_ids(row.get_ref(0)?.as_str_or_null()?) {
-                if seen.insert(id.clone()) {
-                    ids.push(id);
-                }
-            }
+            ids.extend(split_ids(row.get_ref(0)?.as_str_or_null()?));
         }
-        Ok(ids)
+        Ok(ids.ids)
     }
 
     /// Takes the session's compaction lease for `holder` unless another holder has
@@ -585,10 +875,11 @@ impl Store {
     }
 
     /// Commits a summary in one transaction: the summary row with a file-id footer
-    /// covering all its sources, its DAG edges, superseded marks on condensed
-    /// parents, and the swap of its sources for it in the context view. Fails with
-    /// a conflict, changing nothing, if a source left the view meanwhile, or, when
-    /// `expected_version` is given, if the view changed at all.
+    /// covering all its sources, its DAG edges (one per source, in order),
+    /// superseded marks on condensed parents, and the swap of its sources for it in
+    /// the context view. Fails with a conflict, changing nothing, if a source left
+    /// the view meanwhile, or, when `expected_version` is given, if the view changed
+    /// at all.
     pub fn commit_summary(
         &mut self,
         session_id: &str,
@@ -614,22 +905,23 @@ impl Store {
         };
         let counter = self.counter(session_id)?;
         let plan = self.plan_commit(session_id, source_message_ids, source_summary_ids)?;
-        let mut file_ids = if condensed {
-            Vec::new()
-        } else {
-            self.span_file_ids(session_id, source_message_ids)?
-        };
-        for parent in &plan.parents {
-            for id in &parent.file_ids {
-                if !file_ids.contains(id) {
-                    file_ids.push(id.clone());
-                }
-            }
+        let mut file_ids = IdList::default();
+        if let Some(members) = &plan.members {
+            file_ids.extend(self.members_file_ids(session_id, members)?);
         }
-        let text = merge_file_id_footer(text, &file_ids);
+        for parent in &plan.parents {
+            file_ids.extend(parent.file_ids.iter().cloned());
+        }
+        let text = merge_file_id_footer(text, &file_ids.ids);
         let file_ids = extract_file_ids(&text);
         let id = new_id("sum");
         let tokens = render::summary_tokens(&counter, &id, plan.messages_covered, &text) as i64;
+        let (kind, sources) = if condensed {
+            ("summary", source_summary_ids)
+        } else {
+            ("message", source_message_ids)
+        };
+        let sources_json = serde_json::to_string(sources).map_err(|err| Error::invalid("sources", err.to_string()))?;
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("SELECT view_version FROM sessions WHERE id = ?1", [session_id], |row| row.get(0))?;
         if expected_version.is_some_and(|expected| expected != version) {
@@ -654,15 +946,17 @@ impl Store {
             join_ids(&file_ids),
             now_ms(),
         ])?;
+        // One statement for every edge: a span can hold tens of thousands of messages.
+        let edges = tx
+            .prepare_cached(
+                "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
+                 SELECT ?1, key, ?2, value FROM json_each(?3)",
+            )?
+            .execute(params![id, kind, sources_json])?;
+        if edges != sources.len() {
+            return Err(Error::Sqlite(format!("wrote {edges} of {} summary sources", sources.len())));
+        }
         {
-            let mut edge = tx.prepare_cached(
-                "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            let kind = if condensed { "summary" } else { "message" };
-            let sources = if condensed { source_summary_ids } else { source_message_ids };
-            for (ord, source) in sources.iter().enumerate() {
-                edge.execute(params![id, ord as i64, kind, source])?;
-            }
             let mut supersede = tx.prepare_cached(
                 "UPDATE summaries SET superseded_by = ?2 WHERE id = ?1 AND superseded_by IS NULL",
             )?;
@@ -671,6 +965,18 @@ impl Store {
                     return Err(Error::Conflict(format!("summary {parent} was already condensed")));
                 }
             }
+        }
+        let first_position = plan.positions[0].0;
+        if version == plan.view_version && plan.contiguous {
+            // The view is exactly the one planned on and the sources are one run of it.
+            let last_position = plan.positions[plan.positions.len() - 1].0;
+            let removed = tx
+                .prepare_cached("DELETE FROM context_items WHERE session_id = ?1 AND position BETWEEN ?2 AND ?3")?
+                .execute(params![session_id, first_position, last_position])?;
+            if removed != plan.positions.len() {
+                return Err(Error::Conflict(format!("the view of {session_id} changed during the commit")));
+            }
+        } else {
             // Appends may land while a summary is being written; only the sources
             // themselves must still be in the view.
             let mut remove = tx.prepare_cached(
@@ -685,7 +991,7 @@ impl Store {
         tx.prepare_cached(
             "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
         )?
-        .execute(params![session_id, plan.positions[0].0, id, tokens])?;
+        .execute(params![session_id, first_position, id, tokens])?;
         tx.prepare_cached("INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, '')")?
             .execute(params![text, session_id, id])?;
         tx.execute("UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1", [session_id])?;
@@ -709,26 +1015,32 @@ impl Store {
     ) -> Result<CommitPlan> {
         let parents: Vec<SummaryRow> = summary_ids.iter().map(|id| self.summary(id)).collect::<Result<_>>()?;
         let view = self.fresh_view(session_id)?;
-        let wanted: HashSet<&str> = message_ids.iter().chain(summary_ids).map(String::as_str).collect();
-        if wanted.len() != message_ids.len() + summary_ids.len() {
-            return Err(Error::invalid("sources", "a source is named twice"));
-        }
+        let (kind, ids) = if message_ids.is_empty() {
+            (ItemKind::Summary, summary_ids)
+        } else {
+            (ItemKind::Message, message_ids)
+        };
+        let found = locate(&view.items, kind, ids, "sources", session_id)?;
+        let mut order = found.clone();
+        order.sort_unstable();
         let mut plan = CommitPlan {
+            view_version: view.version,
             view_tokens: view.tokens,
             span: (i64::MAX, i64::MIN),
+            contiguous: order.windows(2).all(|pair| pair[1] == pair[0] + 1),
             ..CommitPlan::default()
         };
-        for item in &view.items {
-            if wanted.contains(item.id.as_str()) {
-                plan.positions.push((item.position, item.id.clone()));
-                plan.source_tokens += item.tokens;
-                if item.kind == ItemKind::Message {
-                    plan.span = (plan.span.0.min(item.seq), plan.span.1.max(item.seq));
-                }
+        plan.positions.reserve(order.len());
+        for &index in &order {
+            let item = &view.items[index];
+            plan.positions.push((item.position, item.id.clone()));
+            plan.source_tokens += item.tokens;
+            if item.kind == ItemKind::Message {
+                plan.span = (plan.span.0.min(item.seq), plan.span.1.max(item.seq));
             }
         }
-        if plan.positions.len() != wanted.len() {
-            return Err(Error::invalid("sources", "every source must be an item of the session's context view"));
+        if kind == ItemKind::Message {
+            plan.members = Some(Members::new(&view.items, &found));
         }
         plan.messages_covered = message_ids.len() as i64;
         for parent in &parents {
@@ -743,27 +1055,21 @@ impl Store {
 
 #[derive(Default)]
 struct CommitPlan {
+    /// View positions and ids of the sources, in view order.
     positions: Vec<(i64, String)>,
+    /// The sources are one unbroken run of view items.
+    contiguous: bool,
+    view_version: i64,
     source_tokens: i64,
     view_tokens: i64,
     span: (i64, i64),
     messages_covered: i64,
     depth: i64,
     parents: Vec<SummaryRow>,
+    members: Option<Members>,
 }
 
-struct ExtractiveRow {
-    message_id: String,
-    seq: i64,
-    kind: String,
-    body: String,
-    name: String,
-    status: String,
-    error: Option<String>,
-    file_ref: Option<(String, String)>,
-}
-
-/// The longest prefix of `text` (on a line or character boundary) within `limit` tokens.
+/// The longest prefix of `text` (on a character boundary) within `limit` tokens.
 fn cut_to_tokens(text: &str, limit: usize, count: &dyn Fn(&str) -> usize) -> String {
     if count(text) <= limit {
         return text.to_string();

@@ -58,6 +58,8 @@ CREATE INDEX parts_by_seq ON parts (session_id, msg_seq, ord);
 CREATE INDEX parts_by_call ON parts (session_id, call_id) WHERE call_id IS NOT NULL;
 CREATE INDEX parts_prunable ON parts (session_id, msg_seq)
     WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
+CREATE INDEX parts_unfinished ON parts (session_id)
+    WHERE kind = 'tool' AND tool_status IN ('pending', 'running');
 CREATE TABLE context_items (
     session_id  TEXT NOT NULL,
     position    INTEGER NOT NULL,
