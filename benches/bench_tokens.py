@@ -47,6 +47,52 @@ def test_count_many_short_messages(benchmark: Any, record: Any, short_messages: 
     record(benchmark, "count_many 10,000 short messages", **extra)
 
 
+# The corpus of the cargo bench rust/core/benches/tokens.rs (xorshift64 over a word list),
+# rebuilt here so the Python figure compares with the Rust one on the same input.
+_CARGO_WORD_TEXT = (
+    "the file test error function returns value src/lib.rs cargo build failed because missing"
+    " import fix it please and run again { } () => let x = 42; Hello world OK TODO"
+)
+CARGO_WORDS = _CARGO_WORD_TEXT.split(" ")
+
+
+def cargo_bench_messages(n: int) -> list[str]:
+    mask = (1 << 64) - 1
+    state = 0x9E37_79B9_7F4A_7C15
+
+    def below(limit: int) -> int:
+        nonlocal state
+        state ^= (state << 13) & mask
+        state ^= state >> 7
+        state ^= (state << 17) & mask
+        return state % limit
+
+    out = []
+    for _ in range(n):
+        target = 20 + below(181)
+        text = ""
+        while len(text) < target:
+            if text:
+                text += "\n" if below(8) == 0 else " "
+            text += CARGO_WORDS[below(len(CARGO_WORDS))]
+        out.append(text[:target])
+    return out
+
+
+@pytest.mark.benchmark(group="tokens")
+def test_count_many_cargo_bench_corpus(benchmark: Any, record: Any) -> None:
+    texts = cargo_bench_messages(10_000)
+    assert len(CARGO_WORDS) == 32
+    counter = TokenCounter(MODEL)
+    counts = benchmark(counter.count_many, texts)
+    assert len(counts) == 10_000
+    size = sum(len(text.encode()) for text in texts)
+    extra: dict[str, Any] = {"tokens": sum(counts), "bytes": size}
+    if benchmark.enabled:
+        extra["MB_per_s"] = round(size / benchmark.stats.stats.median / 1e6, 1)
+    record(benchmark, "count_many 10,000 (cargo bench corpus)", **extra)
+
+
 @pytest.fixture(scope="module")
 def python_tiktoken() -> Any:
     tiktoken = pytest.importorskip("tiktoken")

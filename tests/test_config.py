@@ -10,9 +10,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pydantic
 import pytest
 
+from conftest import CONTEXT_LIMIT, MAX_OUTPUT_TOKENS, TEST_MODEL
 from lossless import Store
 from lossless.config import (
     ArenaConfig,
@@ -27,8 +29,6 @@ from lossless.config import (
 from lossless.errors import UnknownModelError
 from lossless.models import Budget, ModelLimits, resolve_limits
 from lossless.testing import LocalLLMServer
-
-from conftest import CONTEXT_LIMIT, MAX_OUTPUT_TOKENS, TEST_MODEL
 
 # -- sections and defaults --------------------------------------------------------------
 
@@ -144,7 +144,9 @@ def test_overrides_win_over_the_model_map_one_field_at_a_time() -> None:
 
 
 def test_unknown_model_with_both_overrides_needs_no_map() -> None:
-    limits = resolve_limits("openai/no-such-model", ModelConfig(context_limit=9_000, max_output_tokens=900))
+    limits = resolve_limits(
+        "openai/no-such-model", ModelConfig(context_limit=9_000, max_output_tokens=900)
+    )
     assert limits == ModelLimits(9_000, 900)
 
 
@@ -172,7 +174,9 @@ async def test_session_budget_comes_from_the_model_map(db: Path) -> None:
     async with await Session.create(model="gpt-4o", db=db) as session:
         assert session.budget.context_limit == mapped.context_limit
         assert session.budget.max_output_tokens == mapped.max_output_tokens
-        expected = mapped.context_limit - mapped.max_output_tokens - CompactionConfig().output_budget
+        expected = (
+            mapped.context_limit - mapped.max_output_tokens - CompactionConfig().output_budget
+        )
         assert session.budget.usable == expected
         assert session.build_context().budget == expected
 
@@ -181,10 +185,15 @@ async def test_session_budget_comes_from_the_model_map(db: Path) -> None:
 async def test_session_budget_uses_config_overrides(db: Path) -> None:
     from lossless.session import Session
 
-    config = Config(model=ModelConfig(context_limit=30_000), compaction=CompactionConfig(output_budget=0))
+    config = Config(
+        model=ModelConfig(context_limit=30_000), compaction=CompactionConfig(output_budget=0)
+    )
     async with await Session.create(model="gpt-4o", db=db, config=config) as session:
         assert session.budget.context_limit == 30_000
-        assert session.budget.usable == 30_000 - resolve_limits("gpt-4o", ModelConfig()).max_output_tokens
+        assert (
+            session.budget.usable
+            == 30_000 - resolve_limits("gpt-4o", ModelConfig()).max_output_tokens
+        )
 
 
 @pytest.mark.anyio
@@ -194,7 +203,7 @@ async def test_unknown_model_fails_create_and_stores_nothing(db: Path) -> None:
     with pytest.raises(UnknownModelError) as info:
         await Session.create(model="not-a-real-model-xyz", db=db)
     assert isinstance(info.value, ValueError)
-    assert not db.exists() or Store(db).sessions() == []
+    assert not await anyio.Path(db).exists() or Store(db).sessions() == []
 
 
 @pytest.mark.anyio

@@ -31,10 +31,13 @@ def test_demo_compacts_and_recalls_turn_three(tmp_path: Path) -> None:
     assert RECALL_FACT in output
     with sqlite3.connect(db) as conn:
         compactions = conn.execute(
-            "SELECT count(*) FROM events WHERE name = 'compaction_completed' AND payload LIKE '%sum_%'"
+            "SELECT count(*) FROM events"
+            " WHERE name = 'compaction_completed' AND payload LIKE '%sum_%'"
         ).fetchone()[0]
         messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
-        live = conn.execute("SELECT count(*) FROM summaries WHERE superseded_by IS NULL").fetchone()[0]
+        live = conn.execute(
+            "SELECT count(*) FROM summaries WHERE superseded_by IS NULL"
+        ).fetchone()[0]
     assert compactions >= MIN_COMPACTIONS
     assert messages == 520
     assert live >= 1
@@ -42,7 +45,9 @@ def test_demo_compacts_and_recalls_turn_three(tmp_path: Path) -> None:
 
 def test_demo_summarises_through_a_model_endpoint(tmp_path: Path) -> None:
     with LocalLLMServer(responder=SummaryResponder()) as server:
-        code, output = _run(tmp_path / "llm.db", turns=300, model="openai/summariser", api_base=server.base_url)
+        code, output = _run(
+            tmp_path / "llm.db", turns=300, model="openai/summariser", api_base=server.base_url
+        )
         summarise_calls = len(server.requests)
     assert code == 0, output
     assert summarise_calls >= 1

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
-from conftest import TEST_MODEL
 
+from conftest import TEST_MODEL
 from lossless import Store
 from lossless.config import Config
 from lossless.events import Event, EventBus, EventName
@@ -109,7 +110,7 @@ async def test_async_handlers_run_as_tasks_in_the_task_group() -> None:
 
     async def handler(event: Event) -> None:
         started.set()
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         seen.append(event)
 
     async with anyio.create_task_group() as tg:
@@ -128,7 +129,7 @@ async def test_a_failing_async_handler_is_logged_and_the_task_group_survives(
     survivors: list[Event] = []
 
     async def broken(event: Event) -> None:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         raise RuntimeError("async handler bug")
 
     async def fine(event: Event) -> None:
@@ -222,7 +223,9 @@ async def test_session_events_are_all_on_the_tape_in_order(
     session.events.subscribe(published.append)
     async with session:
         await session.record("user", "run the tool")
-        await session.record("assistant", [ToolPart("ls", "call_x", {"path": "."}, status="pending")])
+        await session.record(
+            "assistant", [ToolPart("ls", "call_x", {"path": "."}, status="pending")]
+        )
         await session.update_tool("call_x", status="running")
         await session.update_tool("call_x", status="completed", output="a.txt")
         await session.send("and now?")
@@ -249,7 +252,9 @@ async def test_session_events_are_all_on_the_tape_in_order(
     ):
         assert expected in names, expected
     assert names[-1] is EventName.SESSION_CLOSED
-    assert [event.payload["status"] for event in published if event.name is EventName.TOOL_UPDATED] == [
+    assert [
+        event.payload["status"] for event in published if event.name is EventName.TOOL_UPDATED
+    ] == [
         "running",
         "completed",
     ]
@@ -257,16 +262,17 @@ async def test_session_events_are_all_on_the_tape_in_order(
 
 async def test_session_runs_async_handlers_in_its_task_group(session: Any) -> None:
     seen: list[Event] = []
+    delivered = anyio.Event()
 
     async def handler(event: Event) -> None:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         seen.append(event)
+        delivered.set()
 
     session.events.subscribe(handler, EventName.MESSAGE_CREATED)
     result = await session.record("user", "hello")
     with anyio.fail_after(2):
-        while not seen:
-            await anyio.sleep(0.001)
+        await delivered.wait()
     assert seen[0].payload == {"message_id": result.message_id, "role": "user"}
 
 

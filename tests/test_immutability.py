@@ -176,6 +176,7 @@ def test_tool_lifecycle_fields_change_until_the_call_is_final(tmp_path: Path) ->
     conn = raw(path)
     where = "WHERE call_id = 'c1'"
     conn.execute(f"UPDATE parts SET tool_status = 'running' {where}")
+    assert_refused(conn, f"UPDATE parts SET tool_status = 'pending' {where}")
     done = "tool_status = 'completed', tool_output = 'result', token_count = 9"
     conn.execute(f"UPDATE parts SET {done} {where}")
     for change in (

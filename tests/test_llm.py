@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TEST_MODEL
 
+from conftest import TEST_MODEL
 from lossless.config import Config, LLMConfig
 from lossless.errors import LLMError, LosslessError
 from lossless.events import EventName
@@ -38,7 +38,9 @@ def llm_config(server: LocalLLMServer, **overrides: Any) -> LLMConfig:
 
 
 def tape(session: Any) -> list[tuple[str, dict[str, Any]]]:
-    return [(row["name"], json.loads(row["payload_json"])) for row in session.store.events(session.id)]
+    return [
+        (row["name"], json.loads(row["payload_json"])) for row in session.store.events(session.id)
+    ]
 
 
 # -- streaming --------------------------------------------------------------------------
@@ -74,7 +76,9 @@ async def test_request_carries_tools_and_max_tokens(server: LocalLLMServer) -> N
     assert request["max_tokens"] == 321
 
 
-async def test_tool_calls_are_assembled_from_fragments_with_their_ids(server: LocalLLMServer) -> None:
+async def test_tool_calls_are_assembled_from_fragments_with_their_ids(
+    server: LocalLLMServer,
+) -> None:
     server.enqueue(
         Reply(
             text="let me look",
@@ -114,6 +118,27 @@ async def test_a_model_without_a_price_has_no_cost(server: LocalLLMServer) -> No
     assert reply.cost is None
 
 
+async def test_a_price_registered_later_is_used(server: LocalLLMServer) -> None:
+    import litellm
+
+    model = "openai/lossless-priced-later"
+    first = await stream_completion(model, USER, llm=llm_config(server))
+    assert first.input_tokens is not None and first.cost is None
+    litellm.register_model(
+        {
+            model: {
+                "input_cost_per_token": 1e-6,
+                "output_cost_per_token": 2e-6,
+                "litellm_provider": "openai",
+                "mode": "chat",
+            }
+        }
+    )
+    server.enqueue(Reply(text="now priced", prompt_tokens=100, completion_tokens=10))
+    second = await stream_completion(model, USER, llm=llm_config(server))
+    assert second.cost == pytest.approx(100 * 1e-6 + 10 * 2e-6)
+
+
 async def test_complete_text_is_non_streaming(server: LocalLLMServer) -> None:
     server.enqueue(Reply(status=500), Reply(text="a summary"))
     text = await complete_text(TEST_MODEL, USER, llm=llm_config(server), max_tokens=50)
@@ -142,7 +167,9 @@ async def test_a_server_error_is_retried_once_then_succeeds(server: LocalLLMServ
 
 
 @pytest.mark.parametrize("status", [429, 502, 503])
-async def test_rate_limits_and_gateway_errors_are_retried(server: LocalLLMServer, status: int) -> None:
+async def test_rate_limits_and_gateway_errors_are_retried(
+    server: LocalLLMServer, status: int
+) -> None:
     server.enqueue(Reply(status=status), Reply(text="fine"))
     reply = await stream_completion(TEST_MODEL, USER, llm=llm_config(server, num_retries=1))
     assert reply.text == "fine"
@@ -212,7 +239,9 @@ async def test_timeouts_on_every_attempt_raise_llm_error(server: LocalLLMServer)
     server.enqueue(Reply(hang=True), Reply(hang=True))
     started = time.perf_counter()
     with pytest.raises(LLMError, match="Timeout"):
-        await stream_completion(TEST_MODEL, USER, llm=llm_config(server, timeout_s=0.3, num_retries=1))
+        await stream_completion(
+            TEST_MODEL, USER, llm=llm_config(server, timeout_s=0.3, num_retries=1)
+        )
     assert len(server.requests) == 2
     assert time.perf_counter() - started < 3
 
@@ -289,7 +318,9 @@ async def test_session_failure_keeps_the_user_turn_and_never_stores_the_error(
     assert sent == ["are you there?", "hello again"]
 
 
-async def test_session_timeout_raises_llm_error(server: LocalLLMServer, config_for: Any, db: Path) -> None:
+async def test_session_timeout_raises_llm_error(
+    server: LocalLLMServer, config_for: Any, db: Path
+) -> None:
     from lossless.session import Session
 
     config: Config = config_for(llm_overrides={"timeout_s": 0.3, "num_retries": 0})

@@ -27,7 +27,9 @@ def anyio_backend() -> str:
 @pytest.fixture
 async def compacted(tmp_path: Path) -> AsyncIterator[Session]:
     """A session of 240 replayed turns, compacted several times."""
-    session = await Session.create(model="gpt-4o", db=tmp_path / "recall.db", config=demo_config(None))
+    session = await Session.create(
+        model="gpt-4o", db=tmp_path / "recall.db", config=demo_config(None)
+    )
     for turn in generate_trajectory(turns=240):
         await session.record(turn.role, list(turn.parts))
     await session.compaction.wait_for_pending()
@@ -45,7 +47,9 @@ async def test_grep_finds_a_compacted_fact_and_its_covering_summary(compacted: S
     live = {row["id"] for row in compacted.store.live_summaries(compacted.id)}
     assert hit.covering_summary_id in live
     expansion = expand(hit.covering_summary_id, max_tokens=50_000, db=compacted)
-    assert any(RECALL_FACT in message.text and message.seq == RECALL_TURN for message in expansion.messages)
+    assert any(
+        RECALL_FACT in message.text and message.seq == RECALL_TURN for message in expansion.messages
+    )
     assert expansion.omitted_messages == 0
 
 
@@ -66,7 +70,9 @@ async def test_expand_respects_its_budget_and_says_what_it_left_out(compacted: S
     assert seqs == sorted(seqs)
 
 
-async def test_describe_returns_an_acyclic_dag_covering_every_compacted_message(compacted: Session) -> None:
+async def test_describe_returns_an_acyclic_dag_covering_every_compacted_message(
+    compacted: Session,
+) -> None:
     nodes = describe(compacted)
     by_id = {node.id: node for node in nodes}
     live = [node for node in nodes if node.live]
@@ -111,38 +117,57 @@ async def chat(tmp_path: Path) -> AsyncIterator[tuple[Session, LocalLLMServer]]:
             model=ModelConfig(context_limit=32_000, max_output_tokens=2_000),
             llm=LLMConfig(api_base=server.base_url, api_key="test", num_retries=0),
         )
-        session = await Session.create(model="openai/recaller", db=tmp_path / "chat.db", config=config)
-        await session.record("user", "Remember: the deploy key rotates every 17 days, codename saffron-otter.")
+        session = await Session.create(
+            model="openai/recaller", db=tmp_path / "chat.db", config=config
+        )
+        await session.record(
+            "user", "Remember: the deploy key rotates every 17 days, codename saffron-otter."
+        )
         await session.record("assistant", "Noted.")
         yield session, server
         await session.close()
 
 
-async def test_recall_tools_are_answered_by_the_session(chat: tuple[Session, LocalLLMServer]) -> None:
+async def test_recall_tools_are_answered_by_the_session(
+    chat: tuple[Session, LocalLLMServer],
+) -> None:
     session, server = chat
     server.enqueue(
-        Reply(tool_calls=[ToolCallSpec(name="lossless_grep", arguments={"query": "saffron otter"})]),
+        Reply(
+            tool_calls=[ToolCallSpec(name="lossless_grep", arguments={"query": "saffron otter"})]
+        ),
         Reply(text="The codename is saffron-otter."),
     )
     result = await session.send("What was the codename?", tools="recall")
     assert result.text == "The codename is saffron-otter."
     first, second = server.requests[-2:]
-    assert {tool["function"]["name"] for tool in first["tools"]} >= {"lossless_grep", "lossless_expand"}
+    assert {tool["function"]["name"] for tool in first["tools"]} >= {
+        "lossless_grep",
+        "lossless_expand",
+    }
     tool_messages = [message for message in second["messages"] if message["role"] == "tool"]
     assert tool_messages and "saffron" in tool_messages[-1]["content"]
-    tool_parts = [part for message in session.history() for part in message.parts if hasattr(part, "call_id")]
+    tool_parts = [
+        part for message in session.history() for part in message.parts if hasattr(part, "call_id")
+    ]
     assert tool_parts[-1].status == "completed"
     assert json.loads(tool_parts[-1].output or "[]")[0]["owner_kind"] == "message"
 
 
-async def test_a_bad_recall_call_is_stored_as_a_tool_error(chat: tuple[Session, LocalLLMServer]) -> None:
+async def test_a_bad_recall_call_is_stored_as_a_tool_error(
+    chat: tuple[Session, LocalLLMServer],
+) -> None:
     session, server = chat
     server.enqueue(
-        Reply(tool_calls=[ToolCallSpec(name="lossless_expand", arguments={"summary_id": "sum_nope"})]),
+        Reply(
+            tool_calls=[ToolCallSpec(name="lossless_expand", arguments={"summary_id": "sum_nope"})]
+        ),
         Reply(text="That summary does not exist."),
     )
     result = await session.send("Expand sum_nope.", tools="recall")
     assert result.text == "That summary does not exist."
-    tool_parts = [part for message in session.history() for part in message.parts if hasattr(part, "call_id")]
+    tool_parts = [
+        part for message in session.history() for part in message.parts if hasattr(part, "call_id")
+    ]
     assert tool_parts[-1].status == "error"
     assert "sum_nope" in (tool_parts[-1].error or "")

@@ -11,13 +11,15 @@ import sys
 import textwrap
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
-from conftest import TEST_MODEL
 
+from conftest import TEST_MODEL
 from lossless import FileRefPart, Store, TextPart, ToolPart
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.errors import (
@@ -211,7 +213,9 @@ async def test_the_user_turn_is_stored_before_the_model_is_called(
 
     server.responder = responder
     await session.send("remember this")
-    assert seen_by_server == [[("user", "complete", "remember this"), ("assistant", "streaming", "")]]
+    assert seen_by_server == [
+        [("user", "complete", "remember this"), ("assistant", "streaming", "")]
+    ]
     assert [m.status for m in session.history()] == ["complete", "complete"]
 
 
@@ -234,7 +238,10 @@ async def test_the_request_is_exactly_build_context_plus_the_new_turn(
         assert len(context.item_ids) == 2
         await session.send("new question")
         request = server.requests[-1]
-        assert request["messages"] == [*context.messages, {"role": "user", "content": "new question"}]
+        assert request["messages"] == [
+            *context.messages,
+            {"role": "user", "content": "new question"},
+        ]
         assert request["max_tokens"] == session.budget.max_output_tokens
         # And the context now ends with the stored reply.
         assert session.build_context().messages[-1] == {
@@ -264,13 +271,15 @@ def _sync_collector(sink: list[tuple[float, Any]]) -> Callable[[Any], None]:
 
 def _async_collector(sink: list[tuple[float, Any]]) -> Callable[[Any], Awaitable[None]]:
     async def on_part(part: Any) -> None:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         sink.append((time.perf_counter(), part))
 
     return on_part
 
 
-@pytest.mark.parametrize("make_callback", [_sync_collector, _async_collector], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    "make_callback", [_sync_collector, _async_collector], ids=["sync", "async"]
+)
 async def test_on_part_receives_text_deltas_as_they_stream(
     server: LocalLLMServer,
     session: Session,
@@ -308,7 +317,10 @@ async def test_tool_calls_become_tool_parts_with_call_ids(
         ("read_file", "call_read", "pending"),
         ("grep", "call_grep", "pending"),
     ]
-    assert [part.call_id for part in received if isinstance(part, ToolPart)] == ["call_read", "call_grep"]
+    assert [part.call_id for part in received if isinstance(part, ToolPart)] == [
+        "call_read",
+        "call_grep",
+    ]
 
     stored = session.history()[-1]
     assert [type(part).__name__ for part in stored.parts] == ["TextPart", "ToolPart", "ToolPart"]
@@ -349,7 +361,9 @@ async def test_tool_results_reach_the_model_as_tool_messages(
     assert result.tool_calls[0].call_id == "call_a"
 
 
-async def test_send_passes_tool_schemas_to_the_model(server: LocalLLMServer, session: Session) -> None:
+async def test_send_passes_tool_schemas_to_the_model(
+    server: LocalLLMServer, session: Session
+) -> None:
     tools = [
         {
             "type": "function",
@@ -369,7 +383,9 @@ async def test_send_passes_tool_schemas_to_the_model(server: LocalLLMServer, ses
 # -- record ---------------------------------------------------------------------------------
 
 
-async def test_record_appends_turns_that_ran_elsewhere(server: LocalLLMServer, session: Session) -> None:
+async def test_record_appends_turns_that_ran_elsewhere(
+    server: LocalLLMServer, session: Session
+) -> None:
     first = await session.record("system", "Pinned: the project is called lossless.")
     second = await session.record("user", [TextPart("part one"), "part two"])
     third = await session.record("assistant", TextPart("an answer"))
@@ -385,7 +401,8 @@ async def test_record_appends_turns_that_ran_elsewhere(server: LocalLLMServer, s
 async def test_tool_lifecycle_pending_running_completed(session: Session) -> None:
     await session.record("user", "list the files")
     await session.record(
-        "assistant", [TextPart("On it."), ToolPart("ls", "call_ls", {"path": "."}, status="pending")]
+        "assistant",
+        [TextPart("On it."), ToolPart("ls", "call_ls", {"path": "."}, status="pending")],
     )
 
     def tool() -> ToolPart:
@@ -463,7 +480,9 @@ async def test_three_identical_tool_calls_publish_doom_loop(session: Session) ->
 async def test_different_calls_in_between_reset_the_doom_loop_count(session: Session) -> None:
     calls = [("read", "a"), ("read", "a"), ("read", "b"), ("read", "a"), ("read", "a")]
     for index, (name, path) in enumerate(calls):
-        await session.record("assistant", [ToolPart(name, f"call_{index}", {"path": path}, output="x")])
+        await session.record(
+            "assistant", [ToolPart(name, f"call_{index}", {"path": path}, output="x")]
+        )
     assert events_named(session, EventName.DOOM_LOOP_DETECTED) == []
 
 
@@ -488,7 +507,9 @@ async def test_doom_loop_threshold_is_configurable_and_watches_model_calls(
 
 SMALL = {
     "model": ModelConfig(context_limit=6_000, max_output_tokens=500),
-    "compaction": CompactionConfig(output_budget=500, prune_minimum_tokens=0, prune_protect_tokens=0),
+    "compaction": CompactionConfig(
+        output_budget=500, prune_minimum_tokens=0, prune_protect_tokens=0
+    ),
 }
 FILLER = " ".join(f"word{i}" for i in range(120))  # about 250 tokens
 
@@ -530,8 +551,9 @@ async def test_a_user_turn_crossing_the_soft_threshold_is_reported_by_send(
     assert "compaction_triggered" in event_names(session)
 
 
-async def test_over_the_hard_threshold_send_waits_for_compaction(
-    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+@pytest.mark.parametrize("call", ["send", "respond"])
+async def test_over_the_hard_threshold_the_call_waits_for_compaction(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path, call: str
 ) -> None:
     config = config_for(**SMALL)
     async with await Session.create(model=TEST_MODEL, db=db, config=config) as session:
@@ -553,7 +575,11 @@ async def test_over_the_hard_threshold_send_waits_for_compaction(
             lambda event: requests_when_compacted.append(len(server.requests)),
             EventName.COMPACTION_COMPLETED,
         )
-        result = await session.send("and the question is")
+        if call == "send":
+            result = await session.send("and the question is")
+        else:
+            # No new turn: straight to the model call, past record()'s own check.
+            result = await session.respond()
         assert result.text == "answer"
         assert requests_when_compacted and requests_when_compacted[0] == 0
         assert view_at_request and view_at_request[0] <= usable
@@ -619,7 +645,7 @@ def _raise_on_second_async() -> tuple[Callable[[Any], Any], list[str]]:
     seen: list[str] = []
 
     async def on_part(part: Any) -> None:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         seen.append(part.text)
         if len(seen) == 2:
             raise KeyError("callback bug")
@@ -627,9 +653,13 @@ def _raise_on_second_async() -> tuple[Callable[[Any], Any], list[str]]:
     return on_part, seen
 
 
-@pytest.mark.parametrize("make", [_raise_on_second_sync, _raise_on_second_async], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    "make", [_raise_on_second_sync, _raise_on_second_async], ids=["sync", "async"]
+)
 async def test_a_raising_callback_propagates_and_the_partial_reply_is_stored_incomplete(
-    server: LocalLLMServer, session: Session, make: Callable[[], tuple[Callable[[Any], Any], list[str]]]
+    server: LocalLLMServer,
+    session: Session,
+    make: Callable[[], tuple[Callable[[Any], Any], list[str]]],
 ) -> None:
     server.enqueue(Reply(text=LONG))
     on_part, seen = make()
@@ -671,15 +701,15 @@ async def test_a_second_concurrent_send_is_rejected_as_busy(
 ) -> None:
     server.enqueue(Reply(text=LONG, chunk_delay_s=0.05))
     results: list[TurnResult] = []
+    streaming = anyio.Event()
 
     async def first() -> None:
-        results.append(await session.send("slow one"))
+        results.append(await session.send("slow one", on_part=lambda part: streaming.set()))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(first)
         with anyio.fail_after(5):
-            while not server.requests:
-                await anyio.sleep(0.005)
+            await streaming.wait()
         with pytest.raises(SessionBusyError):
             await session.send("impatient")
     assert [result.text for result in results] == [LONG]
@@ -689,7 +719,9 @@ async def test_a_second_concurrent_send_is_rejected_as_busy(
     assert (await session.send("now")).text == "ack: now"
 
 
-async def test_failures_do_not_leave_the_session_busy(server: LocalLLMServer, session: Session) -> None:
+async def test_failures_do_not_leave_the_session_busy(
+    server: LocalLLMServer, session: Session
+) -> None:
     server.enqueue(Reply(status=400))
     with pytest.raises(LLMError):
         await session.send("one")
@@ -735,13 +767,11 @@ def _read_line(process: subprocess.Popen[str], deadline: float) -> str:
     return process.stdout.readline()
 
 
-@pytest.mark.timeout(90)
-async def test_a_process_killed_mid_stream_leaves_a_consistent_session(
-    server: LocalLLMServer, config: Config, db: Path, tmp_path: Path
-) -> None:
-    story = " ".join(f"word{i}" for i in range(90))  # 30 chunks
-    server.enqueue(Reply(text=story, chunk_delay_s=0.1))
-    script = tmp_path / "child.py"
+def _send_in_a_child_and_kill_it(
+    config: Config, db: Path, script: Path, deltas_before_kill: int
+) -> str:
+    """Start a process that sends; SIGKILL it once it received some deltas; return the
+    session id it created."""
     script.write_text(textwrap.dedent(_CHILD))
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     process = subprocess.Popen(
@@ -755,9 +785,8 @@ async def test_a_process_killed_mid_stream_leaves_a_consistent_session(
         deadline = time.monotonic() + 60
         first = _read_line(process, deadline).split()
         assert first[:1] == ["SESSION"], process.stderr.read() if process.stderr else ""
-        session_id = first[1]
         parts = []
-        while len(parts) < 2:
+        while len(parts) < deltas_before_kill:
             line = _read_line(process, deadline)
             assert line.startswith("PART"), line
             parts.append(line)
@@ -771,6 +800,18 @@ async def test_a_process_killed_mid_stream_leaves_a_consistent_session(
         if process.stderr is not None:
             process.stderr.close()
     assert process.returncode == -signal.SIGKILL
+    return first[1]
+
+
+@pytest.mark.timeout(90)
+async def test_a_process_killed_mid_stream_leaves_a_consistent_session(
+    server: LocalLLMServer, config: Config, db: Path, tmp_path: Path
+) -> None:
+    story = " ".join(f"word{i}" for i in range(90))  # 30 chunks, 3 s
+    server.enqueue(Reply(text=story, chunk_delay_s=0.1))
+    session_id = await anyio.to_thread.run_sync(
+        partial(_send_in_a_child_and_kill_it, config, db, tmp_path / "child.py", 2)
+    )
 
     # Before load, the dead writer's reply is still marked as streaming.
     assert [row["status"] for row in Store(db).history(session_id)] == ["complete", "streaming"]
@@ -801,4 +842,9 @@ async def test_a_process_killed_mid_stream_leaves_a_consistent_session(
     # Loading again changes nothing: the flag is set once.
     async with await Session.load(session_id, db=db, config=config) as again:
         assert events_named(again, EventName.SESSION_LOADED)[-1]["interrupted_flagged"] == 0
-        assert [m.status for m in again.history()] == ["complete", "incomplete", "complete", "complete"]
+        assert [m.status for m in again.history()] == [
+            "complete",
+            "incomplete",
+            "complete",
+            "complete",
+        ]

@@ -644,6 +644,26 @@ def test_tool_update_counts_tokens_of_the_new_output(store: Store, sid: str) -> 
     assert store.assemble(sid, after - 1)[0] == []
 
 
+def test_a_tool_call_cannot_go_back_to_pending(store: Store, sid: str) -> None:
+    native = store.native
+    native.append_message(sid, "assistant", [tool_wire("call_5", None, status="running")])
+    with pytest.raises(InvalidInputError, match="already running"):
+        native.update_tool(sid, "call_5", "pending")
+    native.update_tool(sid, "call_5", "running")
+    assert store.history(sid)[0]["parts"][0]["status"] == "running"
+
+
+def test_an_error_is_shown_whatever_the_status(store: Store, sid: str) -> None:
+    # A call can complete with warnings; what it reported (and the file ids in it)
+    # is part of the context.
+    store.native.append_message(
+        sid, "assistant", [tool_wire("call_6", "built", error="warning in file_0000beef")]
+    )
+    messages, _, _, _ = store.assemble(sid, 10_000)
+    assert messages[1]["content"] == "built\n[error] warning in file_0000beef"
+    assert store.file_ids(sid) == ["file_0000beef"]
+
+
 def test_unknown_tool_call_is_not_found(store: Store, sid: str) -> None:
     with pytest.raises(NotFoundError, match="nope"):
         store.native.update_tool(sid, "nope", "completed", output="x")

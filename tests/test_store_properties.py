@@ -75,7 +75,7 @@ def tool_parts(draw: st.DrawFn) -> dict[str, Any]:
         output = filler(draw(sizes), draw(st.integers(0, 99)))
         if (file_id := draw(maybe_file_id)) is not None:
             output = f"{output}\nwrote {file_id}"
-    if status == "error":
+    if status == "error" or (status == "completed" and draw(st.booleans())):
         error = f"failed on {draw(st.sampled_from(FILE_IDS))}"
     arguments: dict[str, Any] = {"q": draw(st.sampled_from(WORDS))}
     if (file_id := draw(maybe_file_id)) is not None:

@@ -30,17 +30,27 @@ class ModelConfig(_Section):
     """Limits of the conversation model. ``None`` means: ask litellm's model map."""
 
     context_limit: int | None = Field(default=None, gt=0, description="Context window in tokens.")
-    max_output_tokens: int | None = Field(default=None, gt=0, description="Tokens reserved for the reply.")
+    max_output_tokens: int | None = Field(
+        default=None, gt=0, description="Tokens reserved for the reply."
+    )
 
 
 class LLMConfig(_Section):
     """How model calls are made (through litellm)."""
 
-    api_base: str | None = Field(default=None, description="Endpoint for OpenAI-compatible servers.")
-    api_key: str | None = Field(default=None, description="Key passed to litellm; None uses its environment.")
+    api_base: str | None = Field(
+        default=None, description="Endpoint for OpenAI-compatible servers."
+    )
+    api_key: str | None = Field(
+        default=None, description="Key passed to litellm; None uses its environment."
+    )
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
-    num_retries: int = Field(default=2, ge=0, description="Retries of a call that failed before streaming began.")
-    retry_backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry.")
+    num_retries: int = Field(
+        default=2, ge=0, description="Retries of a call that failed before streaming began."
+    )
+    retry_backoff_s: float = Field(
+        default=0.5, ge=0, description="First retry delay; doubles each retry."
+    )
     temperature: float | None = Field(default=None, ge=0, le=2)
 
 
@@ -49,30 +59,53 @@ class CompactionConfig(_Section):
 
     enabled: bool = True
     soft_threshold: float = Field(
-        default=0.6, gt=0, le=1, description="Fraction of the usable budget that starts a background round."
+        default=0.6,
+        gt=0,
+        le=1,
+        description="Fraction of the usable budget that starts a background round.",
     )
     model: str | None = Field(
-        default=None, description="Summarisation model (litellm name). None: built-in extractive summariser."
+        default=None,
+        description="Summarisation model (litellm name). None: built-in extractive summariser.",
     )
     model_context_limit: int | None = Field(
-        default=None, gt=0, description="Window of the compaction model; None asks litellm's model map."
+        default=None,
+        gt=0,
+        description="Window of the compaction model; None asks litellm's model map.",
     )
     output_budget: int = Field(
         default=8_192, ge=0, description="Tokens of the window kept free for compaction output."
     )
-    summary_max_tokens: int = Field(default=2_048, gt=0, description="Largest summary one round writes.")
+    summary_max_tokens: int = Field(
+        default=2_048, gt=0, description="Largest summary one round writes."
+    )
     level2_enabled: bool = True
     input_fraction: float = Field(
-        default=0.75, gt=0, le=1, description="Share of the compaction model's window a transcript may use."
+        default=0.75,
+        gt=0,
+        le=1,
+        description="Share of the compaction model's window a transcript may use.",
     )
-    level2_message_chars: int = Field(default=500, gt=0, description="Level 2 cuts each message to this.")
+    level2_message_chars: int = Field(
+        default=500, gt=0, description="Level 2 cuts each message to this."
+    )
     condense_level3_max_tokens: int = Field(default=512, gt=0)
     max_rounds: int = Field(default=4, ge=1, description="Rounds one compaction may run.")
-    protect_user_turns: int = Field(default=2, ge=1, description="Newest user turns never compacted.")
-    prune_protect_tokens: int = Field(default=40_000, ge=0, description="Newest tool output never pruned.")
-    prune_minimum_tokens: int = Field(default=20_000, ge=0, description="Smallest prune worth writing.")
-    protected_tools: tuple[str, ...] = Field(default=("skill",), description="Tools whose output is never pruned.")
-    lease_ttl_s: float = Field(default=300.0, gt=0, description="How long a crashed holder blocks others.")
+    protect_user_turns: int = Field(
+        default=2, ge=1, description="Newest user turns never compacted."
+    )
+    prune_protect_tokens: int = Field(
+        default=40_000, ge=0, description="Newest tool output never pruned."
+    )
+    prune_minimum_tokens: int = Field(
+        default=20_000, ge=0, description="Smallest prune worth writing."
+    )
+    protected_tools: tuple[str, ...] = Field(
+        default=("skill",), description="Tools whose output is never pruned."
+    )
+    lease_ttl_s: float = Field(
+        default=300.0, gt=0, description="How long a crashed holder blocks others."
+    )
 
 
 class StoreConfig(_Section):
@@ -87,7 +120,9 @@ class StoreConfig(_Section):
 class FilesConfig(_Section):
     """Large files: content above the threshold is kept outside the context as a reference."""
 
-    inline_threshold: int = Field(default=10_000, gt=0, description="Tokens above which a file is referenced.")
+    inline_threshold: int = Field(
+        default=10_000, gt=0, description="Tokens above which a file is referenced."
+    )
 
 
 class OperatorsConfig(_Section):
@@ -115,14 +150,22 @@ class Config(_Section):
     operators: OperatorsConfig = OperatorsConfig()
     arena: ArenaConfig = ArenaConfig()
     doom_loop_threshold: int = Field(
-        default=3, ge=2, description="Identical consecutive tool calls that raise a doom-loop event."
+        default=3,
+        ge=2,
+        description="Identical consecutive tool calls that raise a doom-loop event.",
     )
-    recall_max_rounds: int = Field(default=4, ge=1, description="Recall tool rounds one send may answer.")
+    recall_max_rounds: int = Field(
+        default=4, ge=1, description="Recall tool rounds one send may answer."
+    )
 
     @model_validator(mode="after")
     def _limits_consistent(self) -> Config:
         limit, output = self.model.context_limit, self.model.max_output_tokens
-        if limit is not None and output is not None and limit - output - self.compaction.output_budget <= 0:
+        if (
+            limit is not None
+            and output is not None
+            and limit - output - self.compaction.output_budget <= 0
+        ):
             raise ValueError(
                 "model.context_limit leaves no usable budget after max_output_tokens and "
                 "compaction.output_budget"

@@ -72,7 +72,7 @@ class EventBus:
         self._spawner = spawner
 
     def subscribe(self, handler: Handler, name: EventName | None = None) -> Callable[[], None]:
-        """Call ``handler`` for events named ``name`` (every event when None); returns an unsubscribe."""
+        """Call ``handler`` for ``name`` (every event when None); returns an unsubscribe."""
         bucket = self._handlers.setdefault(name, [])
         bucket.append(handler)
         return lambda: bucket.remove(handler) if handler in bucket else None
@@ -92,16 +92,17 @@ class EventBus:
     def _deliver(self, handler: Handler, event: Event) -> None:
         if inspect.iscoroutinefunction(handler):
             if self._spawner is None:
-                log.warning("no task group for async handler %r of %s; skipped", handler, event.name.value)
+                log.warning(
+                    "no task group for async handler %r of %s; skipped", handler, event.name.value
+                )
                 return
             self._spawner.start_soon(self._run_async, handler, event)
             return
         try:
             result = handler(event)
-            if inspect.isawaitable(result):
-                # A sync callable returned an awaitable: run it as a task too.
-                if self._spawner is not None:
-                    self._spawner.start_soon(_await, result)
+            # A sync callable that returned an awaitable: run that as a task too.
+            if inspect.isawaitable(result) and self._spawner is not None:
+                self._spawner.start_soon(_await, result)
         except Exception:
             log.exception("event handler %r failed on %s", handler, event.name.value)
 

@@ -20,7 +20,12 @@ from lossless.parts import ToolPart
 
 __all__ = [
     "CallbackError",
-    "PartialReply", "StreamedReply", "complete_text", "import_litellm", "stream_completion"]
+    "PartialReply",
+    "StreamedReply",
+    "complete_text",
+    "import_litellm",
+    "stream_completion",
+]
 
 _litellm: ModuleType | None = None
 
@@ -142,16 +147,26 @@ async def _with_retries(
     raise AssertionError("unreachable")
 
 
+# Models litellm had no price for, with the size of its price map then: asking again
+# costs about 0.2 ms a turn for nothing, until a model is registered.
+_unpriced: set[tuple[str, int]] = set()
+
+
 def _cost(model: str, reply: StreamedReply) -> float | None:
     if reply.input_tokens is None or reply.output_tokens is None:
         return None
+    litellm = import_litellm()
+    key = (model, len(getattr(litellm, "model_cost", ())))
+    if key in _unpriced:
+        return None
     try:
-        prompt, completion = import_litellm().cost_per_token(
+        prompt, completion = litellm.cost_per_token(
             model=model, prompt_tokens=reply.input_tokens, completion_tokens=reply.output_tokens
         )
         return float(prompt) + float(completion)
     except Exception:
         # Models missing from the cost map (local servers, new names) have no known price.
+        _unpriced.add(key)
         return None
 
 
@@ -228,7 +243,9 @@ async def stream_completion(
             raise
         except Exception as err:
             if reply.text or reply.tool_calls:
-                raise PartialReply(f"stream broke after content arrived: {type(err).__name__}: {err}", reply) from err
+                raise PartialReply(
+                    f"stream broke after content arrived: {type(err).__name__}: {err}", reply
+                ) from err
             raise
         reply.cost = _cost(model, reply)
         return reply

@@ -43,7 +43,11 @@ def resolve_limits(model: str, overrides: ModelConfig) -> ModelLimits:
     context = overrides.context_limit or info.get("max_input_tokens") or info.get("max_tokens")
     if not context:
         raise UnknownModelError(f"litellm's model map has no context window for {model!r}")
-    output = overrides.max_output_tokens or info.get("max_output_tokens") or min(4_096, int(context) // 4)
+    output = (
+        overrides.max_output_tokens
+        or info.get("max_output_tokens")
+        or min(4_096, int(context) // 4)
+    )
     return ModelLimits(int(context), int(output))
 
 
@@ -73,7 +77,13 @@ class Budget:
 
     @property
     def usable(self) -> int:
-        return max(0, self.context_limit - self.max_output_tokens - self.compaction_reserve - self.system_tokens)
+        return max(
+            0,
+            self.context_limit
+            - self.max_output_tokens
+            - self.compaction_reserve
+            - self.system_tokens,
+        )
 
     @property
     def soft_limit(self) -> int:

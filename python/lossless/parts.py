@@ -65,7 +65,9 @@ def normalize_parts(parts: PartsInput) -> list[Part]:
     elif isinstance(parts, Iterable) and not isinstance(parts, bytes | Mapping):
         items = list(parts)
     else:
-        raise InvalidInputError(f"parts: expected str, a part or a list of them, got {type(parts).__name__}")
+        raise InvalidInputError(
+            f"parts: expected str, a part or a list of them, got {type(parts).__name__}"
+        )
     result: list[Part] = []
     for index, item in enumerate(items):
         if isinstance(item, str):

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 __all__ = [
     "RECALL_TOOLS",
     "DagNode",
-    "Expansion",
     "ExpandedMessage",
+    "Expansion",
     "GrepHit",
     "answer_recall_turn",
     "describe",
@@ -34,7 +34,6 @@ __all__ = [
     "grep",
     "run_recall_tool",
 ]
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +132,12 @@ def describe(target: Session | str, *, db: str | os.PathLike[str] = "lossless.db
 
 
 def expand(
-    summary_id: str, *, max_tokens: int = 20_000, db: str | os.PathLike[str] | Session = "lossless.db"
+    summary_id: str,
+    *,
+    max_tokens: int = 20_000,
+    db: str | os.PathLike[str] | Session = "lossless.db",
 ) -> Expansion:
-    """A summary's source messages (through condensed summaries), oldest first, within ``max_tokens``."""
+    """A summary's source messages (through condensed summaries), oldest first, in a budget."""
     if max_tokens < 1:
         raise InvalidInputError("max_tokens: must be at least 1")
     store, _ = _resolve(db, "lossless.db")
@@ -160,12 +162,15 @@ RECALL_TOOLS: list[dict[str, Any]] = [
         "type": "function",
         "function": {
             "name": "lossless_grep",
-            "description": "Search this conversation's full stored history, including parts that were "
-            "summarised away. Returns snippets and the summary that now covers each hit.",
+            "description": "Search this conversation's full stored history, including parts "
+            "that were summarised away. Returns snippets and the summary covering each hit.",
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "Words to find (or a regex with mode=regex)."},
+                    "query": {
+                        "type": "string",
+                        "description": "Words to find (or a regex with mode=regex).",
+                    },
                     "mode": {"type": "string", "enum": ["text", "regex"], "default": "text"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
                 },
@@ -177,10 +182,13 @@ RECALL_TOOLS: list[dict[str, Any]] = [
         "type": "function",
         "function": {
             "name": "lossless_describe",
-            "description": "List the summaries of this conversation: what each covers, its level and size.",
+            "description": "List the summaries of this conversation: what each covers, "
+            "its level and size.",
             "parameters": {
                 "type": "object",
-                "properties": {"summary_id": {"type": "string", "description": "Only this summary's subtree."}},
+                "properties": {
+                    "summary_id": {"type": "string", "description": "Only this summary's subtree."}
+                },
             },
         },
     },
@@ -188,7 +196,8 @@ RECALL_TOOLS: list[dict[str, Any]] = [
         "type": "function",
         "function": {
             "name": "lossless_expand",
-            "description": "Read the original messages behind a summary, oldest first, within a token budget.",
+            "description": "Read the original messages behind a summary, oldest first, "
+            "within a token budget.",
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -213,16 +222,39 @@ def run_recall_tool(session: Session, name: str, arguments: str) -> str:
     if not isinstance(args, dict):
         raise InvalidInputError("arguments: expected a JSON object")
     if name == "lossless_grep":
-        hits = grep(str(args.get("query", "")), session=session, mode=args.get("mode", "text"),
-                    limit=int(args.get("limit", 10)))
+        hits = grep(
+            str(args.get("query", "")),
+            session=session,
+            mode=args.get("mode", "text"),
+            limit=int(args.get("limit", 10)),
+        )
         return json.dumps([_hit_dict(hit) for hit in hits])
     if name == "lossless_describe":
         target = args.get("summary_id")
         rows = session.store.describe(None if target else session.id, target)
-        return json.dumps([{k: row[k] for k in ("id", "kind", "level", "depth", "span_start_seq", "span_end_seq",
-                                                 "message_count", "token_count", "live")} for row in rows])
+        return json.dumps(
+            [
+                {
+                    k: row[k]
+                    for k in (
+                        "id",
+                        "kind",
+                        "level",
+                        "depth",
+                        "span_start_seq",
+                        "span_end_seq",
+                        "message_count",
+                        "token_count",
+                        "live",
+                    )
+                }
+                for row in rows
+            ]
+        )
     if name == "lossless_expand":
-        expansion = session.store.expand(str(args.get("summary_id", "")), int(args.get("max_tokens", 4000)))
+        expansion = session.store.expand(
+            str(args.get("summary_id", "")), int(args.get("max_tokens", 4000))
+        )
         return json.dumps(expansion)
     raise InvalidInputError(f"name: unknown recall tool {name!r}")
 

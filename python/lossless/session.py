@@ -23,11 +23,25 @@ from anyio.abc import TaskGroup
 from lossless import _native
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config, ModelConfig
-from lossless.errors import InvalidInputError, LLMError, SessionBusyError, SessionClosedError, UnknownModelError
+from lossless.errors import (
+    InvalidInputError,
+    LLMError,
+    SessionBusyError,
+    SessionClosedError,
+    UnknownModelError,
+)
 from lossless.events import EventBus, EventName
 from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
 from lossless.models import Budget, ModelLimits, resolve_limits
-from lossless.parts import Part, PartsInput, TextPart, ToolPart, normalize_parts, part_from_wire, part_to_wire
+from lossless.parts import (
+    Part,
+    PartsInput,
+    TextPart,
+    ToolPart,
+    normalize_parts,
+    part_from_wire,
+    part_to_wire,
+)
 
 __all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
 
@@ -130,7 +144,9 @@ class Session:
             config=config,
             budget=lambda: self.budget,
             bus=self.events,
-            summariser=Summariser(store, config, count=self._count, compaction_window=self._compaction_window),
+            summariser=Summariser(
+                store, config, count=self._count, compaction_window=self._compaction_window
+            ),
         )
 
     # -- lifecycle -------------------------------------------------------------
@@ -152,20 +168,35 @@ class Session:
         snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
         session_id = store.create_session(model, snapshot, system_prompt)
         session = cls(
-            store=store, session_id=session_id, model=model, config=config, system_prompt=system_prompt, limits=limits
+            store=store,
+            session_id=session_id,
+            model=model,
+            config=config,
+            system_prompt=system_prompt,
+            limits=limits,
         )
         await session._start()
-        session.events.publish(EventName.SESSION_CREATED, session_id, model=model, usable=session.budget.usable)
+        session.events.publish(
+            EventName.SESSION_CREATED, session_id, model=model, usable=session.budget.usable
+        )
         return session
 
     @classmethod
     async def load(
-        cls, session_id: str, *, db: str | os.PathLike[str] = "lossless.db", config: Config | None = None
+        cls,
+        session_id: str,
+        *,
+        db: str | os.PathLike[str] = "lossless.db",
+        config: Config | None = None,
     ) -> Session:
-        """Reopen a stored session. Replies left streaming by a dead process are flagged incomplete."""
+        """Reopen a stored session; replies a dead process left streaming are flagged incomplete."""
         store = await _open_store(db, config or Config())
         row = store.get_session(session_id)
-        stored = Config.model_validate_json(row["config_json"]) if row["config_json"] != "{}" else Config()
+        stored = (
+            Config.model_validate_json(row["config_json"])
+            if row["config_json"] != "{}"
+            else Config()
+        )
         config = config or stored
         limits = resolve_limits(row["model"], config.model)
         session = cls(
@@ -216,7 +247,9 @@ class Session:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise SessionClosedError(f"session {self.id} is closed; open it again with Session.load")
+            raise SessionClosedError(
+                f"session {self.id} is closed; open it again with Session.load"
+            )
 
     def _compaction_window(self) -> int:
         compaction = self.config.compaction
@@ -237,7 +270,9 @@ class Session:
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
             tokens += self._system_tokens
-        return BuiltContext(messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted)
+        return BuiltContext(
+            messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted
+        )
 
     def view_tokens(self) -> int:
         """Tokens of everything in the context view (what compaction keeps in budget)."""
@@ -259,8 +294,12 @@ class Session:
         self._check_open()
         normalized = normalize_parts(parts)
         wire = [part_to_wire(part) for part in normalized]
-        appended = await self._native(self._store.append_message, self.id, role, wire, heavy=_is_heavy(wire))
-        self.events.publish(EventName.MESSAGE_CREATED, self.id, message_id=appended["id"], role=role)
+        appended = await self._native(
+            self._store.append_message, self.id, role, wire, heavy=_is_heavy(wire)
+        )
+        self.events.publish(
+            EventName.MESSAGE_CREATED, self.id, message_id=appended["id"], role=role
+        )
         self._watch_tool_calls(normalized)
         view_tokens = self.view_tokens()
         triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
@@ -272,7 +311,9 @@ class Session:
         else:
             # Let a just-started background round begin while the caller carries on.
             await anyio.lowlevel.checkpoint()
-        return RecordResult(appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered)
+        return RecordResult(
+            appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered
+        )
 
     async def update_tool(
         self,
@@ -285,7 +326,9 @@ class Session:
         """Move a recorded tool call along its lifecycle, setting its output or error once."""
         self._check_open()
         heavy = output is not None and len(output) > _THREAD_THRESHOLD_CHARS
-        await self._native(self._store.update_tool, self.id, call_id, status, output, error, heavy=heavy)
+        await self._native(
+            self._store.update_tool, self.id, call_id, status, output, error, heavy=heavy
+        )
         self.events.publish(EventName.TOOL_UPDATED, self.id, call_id=call_id, status=status)
 
     async def compact(self) -> CompactionResult:
@@ -303,7 +346,11 @@ class Session:
             window = self._recent_calls
             if len(window) == window.maxlen and len(set(window)) == 1:
                 self.events.publish(
-                    EventName.DOOM_LOOP_DETECTED, self.id, tool=part.name, repeats=len(window), input=part.input
+                    EventName.DOOM_LOOP_DETECTED,
+                    self.id,
+                    tool=part.name,
+                    repeats=len(window),
+                    input=part.input,
                 )
 
     # -- the model turn --------------------------------------------------------
@@ -382,19 +429,27 @@ class Session:
                 on_retry=self._on_retry,
             )
         except CallbackError as err:
-            await self._store_incomplete(message_id, err.reply, f"on_part raised {type(err.original).__name__}")
+            await self._store_incomplete(
+                message_id, err.reply, f"on_part raised {type(err.original).__name__}"
+            )
             raise err.original from None
         except PartialReply as err:
             await self._store_incomplete(message_id, err.reply, str(err))
-            self.events.publish(EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err))
+            self.events.publish(
+                EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err)
+            )
             raise LLMError(str(err)) from err
         except LLMError as err:
             await self._store_incomplete(message_id, StreamedReply(), str(err))
-            self.events.publish(EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err))
+            self.events.publish(
+                EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err)
+            )
             raise
         finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
         self._watch_tool_calls(reply.tool_calls)
-        self.events.publish(EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant")
+        self.events.publish(
+            EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant"
+        )
         view_tokens = self.view_tokens()
         triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
         # Tool calls are handed over once the reply is stored and accounted for, so a
@@ -427,10 +482,15 @@ class Session:
 
     async def _store_incomplete(self, message_id: str, reply: StreamedReply, reason: str) -> None:
         """Keep what streamed before a failure, flagged incomplete; never the error text."""
-        with anyio.CancelScope(shield=True):
-            self._store.finish_message(message_id, _reply_parts(reply, keep_empty=False), False, _usage(reply))
+        self._store.finish_message(
+            message_id, _reply_parts(reply, keep_empty=False), False, _usage(reply)
+        )
         self.events.publish(
-            EventName.STREAM_INCOMPLETE, self.id, message_id=message_id, reason=reason, chars=len(reply.text)
+            EventName.STREAM_INCOMPLETE,
+            self.id,
+            message_id=message_id,
+            reason=reason,
+            chars=len(reply.text),
         )
 
 
@@ -495,6 +555,8 @@ def _message(row: dict[str, Any]) -> Message:
         token_count=row["token_count"],
         created_at=row["created_at"],
         usage={
-            key: row[key] for key in ("input_tokens", "output_tokens", "cost", "finish_reason") if row[key] is not None
+            key: row[key]
+            for key in ("input_tokens", "output_tokens", "cost", "finish_reason")
+            if row[key] is not None
         },
     )

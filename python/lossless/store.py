@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,7 +40,9 @@ class Store:
         """The native handle, for the library's own modules."""
         return self._inner
 
-    def create_session(self, model: str, *, config_json: str = "{}", system_prompt: str | None = None) -> str:
+    def create_session(
+        self, model: str, *, config_json: str = "{}", system_prompt: str | None = None
+    ) -> str:
         """Create a session row and return its id."""
         return self._inner.create_session(model, config_json, system_prompt)
 
@@ -58,7 +59,9 @@ class Store:
         """Every stored message of a session, oldest first, with parts."""
         return self._inner.history(session_id)
 
-    def assemble(self, session_id: str, budget_tokens: int) -> tuple[list[dict[str, Any]], int, list[str], int]:
+    def assemble(
+        self, session_id: str, budget_tokens: int
+    ) -> tuple[list[dict[str, Any]], int, list[str], int]:
         """The context that fits ``budget_tokens``: (messages, tokens, item ids, items left out)."""
         return self._inner.assemble(session_id, budget_tokens)
 
@@ -73,7 +76,9 @@ class Store:
         """Search every message part and summary; see :func:`lossless.recall.grep`."""
         return self._inner.grep(query, session_id, mode, limit)
 
-    def describe(self, session_id: str | None = None, summary_id: str | None = None) -> list[dict[str, Any]]:
+    def describe(
+        self, session_id: str | None = None, summary_id: str | None = None
+    ) -> list[dict[str, Any]]:
         """The summary DAG of a session, or of one summary."""
         return self._inner.describe(session_id, summary_id)
 
@@ -96,4 +101,3 @@ class Store:
     def view_stats(self, session_id: str) -> dict[str, int]:
         """Item and token counts of the session's context view."""
         return self._inner.view_stats(session_id)
-

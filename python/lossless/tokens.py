@@ -5,7 +5,13 @@ from __future__ import annotations
 from lossless import _native
 from lossless._native import TokenCounter
 
-__all__ = ["TokenCounter", "count_tokens", "encoding_for_model", "extract_file_ids", "merge_file_id_footer"]
+__all__ = [
+    "TokenCounter",
+    "count_tokens",
+    "encoding_for_model",
+    "extract_file_ids",
+    "merge_file_id_footer",
+]
 
 DEFAULT_MODEL = "gpt-4o"
 

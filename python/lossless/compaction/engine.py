@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -26,9 +26,16 @@ log = logging.getLogger("lossless.compaction")
 
 Status = Literal["completed", "not_needed", "stalled", "busy", "aborted", "failed"]
 
-# Share of the soft limit a summary may not use, so the view lands clearly below it
-# and the next turn does not start another round at once.
-HEADROOM = 0.1
+_T = TypeVar("_T")
+
+# Where a round aims the view, as a share of the soft limit. Summaries are sized to
+# land there and condensed while the view is above it, so a round frees half the
+# soft limit and the next one starts only after that much new content: a round that
+# aimed just under the limit would run again on nearly every turn.
+GOAL_FRACTION = 0.5
+# What a summary costs in the view beyond its text: the header that names it and
+# the message framing (see ``render::summary_message`` in the core).
+SUMMARY_FRAMING_TOKENS = 48
 
 
 @dataclass
@@ -48,6 +55,8 @@ class CompactionResult:
     pruned_tokens: int = 0
     duration_s: float = 0.0
     error: str | None = None
+    # Why lower levels were skipped on the way to the ones in ``levels``.
+    attempts: list[str] = field(default_factory=list)
 
 
 class CompactionEngine:
@@ -77,7 +86,9 @@ class CompactionEngine:
         self._summariser = summariser
         self._lock = anyio.Lock()
         self._done: anyio.Event | None = None
+        self._running = False
         self._abort = False
+        self._scope: anyio.CancelScope | None = None
         self._holder = f"{uuid.uuid4().hex}"
         self.last_result: CompactionResult | None = None
 
@@ -90,7 +101,7 @@ class CompactionEngine:
         return self._config.compaction.enabled and view_tokens > self._budget().soft_limit
 
     def is_hard_overflow(self, view_tokens: int) -> bool:
-        return view_tokens > self._budget().usable
+        return self._config.compaction.enabled and view_tokens > self._budget().usable
 
     def check_and_trigger(self, view_tokens: int, task_group: TaskGroup | None) -> bool:
         """Start a background round if the view is over the soft threshold and none runs."""
@@ -119,25 +130,40 @@ class CompactionEngine:
             await self._done.wait()
 
     def abort(self) -> None:
-        """Ask a running compaction to stop before its next step; nothing half-done is kept."""
+        """Stop the running (or started) compaction before its next step.
+
+        A summariser call in flight is cancelled; nothing half-done is kept, since
+        every commit is one transaction. Does nothing when no compaction runs.
+        """
+        if not (self._running or self.pending):
+            return
         self._abort = True
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def run_compaction(self, *, force: bool = False) -> CompactionResult:
         """Compact until the view is under the soft threshold, or no round helps.
 
-        Never raises: a failure is published as an event and leaves the store as it
-        was (every commit is one transaction).
+        With ``force``, one round runs even under the threshold. Never raises: a
+        failure is published as an event and leaves the store as it was (every
+        write is one transaction).
         """
         started = time.perf_counter()
         result = CompactionResult(self._session_id)
-        self._abort = False
         try:
             async with self._lock:
-                await self._with_lease(result, force)
+                self._running = True
+                try:
+                    await self._with_lease(result, force)
+                finally:
+                    self._running = False
+                    self._abort = False
         except Exception as err:
             log.exception("compaction of %s failed", self._session_id)
             result.status, result.error = "failed", f"{type(err).__name__}: {err}"
-            result.reason = "an unexpected error stopped the round; the store is unchanged by it"
+            result.reason = (
+                "an unexpected error stopped the round; what it had not committed was dropped"
+            )
         result.duration_s = time.perf_counter() - started
         try:
             result.tokens_after = await self._view_tokens()
@@ -158,6 +184,7 @@ class CompactionEngine:
             status=result.status,
             reason=result.reason,
             rounds=result.rounds,
+            level=max(result.levels) if result.levels else None,
             levels=result.levels,
             tokens_before=result.tokens_before,
             tokens_after=result.tokens_after,
@@ -166,33 +193,58 @@ class CompactionEngine:
             pruned_parts=result.pruned_parts,
             pruned_tokens=result.pruned_tokens,
             duration_s=round(result.duration_s, 6),
+            attempts=result.attempts,
             error=result.error,
         )
 
-    async def _call(self, func: Callable[..., Any], *args: Any) -> Any:
+    async def _call(self, func: Callable[..., _T], *args: Any) -> _T:
         return await anyio.to_thread.run_sync(partial(func, *args))
+
+    async def _abortable(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T | None:
+        """``await func(*args)``, or None if :meth:`abort` cancelled it."""
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self._abort:
+                scope.cancel()
+            try:
+                return await func(*args)
+            finally:
+                self._scope = None
+        return None
 
     async def _view_tokens(self) -> int:
         stats = await self._call(self._store.view_stats, self._session_id)
         return int(stats["tokens"])
 
+    def _goal(self) -> int:
+        """Where a round aims the view (see :data:`GOAL_FRACTION`)."""
+        return int(self._budget().soft_limit * GOAL_FRACTION)
+
     async def _with_lease(self, result: CompactionResult, force: bool) -> None:
         ttl_ms = int(self._config.compaction.lease_ttl_s * 1000)
-        if not await self._call(self._store.acquire_compaction_lease, self._session_id, self._holder, ttl_ms):
-            result.status, result.reason = "busy", "another process holds this session's compaction lease"
+        if not await self._call(
+            self._store.acquire_compaction_lease, self._session_id, self._holder, ttl_ms
+        ):
+            result.status, result.reason = (
+                "busy",
+                "another process holds this session's compaction lease",
+            )
             return
         try:
             await self._rounds(result, force)
         finally:
             with anyio.CancelScope(shield=True):
-                await self._call(self._store.release_compaction_lease, self._session_id, self._holder)
+                await self._call(
+                    self._store.release_compaction_lease, self._session_id, self._holder
+                )
 
     async def _rounds(self, result: CompactionResult, force: bool) -> None:
         result.tokens_before = await self._view_tokens()
         for _ in range(self._config.compaction.max_rounds):
             before = await self._view_tokens()
             soft = self._budget().soft_limit
-            if before <= soft and not (force and result.rounds == 0):
+            forced = force and result.rounds == 0
+            if before <= soft and not forced:
                 result.status = "completed" if result.rounds else "not_needed"
                 result.reason = f"view holds {before} tokens, within the soft limit of {soft}"
                 return
@@ -201,67 +253,140 @@ class CompactionEngine:
                 return
             result.rounds += 1
             try:
-                await self._one_round(result)
+                saved = await self._one_round(result, forced)
             except CompactionBusyError as err:
-                # Sources left the view under us (another writer compacted): plan again.
+                # The view changed under the round (another writer): plan again.
                 result.reason = str(err)
                 continue
-            after = await self._view_tokens()
-            if after >= before:
-                result.status = "stalled"
-                result.reason = self._stall_reason(before, soft)
+            if self._abort:
+                result.status, result.reason = (
+                    "aborted",
+                    "aborted during the round; its uncommitted work was dropped",
+                )
+                return
+            # Progress is what the round took out of the view: turns recorded meanwhile
+            # may have added more than that.
+            if saved <= 0:
+                if before <= soft:
+                    result.status = "not_needed"
+                    result.reason = f"nothing to compact: {self._stall_reason(before, soft)}"
+                else:
+                    result.status, result.reason = "stalled", self._stall_reason(before, soft)
                 return
         after = await self._view_tokens()
         if after > self._budget().soft_limit:
             result.status = "stalled"
-            result.reason = f"{self._config.compaction.max_rounds} rounds left {after} tokens in the view"
+            result.reason = (
+                f"{self._config.compaction.max_rounds} rounds (compaction.max_rounds) left "
+                f"{after} tokens in the view, over the soft limit of {self._budget().soft_limit}"
+            )
 
     def _stall_reason(self, tokens: int, soft: int) -> str:
         return (
-            f"no progress: the view holds {tokens} tokens (soft limit {soft}) and what remains is the "
-            f"protected tail of the last {self._config.compaction.protect_user_turns} user turns, "
-            "summaries that cannot shrink further, or both"
+            f"no progress: the view holds {tokens} tokens (soft limit {soft}) and what remains "
+            f"is the protected tail of the last {self._config.compaction.protect_user_turns} "
+            "user turns, summaries that cannot shrink further, or both"
         )
 
-    async def _one_round(self, result: CompactionResult) -> None:
+    async def _one_round(self, result: CompactionResult, forced: bool) -> int:
+        """Prune, summarise the span before the protected tail, condense: each step
+        committed in its own transaction. Returns the tokens taken out of the view."""
         compaction = self._config.compaction
+        goal = self._goal()
+        before = await self._view_tokens()
+        # A tombstone rewrites its whole part row. When pruning alone cannot bring the
+        # view to the goal, the span is summarised this round anyway and tombstoning
+        # outputs that are about to leave the view would be wasted writes.
+        minimum = max(compaction.prune_minimum_tokens, before - goal)
         pruned = await self._call(
             self._store.prune,
             self._session_id,
             compaction.prune_protect_tokens,
-            compaction.prune_minimum_tokens,
+            minimum,
             list(compaction.protected_tools),
             compaction.protect_user_turns,
         )
+        saved = int(pruned["tokens_saved"])
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
             result.pruned_tokens += pruned["tokens_saved"]
             self._bus.publish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
-        span = await self._call(self._store.compaction_span, self._session_id, compaction.protect_user_turns)
-        if span["message_ids"] and not self._abort:
-            budget = self._budget()
-            rest = span["view_tokens"] - span["tokens"]
-            room = int(budget.soft_limit * (1 - HEADROOM)) - rest
-            target = min(compaction.summary_max_tokens, max(room, MIN_SUMMARY_TOKENS))
-            candidate = await self._summariser.summarise(span["message_ids"], target, span["tokens"])
-            if candidate.token_count < span["tokens"] and not self._abort:
-                await self._commit(candidate, result)
-        await self._condense(result)
+            if not forced and await self._view_tokens() <= goal:
+                return saved
+        if self._abort:
+            return saved
+        span = await self._call(
+            self._store.compaction_span, self._session_id, compaction.protect_user_turns
+        )
+        if span["message_ids"]:
+            target = await self._leaf_target(span)
+            candidate = await self._abortable(
+                self._summariser.summarise, span["message_ids"], target, span["tokens"]
+            )
+            if candidate is None or self._abort:
+                return saved
+            result.attempts.extend(candidate.attempts)
+            covered = await self._covered_tokens(candidate.message_ids, span)
+            if candidate.token_count + SUMMARY_FRAMING_TOKENS < covered:
+                saved += await self._commit(candidate, result)
+            else:
+                result.attempts.append(
+                    f"level {candidate.level}: {candidate.token_count} tokens would not shrink "
+                    f"{covered} tokens of messages; not committed"
+                )
+        return saved + await self._condense(result)
 
-    async def _condense(self, result: CompactionResult) -> None:
+    async def _leaf_target(self, span: dict[str, Any]) -> int:
+        """Tokens the span's summary may take.
+
+        It fills what the goal leaves beside the protected tail and the earlier
+        summaries; when those summaries hold more than half of that room, it gets
+        half, and the summaries are condensed after it. Either way the view stays
+        under the soft limit.
+        """
+        stats = await self._call(self._store.view_stats, self._session_id)
+        goal = self._goal()
+        rest = int(span["view_tokens"]) - int(span["tokens"])
+        tail = rest - int(stats["summary_tokens"])
+        room = max(goal - rest, (goal - tail) // 2)
+        room = min(room, self._budget().soft_limit - rest) - SUMMARY_FRAMING_TOKENS
+        return min(self._config.compaction.summary_max_tokens, max(room, MIN_SUMMARY_TOKENS))
+
+    async def _covered_tokens(self, message_ids: list[str], span: dict[str, Any]) -> int:
+        """View tokens of ``message_ids``: the whole span, or (a capped summary) a prefix of it."""
+        if len(message_ids) == len(span["message_ids"]):
+            return int(span["tokens"])
+        wanted = set(message_ids)
+        items = await self._call(self._store.view_items, self._session_id)
+        return sum(int(item["tokens"]) for item in items if item["id"] in wanted)
+
+    async def _condense(self, result: CompactionResult) -> int:
+        """Merge the live summaries while the view is above the goal and two or more are
+        live. Returns the tokens taken out of the view."""
+        saved = 0
         for _ in range(self._config.compaction.max_rounds):
-            if self._abort or await self._view_tokens() <= self._budget().soft_limit:
-                return
+            if self._abort or await self._view_tokens() <= self._goal():
+                break
             live = await self._call(self._store.live_summaries, self._session_id)
             if len(live) < 2:
-                return
-            target = min(self._config.compaction.summary_max_tokens, sum(int(row["token_count"]) for row in live) // 2)
-            candidate = await self._summariser.condense(live, target)
-            if candidate.token_count >= sum(int(row["token_count"]) for row in live):
-                return
-            await self._commit(candidate, result)
+                break
+            total = sum(int(row["token_count"]) for row in live)
+            target = min(self._config.compaction.summary_max_tokens, total // 2)
+            candidate = await self._abortable(self._summariser.condense, live, target)
+            if candidate is None or self._abort:
+                break
+            result.attempts.extend(candidate.attempts)
+            if candidate.token_count + SUMMARY_FRAMING_TOKENS >= total:
+                result.attempts.append(
+                    f"condense level {candidate.level}: {candidate.token_count} tokens would not "
+                    f"shrink {len(live)} summaries of {total} tokens; not committed"
+                )
+                break
+            saved += await self._commit(candidate, result)
+        return saved
 
-    async def _commit(self, candidate: Candidate, result: CompactionResult) -> None:
+    async def _commit(self, candidate: Candidate, result: CompactionResult) -> int:
+        """Commits ``candidate``; returns the tokens it took out of the view."""
         committed = await self._call(
             self._store.commit_summary,
             self._session_id,
@@ -273,3 +398,4 @@ class CompactionEngine:
         result.summary_ids.append(committed["summary_id"])
         result.levels.append(candidate.level)
         result.messages_covered += len(candidate.message_ids)
+        return int(committed["tokens_before"]) - int(committed["tokens_after"])

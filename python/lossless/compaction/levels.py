@@ -70,40 +70,66 @@ class Summariser:
         if self.model is None:
             result = await self._native_call(self._store.extractive_summary, message_ids, target)
             if result["token_count"] <= target and result["token_count"] < span_tokens:
-                return Candidate(result["text"], result["token_count"], 1, "extractive", message_ids)
-            attempts.append(f"extractive: {result['token_count']} tokens for a {span_tokens}-token span")
+                return Candidate(
+                    result["text"], result["token_count"], 1, "extractive", message_ids
+                )
+            attempts.append(
+                f"extractive: {result['token_count']} tokens for a {span_tokens}-token span"
+            )
         else:
             for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
                 candidate = await self._llm_leaf(level, message_ids, target, attempts)
                 if candidate is not None:
                     return candidate
         result = await self._native_call(self._store.truncate_summary, message_ids, target)
-        return Candidate(result["text"], result["token_count"], 3, "truncation", message_ids, attempts=tuple(attempts))
+        return Candidate(
+            result["text"],
+            result["token_count"],
+            3,
+            "truncation",
+            message_ids,
+            attempts=tuple(attempts),
+        )
 
-    async def _llm_leaf(self, level: int, message_ids: list[str], target: int, attempts: list[str]) -> Candidate | None:
+    async def _llm_leaf(
+        self, level: int, message_ids: list[str], target: int, attempts: list[str]
+    ) -> Candidate | None:
         assert self.model is not None
         window = self._compaction_window()
         cap = int(window * self._config.compaction.input_fraction)
         chars = self._config.compaction.level2_message_chars if level == 2 else None
         transcript = await self._native_call(self._store.transcript, message_ids, chars, cap)
         instructions = prompts.LEVEL1 if level == 1 else prompts.LEVEL2
-        max_tokens = min(target, self._config.compaction.output_budget or target, 4_000 if level == 2 else target)
+        max_tokens = min(
+            target, self._config.compaction.output_budget or target, 4_000 if level == 2 else target
+        )
         try:
-            text = await complete_text(
+            reply = await complete_text(
                 self.model,
-                [{"role": "system", "content": instructions}, {"role": "user", "content": transcript["text"]}],
+                [
+                    {"role": "system", "content": instructions},
+                    {"role": "user", "content": transcript["text"]},
+                ],
                 llm=self._config.llm,
                 max_tokens=max_tokens,
             )
         except Exception as err:
-            attempts.append(f"level {level}: {err}")
+            attempts.append(f"level {level}: the model call failed: {err}")
             return None
-        text = merge_file_id_footer(text.strip(), transcript["file_ids"])
+        if not reply.strip():
+            attempts.append(f"level {level}: the model returned no text")
+            return None
+        text = merge_file_id_footer(reply.strip(), transcript["file_ids"])
         tokens = self._count(text)
-        if not text or tokens >= transcript["token_count"] or tokens > target:
-            attempts.append(f"level {level}: {tokens} tokens for {transcript['token_count']} in, target {target}")
+        if tokens >= transcript["token_count"] or tokens > target:
+            attempts.append(
+                f"level {level}: {tokens} tokens for {transcript['token_count']} tokens in "
+                f"(target {target}): not smaller than its input or over the target"
+            )
             return None
-        return Candidate(text, tokens, level, "llm", transcript["message_ids"], attempts=tuple(attempts))
+        return Candidate(
+            text, tokens, level, "llm", transcript["message_ids"], attempts=tuple(attempts)
+        )
 
     async def condense(self, summaries: list[dict[str, Any]], target: int) -> Candidate:
         """One condensed summary replacing ``summaries`` (two or more live ones)."""
@@ -113,10 +139,13 @@ class Summariser:
         attempts: list[str] = []
         if self.model is not None:
             for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
-                pieces = [row["text"] if level == 1 else row["text"][:CONDENSE2_SUMMARY_CHARS] for row in summaries]
+                pieces = [
+                    row["text"] if level == 1 else row["text"][:CONDENSE2_SUMMARY_CHARS]
+                    for row in summaries
+                ]
                 instructions = prompts.CONDENSE1 if level == 1 else prompts.CONDENSE2
                 try:
-                    text = await complete_text(
+                    reply = await complete_text(
                         self.model,
                         [
                             {"role": "system", "content": instructions},
@@ -126,13 +155,25 @@ class Summariser:
                         max_tokens=max(target, MIN_SUMMARY_TOKENS),
                     )
                 except Exception as err:
-                    attempts.append(f"condense level {level}: {err}")
+                    attempts.append(f"condense level {level}: the model call failed: {err}")
                     continue
-                text = merge_file_id_footer(text.strip(), file_ids)
+                if not reply.strip():
+                    attempts.append(f"condense level {level}: the model returned no text")
+                    continue
+                text = merge_file_id_footer(reply.strip(), file_ids)
                 tokens = self._count(text)
-                if text and tokens < total and tokens <= max(target, MIN_SUMMARY_TOKENS):
-                    return Candidate(text, tokens, level, "llm", summary_ids=ids, attempts=tuple(attempts))
-                attempts.append(f"condense level {level}: {tokens} tokens for {total} in")
+                if tokens < total and tokens <= max(target, MIN_SUMMARY_TOKENS):
+                    return Candidate(
+                        text, tokens, level, "llm", summary_ids=ids, attempts=tuple(attempts)
+                    )
+                attempts.append(f"condense level {level}: {tokens} tokens for {total} tokens in")
         limit = self._config.compaction.condense_level3_max_tokens
         result = await self._native_call(self._store.condense_truncate, ids, limit)
-        return Candidate(result["text"], result["token_count"], 3, "truncation", summary_ids=ids, attempts=tuple(attempts))
+        return Candidate(
+            result["text"],
+            result["token_count"],
+            3,
+            "truncation",
+            summary_ids=ids,
+            attempts=tuple(attempts),
+        )

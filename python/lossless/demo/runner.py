@@ -78,9 +78,15 @@ def run_demo(
     """
     report = anyio.run(_replay, db_path, turns, model, api_base, console)
     _print_report(report, db_path, console)
-    ok = report.recall_found and report.recall_expanded and report.file_ids_in_context == report.file_ids_total
+    ok = (
+        report.recall_found
+        and report.recall_expanded
+        and report.file_ids_in_context == report.file_ids_total
+    )
     if report.compactions < MIN_COMPACTIONS:
-        console.print(f"[yellow]only {report.compactions} compactions; use more --turns to see more[/]")
+        console.print(
+            f"[yellow]only {report.compactions} compactions; use more --turns to see more[/]"
+        )
     return 0 if ok else 1
 
 
@@ -94,7 +100,10 @@ async def _replay(
     trajectory = generate_trajectory(turns=turns)
     started = time.perf_counter()
     async with await Session.create(
-        model=DEMO_MODEL, db=db_path, config=demo_config(model, api_base), system_prompt=_SYSTEM_PROMPT
+        model=DEMO_MODEL,
+        db=db_path,
+        config=demo_config(model, api_base),
+        system_prompt=_SYSTEM_PROMPT,
     ) as session:
         report.session_id, report.budget = session.id, session.budget.usable
 

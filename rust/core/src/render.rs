@@ -48,17 +48,17 @@ pub struct StoredPart {
     pub tombstone: Option<String>,
 }
 
-/// What the model reads as the result of a tool call that has no tombstone.
+/// What the model reads as the result of a tool call that has no tombstone. An
+/// error is shown whatever the status: it is part of what the tool said (and may
+/// name file ids that must stay in the context).
 #[must_use]
 pub fn tool_result_text(tool: &ToolCallPart) -> String {
-    match (&tool.output, tool.status) {
-        (Some(output), ToolStatus::Error) => match &tool.error {
-            Some(error) => format!("{output}\n[error] {error}"),
-            None => output.clone(),
-        },
-        (Some(output), _) => output.clone(),
-        (None, ToolStatus::Error) => format!("[error] {}", tool.error.as_deref().unwrap_or("tool failed")),
-        (None, status) => format!("[tool call {}: no result yet]", status.as_str()),
+    match (&tool.output, &tool.error) {
+        (Some(output), Some(error)) => format!("{output}\n[error] {error}"),
+        (Some(output), None) => output.clone(),
+        (None, Some(error)) => format!("[error] {error}"),
+        (None, None) if tool.status == ToolStatus::Error => "[error] tool failed".to_string(),
+        (None, None) => format!("[tool call {}: no result yet]", tool.status.as_str()),
     }
 }
 

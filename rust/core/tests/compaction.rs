@@ -37,7 +37,9 @@ fn output_tokens(output: &str) -> i64 {
 
 fn compacted_parts(path: &str) -> HashSet<String> {
     let conn = raw(path);
-    let mut stmt = conn.prepare("SELECT id FROM parts WHERE compacted_at IS NOT NULL").unwrap();
+    let mut stmt = conn
+        .prepare("SELECT id FROM parts WHERE compacted_at IS NOT NULL")
+        .unwrap();
     let rows = stmt.query_map([], |row| row.get::<_, String>(0)).unwrap();
     rows.collect::<rusqlite::Result<_>>().unwrap()
 }
@@ -58,7 +60,12 @@ fn count(path: &str, sql: &str) -> i64 {
 }
 
 fn view_ids(store: &mut Store, session: &str) -> Vec<String> {
-    store.view_items(session).unwrap().into_iter().map(|item| item.id).collect()
+    store
+        .view_items(session)
+        .unwrap()
+        .into_iter()
+        .map(|item| item.id)
+        .collect()
 }
 
 /// Everything `history` returns, with the tombstone state left out.
@@ -68,8 +75,15 @@ fn history_without_tombstones(store: &mut Store, session: &str) -> Vec<String> {
         .unwrap()
         .into_iter()
         .map(|record| {
-            let parts: Vec<String> = record.parts.iter().map(|part| format!("{}:{:?}", part.id, part.part)).collect();
-            format!("{} {} {} {} {:?} {:?}", record.id, record.seq, record.role, record.status, record.token_count, parts)
+            let parts: Vec<String> = record
+                .parts
+                .iter()
+                .map(|part| format!("{}:{:?}", part.id, part.part))
+                .collect();
+            format!(
+                "{} {} {} {} {:?} {:?}",
+                record.id, record.seq, record.role, record.status, record.token_count, parts
+            )
         })
         .collect()
 }
@@ -85,7 +99,14 @@ fn tool_turns(store: &mut Store, session: &str, turns: usize, output_words: usiz
                 store,
                 session,
                 Role::Assistant,
-                &[text("reading"), tool("read_file", &format!("c{turn}"), &words(turn as u64, output_words))],
+                &[
+                    text("reading"),
+                    tool(
+                        "read_file",
+                        &format!("c{turn}"),
+                        &words(turn as u64, output_words),
+                    ),
+                ],
             )
         })
         .collect()
@@ -115,7 +136,9 @@ fn prune_keeps_a_rolling_window_of_the_newest_output() {
     let (_dir, path, mut store) = temp_store();
     let session = session(&mut store);
     let assistants = tool_turns(&mut store, &session, 30, 500);
-    let sizes: Vec<i64> = (0..30).map(|turn| output_tokens(&words(turn as u64, 500))).collect();
+    let sizes: Vec<i64> = (0..30)
+        .map(|turn| output_tokens(&words(turn as u64, 500)))
+        .collect();
     let window = 4_000;
     let result = store.prune(&session, window, 0, NO_TOOLS, 2).unwrap();
     // Newest first, outside the two protected turns: parts are kept while the running
@@ -144,7 +167,11 @@ fn prune_skips_when_it_would_save_less_than_the_minimum() {
     assert_eq!(result.tokens_saved, 0);
     assert_eq!(result.candidates, 8);
     assert!(compacted_parts(&path).is_empty());
-    assert_eq!(store.view_stats(&session).unwrap(), before, "nothing written, not even the version");
+    assert_eq!(
+        store.view_stats(&session).unwrap(),
+        before,
+        "nothing written, not even the version"
+    );
     // With a reachable minimum the same scan writes.
     let result = store.prune(&session, 0, 1_000, NO_TOOLS, 2).unwrap();
     assert_eq!(result.pruned_parts, 8);
@@ -170,15 +197,35 @@ fn prune_leaves_protected_tools_and_unfinished_calls_alone() {
             tool_with("read_file", "e1", Some(&big), ToolStatus::Error),
         ],
     );
-    let pruned = append(&mut store, &session, Role::Assistant, &[tool("read_file", "ok", &big)]);
+    let pruned = append(
+        &mut store,
+        &session,
+        Role::Assistant,
+        &[tool("read_file", "ok", &big)],
+    );
     tool_turns(&mut store, &session, 2, 10);
-    let result = store.prune(&session, 0, 0, &["skill".to_string()], 2).unwrap();
+    let result = store
+        .prune(&session, 0, 0, &["skill".to_string()], 2)
+        .unwrap();
     assert_eq!(result.pruned_parts, 1);
-    assert_eq!(compacted_parts(&path), tool_part_ids(&store, &pruned).into_iter().collect());
-    assert!(tool_part_ids(&store, &kept).iter().all(|id| !compacted_parts(&path).contains(id)));
+    assert_eq!(
+        compacted_parts(&path),
+        tool_part_ids(&store, &pruned).into_iter().collect()
+    );
+    assert!(tool_part_ids(&store, &kept)
+        .iter()
+        .all(|id| !compacted_parts(&path).contains(id)));
     // A call completed later becomes prunable.
-    store.update_tool(&session, "r1", ToolStatus::Completed, Some(&big), None).unwrap();
-    assert_eq!(store.prune(&session, 0, 0, &["skill".to_string()], 2).unwrap().pruned_parts, 1);
+    store
+        .update_tool(&session, "r1", ToolStatus::Completed, Some(&big), None)
+        .unwrap();
+    assert_eq!(
+        store
+            .prune(&session, 0, 0, &["skill".to_string()], 2)
+            .unwrap()
+            .pruned_parts,
+        1
+    );
 }
 
 #[test]
@@ -197,12 +244,19 @@ fn prune_writes_every_tombstone_in_one_transaction() {
         ))
         .unwrap();
     assert!(store.prune(&session, 0, 0, NO_TOOLS, 2).is_err());
-    assert!(compacted_parts(&path).is_empty(), "no tombstone of the failed prune survives");
+    assert!(
+        compacted_parts(&path).is_empty(),
+        "no tombstone of the failed prune survives"
+    );
     assert_eq!(store.view_stats(&session).unwrap(), before);
     raw(&path).execute_batch("DROP TRIGGER fail_prune").unwrap();
     let result = store.prune(&session, 0, 0, NO_TOOLS, 2).unwrap();
     assert_eq!(result.pruned_parts, 6);
-    assert_eq!(history_without_tombstones(&mut store, &session), history, "content is never rewritten");
+    assert_eq!(
+        history_without_tombstones(&mut store, &session),
+        history,
+        "content is never rewritten"
+    );
 }
 
 #[test]
@@ -212,15 +266,30 @@ fn outputs_left_in_the_view_after_a_summary_stay_prunable() {
     let assistants = tool_turns(&mut store, &session, 10, 300);
     let items = view_ids(&mut store, &session);
     // Summarise the first four turns.
-    store.commit_summary(&session, "the first four turns", 1, &items[..8], &[], None).unwrap();
+    store
+        .commit_summary(&session, "the first four turns", 1, &items[..8], &[], None)
+        .unwrap();
     let result = store.prune(&session, 0, 0, NO_TOOLS, 2).unwrap();
-    assert_eq!(result.pruned_parts, 4, "turns 4 to 7 are in the view and unprotected");
+    assert_eq!(
+        result.pruned_parts, 4,
+        "turns 4 to 7 are in the view and unprotected"
+    );
     let pruned = compacted_parts(&path);
     for (turn, id) in assistants.iter().enumerate() {
-        assert_eq!(pruned.contains(&tool_part_ids(&store, id)[0]), (4..8).contains(&turn), "turn {turn}");
+        assert_eq!(
+            pruned.contains(&tool_part_ids(&store, id)[0]),
+            (4..8).contains(&turn),
+            "turn {turn}"
+        );
     }
     // Pruned again: nothing left to do.
-    assert_eq!(store.prune(&session, 0, 0, NO_TOOLS, 2).unwrap().pruned_parts, 0);
+    assert_eq!(
+        store
+            .prune(&session, 0, 0, NO_TOOLS, 2)
+            .unwrap()
+            .pruned_parts,
+        0
+    );
 }
 
 #[test]
@@ -233,7 +302,11 @@ fn tombstones_keep_file_ids_and_shrink_the_view_exactly() {
         &mut store,
         &session,
         Role::Assistant,
-        &[tool("read_file", "c1", &format!("{} mentions {secret}", words(3, 500)))],
+        &[tool(
+            "read_file",
+            "c1",
+            &format!("{} mentions {secret}", words(3, 500)),
+        )],
     );
     tool_turns(&mut store, &session, 2, 5);
     let before = store.view_stats(&session).unwrap().tokens;
@@ -267,12 +340,18 @@ fn compaction_span_is_everything_before_the_protected_tail() {
     assert_eq!(span.message_ids, items[..8].to_vec());
     assert_eq!(span.first_seq, 1);
     assert_eq!(span.last_seq, 8);
-    store.commit_summary(&session, "early", 1, &items[..4], &[], None).unwrap();
+    store
+        .commit_summary(&session, "early", 1, &items[..4], &[], None)
+        .unwrap();
     let span = store.compaction_span(&session, 2).unwrap();
     assert_eq!(span.message_ids, items[4..8].to_vec());
     assert_eq!(span.summary_ids.len(), 1);
     // Fewer user turns than protected: nothing to summarise.
-    assert!(store.compaction_span(&session, 10).unwrap().message_ids.is_empty());
+    assert!(store
+        .compaction_span(&session, 10)
+        .unwrap()
+        .message_ids
+        .is_empty());
 }
 
 #[test]
@@ -280,19 +359,36 @@ fn transcript_takes_the_oldest_messages_that_fit() {
     let (_dir, _path, mut store) = temp_store();
     let session = session(&mut store);
     let secret = file_id(9);
-    append(&mut store, &session, Role::User, &[text(&format!("first, with {secret}"))]);
+    append(
+        &mut store,
+        &session,
+        Role::User,
+        &[text(&format!("first, with {secret}"))],
+    );
     tool_turns(&mut store, &session, 20, 100);
     let span = store.compaction_span(&session, 2).unwrap();
     let full = store.transcript(&span.message_ids, None, None).unwrap();
     assert_eq!(full.message_ids, span.message_ids);
-    let capped = store.transcript(&span.message_ids, None, Some(full.token_count / 3)).unwrap();
+    let capped = store
+        .transcript(&span.message_ids, None, Some(full.token_count / 3))
+        .unwrap();
     assert!(capped.message_ids.len() >= 3 && capped.message_ids.len() < span.message_ids.len());
-    assert_eq!(capped.message_ids, span.message_ids[..capped.message_ids.len()].to_vec());
+    assert_eq!(
+        capped.message_ids,
+        span.message_ids[..capped.message_ids.len()].to_vec()
+    );
     assert!(capped.token_count <= full.token_count / 3);
     assert!(capped.text.starts_with("[#1 user]"));
     assert_eq!(capped.file_ids, vec![secret]);
     // At least three messages even when the cap is tiny.
-    assert_eq!(store.transcript(&span.message_ids, None, Some(1)).unwrap().message_ids.len(), 3);
+    assert_eq!(
+        store
+            .transcript(&span.message_ids, None, Some(1))
+            .unwrap()
+            .message_ids
+            .len(),
+        3
+    );
     // Per-message character cap.
     let short = store.transcript(&span.message_ids, Some(50), None).unwrap();
     assert!(short.token_count < full.token_count);
@@ -306,21 +402,41 @@ fn level3_keeps_the_newest_messages_that_fit_after_a_notice() {
     let session = session(&mut store);
     let ids: Vec<String> = (0..60)
         .map(|index| {
-            let role = if index % 2 == 0 { Role::User } else { Role::Assistant };
-            append(&mut store, &session, role, &[text(&format!("message number {index}: {}", words(index, 30)))])
+            let role = if index % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            append(
+                &mut store,
+                &session,
+                role,
+                &[text(&format!(
+                    "message number {index}: {}",
+                    words(index, 30)
+                ))],
+            )
         })
         .collect();
     for target in [120, 300, 700, 1_500] {
         let result = store.truncate_summary(&ids, target).unwrap();
-        assert!(result.token_count <= target, "{} > {target}", result.token_count);
+        assert!(
+            result.token_count <= target,
+            "{} > {target}",
+            result.token_count
+        );
         assert_eq!(result.token_count, counter().count(&result.text) as i64);
         assert!(result.text.starts_with("[deterministic truncation: the "));
         assert_eq!(result.message_ids, ids);
-        let kept: Vec<usize> = (0..60).filter(|index| result.text.contains(&format!("message number {index}:"))).collect();
+        let kept: Vec<usize> = (0..60)
+            .filter(|index| result.text.contains(&format!("message number {index}:")))
+            .collect();
         // The newest ones, without gaps.
         if let Some(&oldest) = kept.first() {
             assert_eq!(kept, (oldest..60).collect::<Vec<_>>());
-            assert!(result.text.contains(&format!("the {oldest} oldest of 60 messages")));
+            assert!(result
+                .text
+                .contains(&format!("the {oldest} oldest of 60 messages")));
         }
         if target >= 700 {
             assert!(kept.len() > 5);
@@ -334,15 +450,38 @@ fn level3_footer_names_the_file_ids_of_every_input_message() {
     let session = session(&mut store);
     let (in_text, in_output, in_ref) = (file_id(1), file_id(2), file_id(3));
     let mut ids = vec![
-        append(&mut store, &session, Role::User, &[text(&format!("look at {in_text}"))]),
-        append(&mut store, &session, Role::Assistant, &[tool("read_file", "c1", &format!("found {in_output}"))]),
-        append(&mut store, &session, Role::User, &[file_ref(&in_ref, "big.log")]),
+        append(
+            &mut store,
+            &session,
+            Role::User,
+            &[text(&format!("look at {in_text}"))],
+        ),
+        append(
+            &mut store,
+            &session,
+            Role::Assistant,
+            &[tool("read_file", "c1", &format!("found {in_output}"))],
+        ),
+        append(
+            &mut store,
+            &session,
+            Role::User,
+            &[file_ref(&in_ref, "big.log")],
+        ),
     ];
     for index in 0..40 {
-        ids.push(append(&mut store, &session, Role::Assistant, &[text(&words(index, 80))]));
+        ids.push(append(
+            &mut store,
+            &session,
+            Role::Assistant,
+            &[text(&words(index, 80))],
+        ));
     }
     let result = store.truncate_summary(&ids, 400).unwrap();
-    assert!(!result.text.contains("look at"), "the oldest message was cut");
+    assert!(
+        !result.text.contains("look at"),
+        "the oldest message was cut"
+    );
     let footer = result.text.rsplit("[LCM File IDs: ").next().unwrap();
     for id in [&in_text, &in_output, &in_ref] {
         assert!(footer.contains(id.as_str()), "{id} missing from {footer}");
@@ -361,11 +500,19 @@ fn level3_cuts_a_huge_message_rather_than_dropping_everything() {
     let session = session(&mut store);
     let ids = vec![
         append(&mut store, &session, Role::User, &[text("small")]),
-        append(&mut store, &session, Role::Assistant, &[tool("read_file", "c", &words(5, 20_000))]),
+        append(
+            &mut store,
+            &session,
+            Role::Assistant,
+            &[tool("read_file", "c", &words(5, 20_000))],
+        ),
     ];
     let result = store.truncate_summary(&ids, 2_000).unwrap();
     assert!(result.token_count <= 2_000);
-    assert!(result.text.contains("[#2 assistant]"), "the huge newest message is kept, cut");
+    assert!(
+        result.text.contains("[#2 assistant]"),
+        "the huge newest message is kept, cut"
+    );
     assert!(result.text.contains("[...]"));
 }
 
@@ -375,11 +522,22 @@ fn level3_rejects_messages_outside_the_view_and_repeats() {
     let session = session(&mut store);
     tool_turns(&mut store, &session, 4, 10);
     let items = view_ids(&mut store, &session);
-    assert!(matches!(store.truncate_summary(&[], 100), Err(Error::InvalidInput { .. })));
+    assert!(matches!(
+        store.truncate_summary(&[], 100),
+        Err(Error::InvalidInput { .. })
+    ));
     let twice = vec![items[0].clone(), items[1].clone(), items[0].clone()];
-    assert!(matches!(store.truncate_summary(&twice, 100), Err(Error::InvalidInput { .. })));
-    store.commit_summary(&session, "gone", 1, &items[..2], &[], None).unwrap();
-    assert!(matches!(store.truncate_summary(&items[..3], 100), Err(Error::InvalidInput { .. })));
+    assert!(matches!(
+        store.truncate_summary(&twice, 100),
+        Err(Error::InvalidInput { .. })
+    ));
+    store
+        .commit_summary(&session, "gone", 1, &items[..2], &[], None)
+        .unwrap();
+    assert!(matches!(
+        store.truncate_summary(&items[..3], 100),
+        Err(Error::InvalidInput { .. })
+    ));
     // Out of view order is fine.
     let reversed: Vec<String> = items[2..6].iter().rev().cloned().collect();
     let result = store.truncate_summary(&reversed, 1_000).unwrap();
@@ -394,8 +552,15 @@ fn leaf_summaries(store: &mut Store, session: &str, count: usize) -> Vec<String>
     (0..count)
         .map(|index| {
             let sources = &items[index * 4..index * 4 + 4];
-            let body = format!("summary {index}: {} about {}", words(index as u64 + 50, 400), file_id(100 + index as u64));
-            store.commit_summary(session, &body, 1, sources, &[], None).unwrap().summary_id
+            let body = format!(
+                "summary {index}: {} about {}",
+                words(index as u64 + 50, 400),
+                file_id(100 + index as u64)
+            );
+            store
+                .commit_summary(session, &body, 1, sources, &[], None)
+                .unwrap()
+                .summary_id
         })
         .collect()
 }
@@ -407,9 +572,16 @@ fn condense_level3_caps_at_its_limit_and_keeps_every_parent_file_id() {
     let summaries = leaf_summaries(&mut store, &session, 4);
     let result = store.condense_truncate(&summaries, 512).unwrap();
     assert!(result.token_count <= 512, "{}", result.token_count);
-    assert_eq!(result.text.matches("[LCM File IDs: ").count(), 1, "one footer, the parents' stripped");
+    assert_eq!(
+        result.text.matches("[LCM File IDs: ").count(),
+        1,
+        "one footer, the parents' stripped"
+    );
     for index in 0..4 {
-        assert!(result.text.contains(&file_id(100 + index)), "file id of parent {index}");
+        assert!(
+            result.text.contains(&file_id(100 + index)),
+            "file id of parent {index}"
+        );
     }
     assert!(result.text.starts_with("summary 0:"));
     // Small inputs are kept whole.
@@ -424,12 +596,19 @@ fn leaf_commit_writes_row_edges_and_view_swap() {
     let (_dir, path, mut store) = temp_store();
     let session = session(&mut store);
     let secret = file_id(11);
-    append(&mut store, &session, Role::User, &[text(&format!("remember {secret}"))]);
+    append(
+        &mut store,
+        &session,
+        Role::User,
+        &[text(&format!("remember {secret}"))],
+    );
     tool_turns(&mut store, &session, 6, 50);
     let items = store.view_items(&session).unwrap();
     let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
     let before = store.view_stats(&session).unwrap();
-    let result = store.commit_summary(&session, "what happened", 2, &ids[..7], &[], None).unwrap();
+    let result = store
+        .commit_summary(&session, "what happened", 2, &ids[..7], &[], None)
+        .unwrap();
     assert_eq!(result.messages_covered, 7);
     assert_eq!(result.file_ids, vec![secret.clone()]);
     let after = store.view_stats(&session).unwrap();
@@ -440,12 +619,27 @@ fn leaf_commit_writes_row_edges_and_view_swap() {
     assert_eq!(view[0].kind, ItemKind::Summary);
     assert_eq!(view[0].id, result.summary_id);
     assert_eq!(view[0].position, items[0].position);
-    assert_eq!(view.iter().skip(1).map(|item| item.id.clone()).collect::<Vec<_>>(), ids[7..].to_vec());
+    assert_eq!(
+        view.iter()
+            .skip(1)
+            .map(|item| item.id.clone())
+            .collect::<Vec<_>>(),
+        ids[7..].to_vec()
+    );
     let row = store.summary(&result.summary_id).unwrap();
-    assert_eq!((row.kind.as_str(), row.level, row.message_count, row.depth), ("leaf", 2, 7, 0));
+    assert_eq!(
+        (row.kind.as_str(), row.level, row.message_count, row.depth),
+        ("leaf", 2, 7, 0)
+    );
     assert_eq!((row.span_start_seq, row.span_end_seq), (1, 7));
-    assert!(row.text.starts_with("what happened") && row.text.ends_with(&format!("[LCM File IDs: {secret}]")));
-    let node = store.describe(None, Some(&result.summary_id)).unwrap().remove(0);
+    assert!(
+        row.text.starts_with("what happened")
+            && row.text.ends_with(&format!("[LCM File IDs: {secret}]"))
+    );
+    let node = store
+        .describe(None, Some(&result.summary_id))
+        .unwrap()
+        .remove(0);
     assert_eq!(node.source_kind, "message");
     assert_eq!(node.sources, ids[..7].to_vec());
     assert_eq!(count(&path, "SELECT count(*) FROM summary_sources"), 7);
@@ -456,21 +650,48 @@ fn condensed_commit_supersedes_its_parents() {
     let (_dir, path, mut store) = temp_store();
     let session = session(&mut store);
     let parents = leaf_summaries(&mut store, &session, 3);
-    let covered: i64 = parents.iter().map(|id| store.summary(id).unwrap().message_count).sum();
+    let covered: i64 = parents
+        .iter()
+        .map(|id| store.summary(id).unwrap().message_count)
+        .sum();
     let condensed = store.condense_truncate(&parents, 512).unwrap();
-    let result = store.commit_summary(&session, &condensed.text, 3, &[], &parents, None).unwrap();
+    let result = store
+        .commit_summary(&session, &condensed.text, 3, &[], &parents, None)
+        .unwrap();
     assert_eq!(result.messages_covered, covered);
     for parent in &parents {
-        assert_eq!(store.summary(parent).unwrap().superseded_by.as_deref(), Some(result.summary_id.as_str()));
+        assert_eq!(
+            store.summary(parent).unwrap().superseded_by.as_deref(),
+            Some(result.summary_id.as_str())
+        );
     }
     let row = store.summary(&result.summary_id).unwrap();
-    assert_eq!((row.kind.as_str(), row.depth, row.level), ("condensed", 1, 3));
-    let live: Vec<String> = store.live_summaries(&session).unwrap().into_iter().map(|row| row.id).collect();
+    assert_eq!(
+        (row.kind.as_str(), row.depth, row.level),
+        ("condensed", 1, 3)
+    );
+    let live: Vec<String> = store
+        .live_summaries(&session)
+        .unwrap()
+        .into_iter()
+        .map(|row| row.id)
+        .collect();
     assert_eq!(live, vec![result.summary_id.clone()]);
     assert_eq!(view_ids(&mut store, &session)[0], result.summary_id);
-    assert_eq!(count(&path, &format!("SELECT count(*) FROM summary_sources WHERE summary_id = '{}'", result.summary_id)), 3);
+    assert_eq!(
+        count(
+            &path,
+            &format!(
+                "SELECT count(*) FROM summary_sources WHERE summary_id = '{}'",
+                result.summary_id
+            )
+        ),
+        3
+    );
     // A parent cannot be condensed twice.
-    assert!(store.commit_summary(&session, "again", 3, &[], &parents[..1], None).is_err());
+    assert!(store
+        .commit_summary(&session, "again", 3, &[], &parents[..1], None)
+        .is_err());
 }
 
 /// Counts of every table a commit writes, and the view.
@@ -504,9 +725,13 @@ fn a_failing_commit_changes_nothing() {
         ))
         .unwrap();
     let sources: Vec<String> = items[2..items.len() - 2].to_vec();
-    assert!(store.commit_summary(&session, "doomed", 1, &sources, &[], None).is_err());
+    assert!(store
+        .commit_summary(&session, "doomed", 1, &sources, &[], None)
+        .is_err());
     assert_eq!(snapshot(&mut store, &path, &session), before);
-    raw(&path).execute_batch("DROP TRIGGER fail_commit").unwrap();
+    raw(&path)
+        .execute_batch("DROP TRIGGER fail_commit")
+        .unwrap();
     // Likewise for a condensation failing on its edges.
     raw(&path)
         .execute_batch(
@@ -514,10 +739,14 @@ fn a_failing_commit_changes_nothing() {
              BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
         )
         .unwrap();
-    assert!(store.commit_summary(&session, "doomed", 3, &[], &parents, None).is_err());
+    assert!(store
+        .commit_summary(&session, "doomed", 3, &[], &parents, None)
+        .is_err());
     assert_eq!(snapshot(&mut store, &path, &session), before);
     raw(&path).execute_batch("DROP TRIGGER fail_edges").unwrap();
-    store.commit_summary(&session, "fine", 3, &[], &parents, None).unwrap();
+    store
+        .commit_summary(&session, "fine", 3, &[], &parents, None)
+        .unwrap();
 }
 
 #[test]
@@ -528,17 +757,50 @@ fn commit_rejects_bad_sources_and_stale_versions() {
     let items = view_ids(&mut store, &session);
     let messages = &items[2..5];
     let before = snapshot(&mut store, &path, &session);
-    let invalid = |result: lossless_core::Result<_>| matches!(result, Err(Error::InvalidInput { .. }));
-    assert!(invalid(store.commit_summary(&session, "x", 1, &[], &[], None)));
-    assert!(invalid(store.commit_summary(&session, "x", 1, messages, &parents, None)));
-    assert!(invalid(store.commit_summary(&session, "x", 4, messages, &[], None)));
-    assert!(invalid(store.commit_summary(&session, "x", 1, &[messages[0].clone(), messages[0].clone()], &[], None)));
-    assert!(invalid(store.commit_summary(&session, "x", 1, &["msg_nope".to_string()], &[], None)));
+    let invalid =
+        |result: lossless_core::Result<_>| matches!(result, Err(Error::InvalidInput { .. }));
+    assert!(invalid(store.commit_summary(
+        &session,
+        "x",
+        1,
+        &[],
+        &[],
+        None
+    )));
+    assert!(invalid(
+        store.commit_summary(&session, "x", 1, messages, &parents, None)
+    ));
+    assert!(invalid(store.commit_summary(
+        &session,
+        "x",
+        4,
+        messages,
+        &[],
+        None
+    )));
+    assert!(invalid(store.commit_summary(
+        &session,
+        "x",
+        1,
+        &[messages[0].clone(), messages[0].clone()],
+        &[],
+        None
+    )));
+    assert!(invalid(store.commit_summary(
+        &session,
+        "x",
+        1,
+        &["msg_nope".to_string()],
+        &[],
+        None
+    )));
     let version = store.view_stats(&session).unwrap().version;
     let stale = store.commit_summary(&session, "x", 1, messages, &[], Some(version - 1));
     assert!(matches!(stale, Err(Error::Conflict(_))));
     assert_eq!(snapshot(&mut store, &path, &session), before);
-    store.commit_summary(&session, "x", 1, messages, &[], Some(version)).unwrap();
+    store
+        .commit_summary(&session, "x", 1, messages, &[], Some(version))
+        .unwrap();
 }
 
 #[test]
@@ -549,14 +811,18 @@ fn commit_of_scattered_sources_and_after_another_writer() {
     let items = view_ids(&mut store, &session);
     // Not one run: the message between stays, after the summary.
     let sources = vec![items[0].clone(), items[2].clone(), items[3].clone()];
-    let result = store.commit_summary(&session, "scattered", 1, &sources, &[], None).unwrap();
+    let result = store
+        .commit_summary(&session, "scattered", 1, &sources, &[], None)
+        .unwrap();
     let view = view_ids(&mut store, &session);
     assert_eq!(view[..2], [result.summary_id.clone(), items[1].clone()]);
     assert_eq!(view.len(), items.len() - 2);
     // Another connection appends between this store's reads and its commit.
     let mut other = Store::open(&path, &lossless_core::OpenOptions::default()).unwrap();
     let late = append(&mut other, &session, Role::User, &[text("late")]);
-    let result = store.commit_summary(&session, "more", 1, &items[4..6], &[], None).unwrap();
+    let result = store
+        .commit_summary(&session, "more", 1, &items[4..6], &[], None)
+        .unwrap();
     let view = view_ids(&mut store, &session);
     assert!(view.contains(&late) && view.contains(&result.summary_id));
     assert!(!view.contains(&items[4]));
@@ -566,10 +832,27 @@ fn commit_of_scattered_sources_and_after_another_writer() {
 fn session_file_ids_cover_parts_and_summaries() {
     let (_dir, _path, mut store) = temp_store();
     let session = session(&mut store);
-    append(&mut store, &session, Role::User, &[text(&format!("a {}", file_id(1))), file_ref(&file_id(2), "x")]);
+    append(
+        &mut store,
+        &session,
+        Role::User,
+        &[
+            text(&format!("a {}", file_id(1))),
+            file_ref(&file_id(2), "x"),
+        ],
+    );
     tool_turns(&mut store, &session, 3, 5);
     let items = view_ids(&mut store, &session);
-    store.commit_summary(&session, &format!("mentions {}", file_id(3)), 1, &items[..2], &[], None).unwrap();
+    store
+        .commit_summary(
+            &session,
+            &format!("mentions {}", file_id(3)),
+            1,
+            &items[..2],
+            &[],
+            None,
+        )
+        .unwrap();
     let ids = store.session_file_ids(&session).unwrap();
     assert_eq!(ids.len(), 3);
     for n in 1..=3 {
@@ -587,18 +870,34 @@ fn a_large_agent_session_compacts_into_a_valid_view() {
     store.prune(&session, 4_000, 1_000, NO_TOOLS, 2).unwrap();
     let span = store.compaction_span(&session, 2).unwrap();
     let l3 = store.truncate_summary(&span.message_ids, 2_000).unwrap();
-    store.commit_summary(&session, &l3.text, 3, &span.message_ids, &[], None).unwrap();
+    store
+        .commit_summary(&session, &l3.text, 3, &span.message_ids, &[], None)
+        .unwrap();
     support::agent_session(&mut store, &session, 300, 10, 43);
     let span = store.compaction_span(&session, 2).unwrap();
     let extractive = store.extractive_summary(&span.message_ids, 1_000).unwrap();
-    store.commit_summary(&session, &extractive.text, 1, &span.message_ids, &[], None).unwrap();
-    let live: Vec<String> = store.live_summaries(&session).unwrap().into_iter().map(|row| row.id).collect();
+    store
+        .commit_summary(&session, &extractive.text, 1, &span.message_ids, &[], None)
+        .unwrap();
+    let live: Vec<String> = store
+        .live_summaries(&session)
+        .unwrap()
+        .into_iter()
+        .map(|row| row.id)
+        .collect();
     assert_eq!(live.len(), 2);
     let condensed = store.condense_truncate(&live, 512).unwrap();
-    store.commit_summary(&session, &condensed.text, 3, &[], &live, None).unwrap();
+    store
+        .commit_summary(&session, &condensed.text, 3, &[], &live, None)
+        .unwrap();
     // Every message is reachable once, every file id is in the view.
     let view = store.view_items(&session).unwrap();
-    assert_eq!(view.iter().filter(|item| item.kind == ItemKind::Summary).count(), 1);
+    assert_eq!(
+        view.iter()
+            .filter(|item| item.kind == ItemKind::Summary)
+            .count(),
+        1
+    );
     let assembled = store.assemble(&session, i64::MAX).unwrap();
     let rendered: String = assembled
         .messages
@@ -622,5 +921,43 @@ fn a_large_agent_session_compacts_into_a_valid_view() {
         }
     }
     assert_eq!(reached.len(), 900);
-    assert_eq!(history_without_tombstones(&mut store, &session)[..600], history[..]);
+    assert_eq!(
+        history_without_tombstones(&mut store, &session)[..600],
+        history[..]
+    );
+}
+
+#[test]
+fn unfinished_tool_calls_stay_out_of_summaries() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = session(&mut store);
+    let first = append(&mut store, &session, Role::User, &[text("start")]);
+    let slow = append(
+        &mut store,
+        &session,
+        Role::Assistant,
+        &[tool_with("read_file", "slow", None, ToolStatus::Running)],
+    );
+    tool_turns(&mut store, &session, 3, 10);
+    let span = store.compaction_span(&session, 2).unwrap();
+    assert_eq!(span.message_ids, vec![first.clone()]);
+    let items = view_ids(&mut store, &session);
+    let refused = store.commit_summary(&session, "x", 3, &items[..4], &[], None);
+    assert!(matches!(refused, Err(Error::InvalidInput { reason, .. }) if reason.contains(&slow)));
+    let secret = file_id(77);
+    store
+        .update_tool(
+            &session,
+            "slow",
+            ToolStatus::Completed,
+            Some(&format!("wrote {secret}")),
+            None,
+        )
+        .unwrap();
+    let span = store.compaction_span(&session, 2).unwrap();
+    assert_eq!(span.message_ids, items[..4].to_vec());
+    let result = store
+        .commit_summary(&session, "x", 3, &span.message_ids, &[], None)
+        .unwrap();
+    assert!(result.file_ids.contains(&secret));
 }

@@ -24,8 +24,12 @@ use crate::render::{self, transcript_entry, StoredPart};
 /// huge tool output cannot crowd out every other recent message.
 const TRUNCATION_ENTRY_CHARS: usize = 4000;
 
-/// Bytes of a part's text the extractive summariser reads.
-const EXTRACTIVE_BODY_CHARS: usize = 4096;
+/// Characters of each part the extractive summariser reads (it scans no more):
+/// of a text, of a tool input, of an error, and of the output of a failed call
+/// that has no error text. Other tool outputs are not read at all.
+const EXTRACTIVE_TEXT_CHARS: usize = 2048;
+const EXTRACTIVE_INPUT_CHARS: usize = 4096;
+const EXTRACTIVE_ERROR_CHARS: usize = 1024;
 
 /// What a prune pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,7 +93,8 @@ pub struct CommitResult {
     pub file_ids: Vec<String>,
 }
 
-const SUMMARY_COLUMNS: &str = "id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
+const SUMMARY_COLUMNS: &str =
+    "id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
      message_count, depth, file_ids, created_at, superseded_by";
 
 fn row_to_summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
@@ -127,8 +132,16 @@ struct Members {
 
 impl Members {
     fn new(items: &[ViewItem], found: &[usize]) -> Self {
-        let low = found.iter().map(|&index| items[index].seq).min().unwrap_or(0);
-        let high = found.iter().map(|&index| items[index].seq).max().unwrap_or(-1);
+        let low = found
+            .iter()
+            .map(|&index| items[index].seq)
+            .min()
+            .unwrap_or(0);
+        let high = found
+            .iter()
+            .map(|&index| items[index].seq)
+            .max()
+            .unwrap_or(-1);
         let size = usize::try_from(high - low + 1).unwrap_or(0);
         let mut members = Members {
             low,
@@ -160,7 +173,13 @@ impl Members {
 
 /// Indices in `items` of the items of `kind` named by `ids`, in the order of `ids`.
 /// Fails if one is not in the view or is named twice.
-fn locate(items: &[ViewItem], kind: ItemKind, ids: &[String], field: &str, session_id: &str) -> Result<Vec<usize>> {
+fn locate(
+    items: &[ViewItem],
+    kind: ItemKind,
+    ids: &[String],
+    field: &str,
+    session_id: &str,
+) -> Result<Vec<usize>> {
     if ids.is_empty() {
         return Err(Error::invalid(field, "must name at least one item"));
     }
@@ -187,7 +206,13 @@ fn locate(items: &[ViewItem], kind: ItemKind, ids: &[String], field: &str, sessi
     found.clear();
     for id in ids {
         let &at = index.get(id.as_str()).ok_or_else(|| {
-            Error::invalid(field, format!("{id} is not a {} in the context view of {session_id}", kind.as_str()))
+            Error::invalid(
+                field,
+                format!(
+                    "{id} is not a {} in the context view of {session_id}",
+                    kind.as_str()
+                ),
+            )
         })?;
         if !seen.insert(at) {
             return Err(Error::invalid(field, format!("{id} is named twice")));
@@ -246,12 +271,13 @@ struct PruneCandidate {
 /// One part as the extractive summariser reads it.
 struct ExtractiveRow {
     seq: i64,
-    ord: i64,
     kind: String,
     body: String,
     name: String,
     status: String,
     error: Option<String>,
+    /// The start of the output of a failed call without an error text.
+    output: Option<String>,
     file_ref: Option<(String, String)>,
 }
 
@@ -273,135 +299,195 @@ impl Store {
         protect_user_turns: usize,
     ) -> Result<PruneResult> {
         let counter = self.counter(session_id)?;
-        let (version, low, high, index_of) = {
-            let view = self.fresh_view(session_id)?;
-            let boundary = protected_index(&view.items, protect_user_turns);
-            let open: Vec<usize> = (0..boundary).filter(|&i| view.items[i].kind == ItemKind::Message).collect();
-            if open.is_empty() {
-                return Ok(PruneResult::default());
-            }
-            let members = Members::new(&view.items, &open);
-            // Members' slots index `open`; map them to view indices.
-            let index_of: Vec<u32> = members
-                .slots
-                .iter()
-                .map(|&slot| if slot == NOT_MEMBER { NOT_MEMBER } else { open[slot as usize] as u32 })
-                .collect();
-            (view.version, members.low, members.high, index_of)
-        };
-        let mut found = Vec::new();
-        {
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT id, msg_seq, ord, tool_name, output_tokens, file_ids FROM parts
-                 WHERE session_id = ?1 AND kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed'
-                   AND msg_seq BETWEEN ?2 AND ?3",
-            )?;
-            let mut rows = stmt.query(params![session_id, low, high])?;
-            while let Some(row) = rows.next()? {
-                let seq: i64 = row.get(1)?;
-                let view_index = index_of[(seq - low) as usize];
-                if view_index == NOT_MEMBER {
-                    continue;
-                }
-                let name = row.get_ref(3)?.as_str()?;
-                if protected_tools.iter().any(|tool| tool == name) {
-                    continue;
-                }
-                found.push(PruneCandidate {
-                    view_index: view_index as usize,
-                    ord: row.get(2)?,
-                    part_id: row.get(0)?,
-                    name: name.to_string(),
-                    output_tokens: row.get(4)?,
-                    file_ids: row.get(5)?,
-                });
-            }
-        }
-        // Newest first: the rolling window protects the most recent outputs.
-        found.sort_unstable_by(|a, b| b.view_index.cmp(&a.view_index).then(b.ord.cmp(&a.ord)));
-        let mut window = 0;
-        let beyond: Vec<PruneCandidate> = found
-            .into_iter()
-            .filter(|candidate| {
-                window += candidate.output_tokens;
-                window > protect_tokens
-            })
-            .collect();
+        let (version, found) = self.prune_scan(session_id, protected_tools, protect_user_turns)?;
+        let beyond = outside_window(found, protect_tokens);
         let mut result = PruneResult {
             candidates: beyond.len() as i64,
             ..PruneResult::default()
         };
         // Every marker costs at least one token: if even that bound saves too little,
         // skip counting the markers.
-        let upper_bound: i64 = beyond.iter().map(|candidate| candidate.output_tokens - 1).sum();
+        let upper_bound: i64 = beyond
+            .iter()
+            .map(|candidate| candidate.output_tokens - 1)
+            .sum();
         if beyond.is_empty() || upper_bound < minimum_tokens.max(1) {
             return Ok(result);
         }
         let mut tombstones = Vec::with_capacity(beyond.len());
         let mut saved = 0;
         for candidate in beyond {
-            let marker =
-                render::tombstone_marker(&candidate.name, &candidate.part_id, &split_ids(candidate.file_ids.as_deref()));
+            let file_ids = split_ids(candidate.file_ids.as_deref());
+            let marker = render::tombstone_marker(&candidate.name, &candidate.part_id, &file_ids);
             let marker_tokens = counter.count(&marker) as i64;
-            if marker_tokens >= candidate.output_tokens {
-                continue;
+            if marker_tokens < candidate.output_tokens {
+                saved += candidate.output_tokens - marker_tokens;
+                tombstones.push((candidate, marker_tokens));
             }
-            saved += candidate.output_tokens - marker_tokens;
-            tombstones.push((candidate, marker_tokens));
         }
         result.candidates = tombstones.len() as i64;
         if tombstones.is_empty() || saved < minimum_tokens {
             return Ok(result);
         }
-        // Where the touched messages sit in the view, looked up while it is current.
-        let mut deltas: HashMap<usize, i64> = HashMap::new();
-        for (candidate, marker_tokens) in &tombstones {
-            *deltas.entry(candidate.view_index).or_default() += marker_tokens - candidate.output_tokens;
+        result.pruned_parts = self.write_tombstones(session_id, version, &tombstones)?;
+        result.tokens_saved = saved;
+        Ok(result)
+    }
+
+    /// The completed, unprotected tool outputs of view messages before the protected
+    /// tail, with the view version they were read at.
+    fn prune_scan(
+        &mut self,
+        session_id: &str,
+        protected_tools: &[String],
+        protect_user_turns: usize,
+    ) -> Result<(i64, Vec<PruneCandidate>)> {
+        let (version, low, high, index_of) = {
+            let view = self.fresh_view(session_id)?;
+            let boundary = protected_index(&view.items, protect_user_turns);
+            let open: Vec<usize> = (0..boundary)
+                .filter(|&i| view.items[i].kind == ItemKind::Message)
+                .collect();
+            if open.is_empty() {
+                return Ok((view.version, Vec::new()));
+            }
+            let members = Members::new(&view.items, &open);
+            // Members' slots index `open`; map them to view indices.
+            let index_of: Vec<u32> = members
+                .slots
+                .iter()
+                .map(|&slot| {
+                    if slot == NOT_MEMBER {
+                        NOT_MEMBER
+                    } else {
+                        open[slot as usize] as u32
+                    }
+                })
+                .collect();
+            (view.version, members.low, members.high, index_of)
+        };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, msg_seq, ord, tool_name, output_tokens, file_ids FROM parts
+             WHERE session_id = ?1 AND kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed'
+               AND msg_seq BETWEEN ?2 AND ?3",
+        )?;
+        let mut rows = stmt.query(params![session_id, low, high])?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(1)?;
+            let view_index = index_of[(seq - low) as usize];
+            let name = row.get_ref(3)?.as_str()?;
+            if view_index == NOT_MEMBER || protected_tools.iter().any(|tool| tool == name) {
+                continue;
+            }
+            found.push(PruneCandidate {
+                view_index: view_index as usize,
+                ord: row.get(2)?,
+                part_id: row.get(0)?,
+                name: name.to_string(),
+                output_tokens: row.get(4)?,
+                file_ids: row.get(5)?,
+            });
         }
+        Ok((version, found))
+    }
+
+    /// Writes the tombstones and shrinks their messages' view items, in one
+    /// transaction, if the view is still at `version`. Returns the parts marked.
+    fn write_tombstones(
+        &mut self,
+        session_id: &str,
+        version: i64,
+        tombstones: &[(PruneCandidate, i64)],
+    ) -> Result<i64> {
+        let changed =
+            || Error::Conflict(format!("the view of {session_id} changed during the prune"));
+        let mut deltas: HashMap<usize, i64> = HashMap::new();
+        for (candidate, marker_tokens) in tombstones {
+            *deltas.entry(candidate.view_index).or_default() +=
+                marker_tokens - candidate.output_tokens;
+        }
+        // Where the touched messages sit in the view, looked up while it is current.
         let positions: Vec<(i64, i64)> = {
             let view = self.fresh_view(session_id)?;
             if view.version != version {
-                return Err(Error::Conflict(format!("the view of {session_id} changed during the prune scan")));
+                return Err(changed());
             }
-            deltas.iter().map(|(&index, &delta)| (view.items[index].position, delta)).collect()
+            deltas
+                .iter()
+                .map(|(&index, &delta)| (view.items[index].position, delta))
+                .collect()
         };
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let now: i64 = tx.query_row("SELECT view_version FROM sessions WHERE id = ?1", [session_id], |row| row.get(0))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let now: i64 = tx.query_row(
+            "SELECT view_version FROM sessions WHERE id = ?1",
+            [session_id],
+            |row| row.get(0),
+        )?;
         if now != version {
-            return Err(Error::Conflict(format!("the view of {session_id} changed during the prune scan")));
+            return Err(changed());
         }
         {
             let mut mark = tx.prepare_cached(
                 "UPDATE parts SET compacted_at = ?2, compacted_tokens = ?3 WHERE id = ?1 AND compacted_at IS NULL",
             )?;
             let stamp = now_ms();
-            for (candidate, marker_tokens) in &tombstones {
+            for (candidate, marker_tokens) in tombstones {
                 if mark.execute(params![candidate.part_id, stamp, marker_tokens])? != 1 {
-                    return Err(Error::Conflict(format!("part {} was pruned concurrently", candidate.part_id)));
+                    return Err(changed());
                 }
-                result.pruned_parts += 1;
             }
             let mut shrink = tx.prepare_cached(
                 "UPDATE context_items SET token_count = token_count + ?3 WHERE session_id = ?1 AND position = ?2",
             )?;
             for (position, delta) in &positions {
                 if shrink.execute(params![session_id, position, delta])? != 1 {
-                    return Err(Error::Conflict(format!("the view of {session_id} changed during the prune")));
+                    return Err(changed());
                 }
             }
         }
-        result.tokens_saved = saved;
-        tx.execute("UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1", [session_id])?;
+        tx.execute(
+            "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
+            [session_id],
+        )?;
         tx.commit()?;
         self.views.forget(session_id);
-        Ok(result)
+        Ok(tombstones.len() as i64)
+    }
+
+    /// Sequence numbers of the session's messages that hold a tool call still
+    /// pending or running.
+    fn unfinished_seqs(&self, session_id: &str) -> Result<HashSet<i64>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT msg_seq FROM parts
+             WHERE session_id = ?1 AND kind = 'tool' AND tool_status IN ('pending', 'running')",
+        )?;
+        let seqs = stmt.query_map([session_id], |row| row.get(0))?;
+        Ok(seqs.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The messages the next summary should cover: every message item of the
-    /// view before the protected tail.
-    pub fn compaction_span(&mut self, session_id: &str, protect_user_turns: usize) -> Result<SpanInfo> {
+    /// view before the protected tail, and before the first message holding a tool
+    /// call that has not finished (its result, and the file ids in it, arrive later:
+    /// a summary written now could not carry them).
+    pub fn compaction_span(
+        &mut self,
+        session_id: &str,
+        protect_user_turns: usize,
+    ) -> Result<SpanInfo> {
+        let unfinished = self.unfinished_seqs(session_id)?;
         let view = self.fresh_view(session_id)?;
-        let boundary = protected_index(&view.items, protect_user_turns);
+        let mut boundary = protected_index(&view.items, protect_user_turns);
+        if !unfinished.is_empty() {
+            if let Some(index) = view.items[..boundary]
+                .iter()
+                .position(|item| item.kind == ItemKind::Message && unfinished.contains(&item.seq))
+            {
+                boundary = index;
+            }
+        }
         let mut span = SpanInfo {
             view_version: view.version,
             view_tokens: view.tokens,
@@ -427,17 +513,19 @@ impl Store {
     /// The view messages named by `message_ids`, checked to be in the view once each.
     fn span_members(&mut self, session_id: &str, message_ids: &[String]) -> Result<Members> {
         let view = self.fresh_view(session_id)?;
-        let found = locate(&view.items, ItemKind::Message, message_ids, "message_ids", session_id)?;
+        let found = locate(
+            &view.items,
+            ItemKind::Message,
+            message_ids,
+            "message_ids",
+            session_id,
+        )?;
         Ok(Members::new(&view.items, &found))
     }
 
     /// Calls `each` with the given columns of every part of the session with
-    /// `msg_seq` in `low..=high` (and matching `filter`), in no particular order.
-    ///
-    /// Parts are stored in append order, so when the session's parts in the range
-    /// are not interleaved much with other sessions', a scan of the table between
-    /// their first and last rowid reads them sequentially, where the index would
-    /// cost one table lookup per part.
+    /// `msg_seq` in `low..=high` (and matching `filter`), in message and part order:
+    /// one statement for the whole range.
     fn scan_parts(
         &self,
         session_id: &str,
@@ -446,30 +534,12 @@ impl Store {
         filter: &str,
         mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
     ) -> Result<()> {
-        let (count, first, last): (i64, Option<i64>, Option<i64>) = self
-            .conn
-            .prepare_cached(
-                "SELECT count(*), min(rowid), max(rowid) FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
-            )?
-            .query_row(params![session_id, low, high], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
-        let (Some(first), Some(last)) = (first, last) else { return Ok(()) };
-        if last - first < count * 4 {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT {columns} FROM parts NOT INDEXED
-                 WHERE rowid BETWEEN ?4 AND ?5 AND session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter}"
-            ))?;
-            let mut rows = stmt.query(params![session_id, low, high, first, last])?;
-            while let Some(row) = rows.next()? {
-                each(row)?;
-            }
-        } else {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT {columns} FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter}"
-            ))?;
-            let mut rows = stmt.query(params![session_id, low, high])?;
-            while let Some(row) = rows.next()? {
-                each(row)?;
-            }
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {columns} FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter} ORDER BY msg_seq, ord"
+        ))?;
+        let mut rows = stmt.query(params![session_id, low, high])?;
+        while let Some(row) = rows.next()? {
+            each(row)?;
         }
         Ok(())
     }
@@ -477,25 +547,19 @@ impl Store {
     /// File ids of every part of the member messages, from the ids stored at write
     /// time, in message and part order.
     fn members_file_ids(&self, session_id: &str, members: &Members) -> Result<Vec<String>> {
-        let mut found: Vec<(i64, i64, String)> = Vec::new();
+        let mut ids = IdList::default();
         self.scan_parts(
             session_id,
             (members.low, members.high),
-            "msg_seq, ord, file_ids",
+            "msg_seq, file_ids",
             " AND file_ids IS NOT NULL",
             |row| {
-                let seq: i64 = row.get(0)?;
-                if members.slot(seq).is_some() {
-                    found.push((seq, row.get(1)?, row.get(2)?));
+                if members.slot(row.get(0)?).is_some() {
+                    ids.extend(split_ids(row.get_ref(1)?.as_str_or_null()?));
                 }
                 Ok(())
             },
         )?;
-        found.sort_unstable_by_key(|&(seq, ord, _)| (seq, ord));
-        let mut ids = IdList::default();
-        for (_, _, joined) in found {
-            ids.extend(split_ids(Some(&joined)));
-        }
         Ok(ids.ids)
     }
 
@@ -521,14 +585,15 @@ impl Store {
         let mut current: Option<i64> = None;
         let mut parts: Vec<StoredPart> = Vec::new();
         let mut file_ids: Vec<String> = Vec::new();
-        let mut flush = |seq: i64, parts: &mut Vec<StoredPart>, file_ids: &mut Vec<String>| -> Result<bool> {
-            if newest_first {
-                parts.reverse();
-            }
-            let keep_going = each(seq, parts, std::mem::take(file_ids))?;
-            parts.clear();
-            Ok(keep_going)
-        };
+        let mut flush =
+            |seq: i64, parts: &mut Vec<StoredPart>, file_ids: &mut Vec<String>| -> Result<bool> {
+                if newest_first {
+                    parts.reverse();
+                }
+                let keep_going = each(seq, parts, std::mem::take(file_ids))?;
+                parts.clear();
+                Ok(keep_going)
+            };
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(10)?;
             if members.slot(seq).is_none() {
@@ -572,7 +637,10 @@ impl Store {
         max_tokens: Option<i64>,
     ) -> Result<TextResult> {
         let Some(first) = message_ids.first() else {
-            return Err(Error::invalid("message_ids", "must name at least one message"));
+            return Err(Error::invalid(
+                "message_ids",
+                "must name at least one message",
+            ));
         };
         let session_id = self.session_of_message(first)?;
         let members = self.span_members(&session_id, message_ids)?;
@@ -581,7 +649,12 @@ impl Store {
         let mut result = TextResult::default();
         let mut file_ids = IdList::default();
         self.walk_messages(&session_id, &members, false, |seq, parts, ids| {
-            let entry = transcript_entry(seq, members.role(seq).as_str(), parts, max_chars_per_message);
+            let entry = transcript_entry(
+                seq,
+                members.role(seq).as_str(),
+                parts,
+                max_chars_per_message,
+            );
             let tokens = counter.count(&entry) as i64 + 1;
             if let Some(limit) = max_tokens {
                 if result.message_ids.len() >= at_least && result.token_count + tokens > limit {
@@ -593,7 +666,9 @@ impl Store {
             }
             result.text.push_str(&entry);
             result.token_count += tokens;
-            result.message_ids.push(message_ids[members.slot(seq).expect("walked members only")].clone());
+            result
+                .message_ids
+                .push(message_ids[members.slot(seq).expect("walked members only")].clone());
             file_ids.extend(ids);
             Ok(true)
         })?;
@@ -604,9 +679,16 @@ impl Store {
     /// Level-3 summary: a truncation notice, then the newest messages that fit
     /// `target_tokens`, then a footer with the file ids of every input message (kept
     /// even when that footer alone exceeds the target).
-    pub fn truncate_summary(&mut self, message_ids: &[String], target_tokens: i64) -> Result<TextResult> {
+    pub fn truncate_summary(
+        &mut self,
+        message_ids: &[String],
+        target_tokens: i64,
+    ) -> Result<TextResult> {
         let Some(first) = message_ids.first() else {
-            return Err(Error::invalid("message_ids", "must name at least one message"));
+            return Err(Error::invalid(
+                "message_ids",
+                "must name at least one message",
+            ));
         };
         let session_id = self.session_of_message(first)?;
         let members = self.span_members(&session_id, message_ids)?;
@@ -625,7 +707,12 @@ impl Store {
         let mut kept: Vec<String> = Vec::new();
         let mut used = reserve;
         self.walk_messages(&session_id, &members, true, |seq, parts, _| {
-            let entry = transcript_entry(seq, members.role(seq).as_str(), parts, Some(TRUNCATION_ENTRY_CHARS));
+            let entry = transcript_entry(
+                seq,
+                members.role(seq).as_str(),
+                parts,
+                Some(TRUNCATION_ENTRY_CHARS),
+            );
             let tokens = counter.count(&entry) as i64 + 1;
             if used + tokens > target_tokens {
                 return Ok(false);
@@ -657,9 +744,16 @@ impl Store {
     }
 
     /// The built-in extractive summary (no model) of view messages, within `max_tokens`.
-    pub fn extractive_summary(&mut self, message_ids: &[String], max_tokens: i64) -> Result<TextResult> {
+    pub fn extractive_summary(
+        &mut self,
+        message_ids: &[String],
+        max_tokens: i64,
+    ) -> Result<TextResult> {
         let Some(first) = message_ids.first() else {
-            return Err(Error::invalid("message_ids", "must name at least one message"));
+            return Err(Error::invalid(
+                "message_ids",
+                "must name at least one message",
+            ));
         };
         let session_id = self.session_of_message(first)?;
         let members = self.span_members(&session_id, message_ids)?;
@@ -667,7 +761,10 @@ impl Store {
         let (rows, file_ids) = self.extractive_rows(&session_id, &members)?;
         let mut messages: Vec<SourceMessage<'_>> = Vec::new();
         for row in &rows {
-            if messages.last().is_none_or(|m: &SourceMessage<'_>| m.seq != row.seq) {
+            if messages
+                .last()
+                .is_none_or(|m: &SourceMessage<'_>| m.seq != row.seq)
+            {
                 messages.push(SourceMessage {
                     role: members.role(row.seq).as_str(),
                     seq: row.seq,
@@ -683,13 +780,14 @@ impl Store {
                     name: &row.name,
                     input: &row.body,
                     status: &row.status,
-                    output: None,
+                    output: row.output.as_deref(),
                     error: row.error.as_deref(),
                 }),
-                _ => message.file_refs.extend(row.file_ref.as_ref().map(|(id, path)| SourceFileRef {
-                    file_id: id,
-                    path,
-                })),
+                _ => message.file_refs.extend(
+                    row.file_ref
+                        .as_ref()
+                        .map(|(id, path)| SourceFileRef { file_id: id, path }),
+                ),
             }
         }
         let limit = max_tokens.max(0) as usize;
@@ -705,30 +803,38 @@ impl Store {
 
     /// The parts the extractive summariser reads, in message and part order, and
     /// the file ids of every part.
-    fn extractive_rows(&self, session_id: &str, members: &Members) -> Result<(Vec<ExtractiveRow>, Vec<String>)> {
-        // Tool outputs are left out on purpose: the extractive summary reads requests,
-        // inputs and errors, and loading megabytes of output would dominate its cost.
+    fn extractive_rows(
+        &self,
+        session_id: &str,
+        members: &Members,
+    ) -> Result<(Vec<ExtractiveRow>, Vec<String>)> {
+        // Only what the summariser scans is loaded: loading every tool output would
+        // dominate the cost of a large span.
+        let columns = format!(
+            "msg_seq, kind,
+             CASE kind WHEN 'file_ref' THEN body
+                       WHEN 'tool' THEN substr(body, 1, {EXTRACTIVE_INPUT_CHARS})
+                       ELSE substr(body, 1, {EXTRACTIVE_TEXT_CHARS}) END,
+             tool_name, tool_status, substr(tool_error, 1, {EXTRACTIVE_ERROR_CHARS}),
+             CASE WHEN tool_status = 'error' AND tool_error IS NULL
+                  THEN substr(tool_output, 1, {EXTRACTIVE_ERROR_CHARS}) END,
+             file_ids"
+        );
         let mut out = Vec::new();
-        let mut file_rows: Vec<(i64, i64, String)> = Vec::new();
+        let mut file_ids = IdList::default();
         self.scan_parts(
             session_id,
             (members.low, members.high),
-            &format!(
-                "msg_seq, ord, kind, CASE kind WHEN 'file_ref' THEN body ELSE substr(body, 1, {EXTRACTIVE_BODY_CHARS}) END,
-                 tool_name, tool_status, tool_error, file_ids"
-            ),
+            &columns,
             "",
             |row| {
                 let seq: i64 = row.get(0)?;
                 if members.slot(seq).is_none() {
                     return Ok(());
                 }
-                let ord: i64 = row.get(1)?;
-                if let Some(joined) = row.get_ref(7)?.as_str_or_null()? {
-                    file_rows.push((seq, ord, joined.to_string()));
-                }
-                let kind: String = row.get(2)?;
-                let body: String = row.get(3)?;
+                file_ids.extend(split_ids(row.get_ref(7)?.as_str_or_null()?));
+                let kind: String = row.get(1)?;
+                let body: String = row.get(2)?;
                 let file_ref = (kind == "file_ref")
                     .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
                     .flatten()
@@ -738,25 +844,17 @@ impl Store {
                     });
                 out.push(ExtractiveRow {
                     seq,
-                    ord,
                     kind,
                     body,
-                    name: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                    status: row.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                    error: row.get(6)?,
+                    name: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                    status: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    error: row.get(5)?,
+                    output: row.get(6)?,
                     file_ref,
                 });
                 Ok(())
             },
         )?;
-        if out.windows(2).any(|pair| (pair[0].seq, pair[0].ord) > (pair[1].seq, pair[1].ord)) {
-            out.sort_by_key(|row| (row.seq, row.ord));
-        }
-        file_rows.sort_unstable_by_key(|&(seq, ord, _)| (seq, ord));
-        let mut file_ids = IdList::default();
-        for (_, _, joined) in file_rows {
-            file_ids.extend(split_ids(Some(&joined)));
-        }
         Ok((out, file_ids.ids))
     }
 
@@ -775,7 +873,9 @@ impl Store {
     /// One summary by id.
     pub fn summary(&self, summary_id: &str) -> Result<SummaryRow> {
         self.conn
-            .prepare_cached(&format!("SELECT {SUMMARY_COLUMNS} FROM summaries WHERE id = ?1"))?
+            .prepare_cached(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM summaries WHERE id = ?1"
+            ))?
             .query_row([summary_id], row_to_summary)
             .optional()?
             .ok_or_else(|| Error::NotFound {
@@ -787,9 +887,16 @@ impl Store {
     /// Level-3 condensation: the summaries' texts (without their footers) joined
     /// and cut so the result holds at most `max_tokens`, with a footer that keeps
     /// every file id of every one of them (kept even when it alone is larger).
-    pub fn condense_truncate(&mut self, summary_ids: &[String], max_tokens: i64) -> Result<TextResult> {
+    pub fn condense_truncate(
+        &mut self,
+        summary_ids: &[String],
+        max_tokens: i64,
+    ) -> Result<TextResult> {
         let Some(first) = summary_ids.first() else {
-            return Err(Error::invalid("summary_ids", "must name at least one summary"));
+            return Err(Error::invalid(
+                "summary_ids",
+                "must name at least one summary",
+            ));
         };
         let session_id = self.summary(first)?.session_id;
         let counter = self.counter(&session_id)?;
@@ -799,7 +906,10 @@ impl Store {
         for id in summary_ids {
             let row = self.summary(id)?;
             if row.session_id != session_id {
-                return Err(Error::invalid("summary_ids", format!("{id} belongs to another session")));
+                return Err(Error::invalid(
+                    "summary_ids",
+                    format!("{id} belongs to another session"),
+                ));
             }
             file_ids.extend(row.file_ids);
             let body = match row.text.rfind(&separator) {
@@ -853,7 +963,12 @@ impl Store {
 
     /// Takes the session's compaction lease for `holder` unless another holder has
     /// an unexpired one. Works across processes: the lease is a row in the database.
-    pub fn acquire_compaction_lease(&mut self, session_id: &str, holder: &str, ttl_ms: i64) -> Result<bool> {
+    pub fn acquire_compaction_lease(
+        &mut self,
+        session_id: &str,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<bool> {
         self.session(session_id)?;
         let now = now_ms();
         let changed = self.conn.execute(
@@ -877,9 +992,10 @@ impl Store {
     /// Commits a summary in one transaction: the summary row with a file-id footer
     /// covering all its sources, its DAG edges (one per source, in order),
     /// superseded marks on condensed parents, and the swap of its sources for it in
-    /// the context view. Fails with a conflict, changing nothing, if a source left
-    /// the view meanwhile, or, when `expected_version` is given, if the view changed
-    /// at all.
+    /// the context view. Fails, changing nothing, if a source is not in the view
+    /// (invalid input) or left it meanwhile (conflict), if a source message holds a
+    /// tool call that has not finished, or, when `expected_version` is given, if
+    /// the view changed at all (conflict).
     pub fn commit_summary(
         &mut self,
         session_id: &str,
@@ -891,18 +1007,11 @@ impl Store {
     ) -> Result<CommitResult> {
         check_content("text", text)?;
         if !(1..=3).contains(&level) {
-            return Err(Error::invalid("level", format!("expected 1, 2 or 3, got {level}")));
+            return Err(Error::invalid(
+                "level",
+                format!("expected 1, 2 or 3, got {level}"),
+            ));
         }
-        let condensed = match (source_message_ids.is_empty(), source_summary_ids.is_empty()) {
-            (false, true) => false,
-            (true, false) => true,
-            _ => {
-                return Err(Error::invalid(
-                    "sources",
-                    "a summary covers either messages (leaf) or summaries (condensed), and at least one",
-                ))
-            }
-        };
         let counter = self.counter(session_id)?;
         let plan = self.plan_commit(session_id, source_message_ids, source_summary_ids)?;
         let mut file_ids = IdList::default();
@@ -913,126 +1022,82 @@ impl Store {
             file_ids.extend(parent.file_ids.iter().cloned());
         }
         let text = merge_file_id_footer(text, &file_ids.ids);
-        let file_ids = extract_file_ids(&text);
         let id = new_id("sum");
-        let tokens = render::summary_tokens(&counter, &id, plan.messages_covered, &text) as i64;
-        let (kind, sources) = if condensed {
-            ("summary", source_summary_ids)
-        } else {
-            ("message", source_message_ids)
-        };
-        let sources_json = serde_json::to_string(sources).map_err(|err| Error::invalid("sources", err.to_string()))?;
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version: i64 = tx.query_row("SELECT view_version FROM sessions WHERE id = ?1", [session_id], |row| row.get(0))?;
-        if expected_version.is_some_and(|expected| expected != version) {
-            return Err(Error::Conflict(format!("the view of {session_id} changed (now version {version})")));
-        }
-        tx.prepare_cached(
-            "INSERT INTO summaries (id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
-                                    message_count, depth, file_ids, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        )?
-        .execute(params![
+        let summary = NewSummary {
+            tokens: render::summary_tokens(&counter, &id, plan.messages_covered, &text) as i64,
+            file_ids: extract_file_ids(&text),
             id,
-            session_id,
-            if condensed { "condensed" } else { "leaf" },
             level,
             text,
-            tokens,
-            plan.span.0,
-            plan.span.1,
-            plan.messages_covered,
-            plan.depth,
-            join_ids(&file_ids),
-            now_ms(),
-        ])?;
-        // One statement for every edge: a span can hold tens of thousands of messages.
-        let edges = tx
-            .prepare_cached(
-                "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
-                 SELECT ?1, key, ?2, value FROM json_each(?3)",
-            )?
-            .execute(params![id, kind, sources_json])?;
-        if edges != sources.len() {
-            return Err(Error::Sqlite(format!("wrote {edges} of {} summary sources", sources.len())));
-        }
-        {
-            let mut supersede = tx.prepare_cached(
-                "UPDATE summaries SET superseded_by = ?2 WHERE id = ?1 AND superseded_by IS NULL",
-            )?;
-            for parent in source_summary_ids {
-                if supersede.execute(params![parent, id])? != 1 {
-                    return Err(Error::Conflict(format!("summary {parent} was already condensed")));
-                }
-            }
-        }
-        let first_position = plan.positions[0].0;
-        if version == plan.view_version && plan.contiguous {
-            // The view is exactly the one planned on and the sources are one run of it.
-            let last_position = plan.positions[plan.positions.len() - 1].0;
-            let removed = tx
-                .prepare_cached("DELETE FROM context_items WHERE session_id = ?1 AND position BETWEEN ?2 AND ?3")?
-                .execute(params![session_id, first_position, last_position])?;
-            if removed != plan.positions.len() {
-                return Err(Error::Conflict(format!("the view of {session_id} changed during the commit")));
-            }
-        } else {
-            // Appends may land while a summary is being written; only the sources
-            // themselves must still be in the view.
-            let mut remove = tx.prepare_cached(
-                "DELETE FROM context_items WHERE session_id = ?1 AND position = ?2 AND item_id = ?3",
-            )?;
-            for (position, item_id) in &plan.positions {
-                if remove.execute(params![session_id, position, item_id])? != 1 {
-                    return Err(Error::Conflict(format!("{item_id} left the view of {session_id}")));
-                }
-            }
-        }
-        tx.prepare_cached(
-            "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
-        )?
-        .execute(params![session_id, first_position, id, tokens])?;
-        tx.prepare_cached("INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, '')")?
-            .execute(params![text, session_id, id])?;
-        tx.execute("UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1", [session_id])?;
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        write_commit(&tx, session_id, &plan, &summary, expected_version)?;
         tx.commit()?;
         self.views.forget(session_id);
         Ok(CommitResult {
-            summary_id: id,
-            token_count: tokens,
+            token_count: summary.tokens,
             tokens_before: plan.view_tokens,
-            tokens_after: plan.view_tokens - plan.source_tokens + tokens,
+            tokens_after: plan.view_tokens - plan.source_tokens + summary.tokens,
             messages_covered: plan.messages_covered,
-            file_ids,
+            summary_id: summary.id,
+            file_ids: summary.file_ids,
         })
     }
 
+    /// Checks the sources of a summary and works out what it covers and where it goes.
     fn plan_commit(
         &mut self,
         session_id: &str,
         message_ids: &[String],
         summary_ids: &[String],
     ) -> Result<CommitPlan> {
-        let parents: Vec<SummaryRow> = summary_ids.iter().map(|id| self.summary(id)).collect::<Result<_>>()?;
-        let view = self.fresh_view(session_id)?;
-        let (kind, ids) = if message_ids.is_empty() {
-            (ItemKind::Summary, summary_ids)
-        } else {
-            (ItemKind::Message, message_ids)
+        let (kind, ids) = match (message_ids.is_empty(), summary_ids.is_empty()) {
+            (false, true) => (ItemKind::Message, message_ids),
+            (true, false) => (ItemKind::Summary, summary_ids),
+            _ => {
+                return Err(Error::invalid(
+                    "sources",
+                    "a summary covers either messages (leaf) or summaries (condensed), and at least one",
+                ))
+            }
         };
+        let parents: Vec<SummaryRow> = summary_ids
+            .iter()
+            .map(|id| self.summary(id))
+            .collect::<Result<_>>()?;
+        let unfinished = if kind == ItemKind::Message {
+            self.unfinished_seqs(session_id)?
+        } else {
+            HashSet::new()
+        };
+        let view = self.fresh_view(session_id)?;
         let found = locate(&view.items, kind, ids, "sources", session_id)?;
         let mut order = found.clone();
         order.sort_unstable();
         let mut plan = CommitPlan {
+            kind,
+            sources: ids.to_vec(),
             view_version: view.version,
             view_tokens: view.tokens,
             span: (i64::MAX, i64::MIN),
             contiguous: order.windows(2).all(|pair| pair[1] == pair[0] + 1),
+            messages_covered: message_ids.len() as i64,
             ..CommitPlan::default()
         };
         plan.positions.reserve(order.len());
         for &index in &order {
             let item = &view.items[index];
+            if unfinished.contains(&item.seq) && kind == ItemKind::Message {
+                return Err(Error::invalid(
+                    "source_message_ids",
+                    format!(
+                        "{} holds a tool call that has not finished: a summary could not carry its result",
+                        item.id
+                    ),
+                ));
+            }
             plan.positions.push((item.position, item.id.clone()));
             plan.source_tokens += item.tokens;
             if item.kind == ItemKind::Message {
@@ -1042,10 +1107,12 @@ impl Store {
         if kind == ItemKind::Message {
             plan.members = Some(Members::new(&view.items, &found));
         }
-        plan.messages_covered = message_ids.len() as i64;
         for parent in &parents {
             plan.messages_covered += parent.message_count;
-            plan.span = (plan.span.0.min(parent.span_start_seq), plan.span.1.max(parent.span_end_seq));
+            plan.span = (
+                plan.span.0.min(parent.span_start_seq),
+                plan.span.1.max(parent.span_end_seq),
+            );
             plan.depth = plan.depth.max(parent.depth + 1);
         }
         plan.parents = parents;
@@ -1053,8 +1120,11 @@ impl Store {
     }
 }
 
-#[derive(Default)]
+/// What a commit plans to change, worked out before its transaction.
 struct CommitPlan {
+    kind: ItemKind,
+    /// The sources as the caller named them: the order of the DAG edges.
+    sources: Vec<String>,
     /// View positions and ids of the sources, in view order.
     positions: Vec<(i64, String)>,
     /// The sources are one unbroken run of view items.
@@ -1069,13 +1139,183 @@ struct CommitPlan {
     members: Option<Members>,
 }
 
+impl Default for CommitPlan {
+    fn default() -> Self {
+        Self {
+            kind: ItemKind::Message,
+            sources: Vec::new(),
+            positions: Vec::new(),
+            contiguous: false,
+            view_version: 0,
+            source_tokens: 0,
+            view_tokens: 0,
+            span: (0, 0),
+            messages_covered: 0,
+            depth: 0,
+            parents: Vec::new(),
+            members: None,
+        }
+    }
+}
+
+/// A summary ready to insert.
+struct NewSummary {
+    id: String,
+    level: i64,
+    text: String,
+    tokens: i64,
+    file_ids: Vec<String>,
+}
+
+/// The writes of one summary commit, inside `tx`.
+fn write_commit(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    plan: &CommitPlan,
+    summary: &NewSummary,
+    expected_version: Option<i64>,
+) -> Result<()> {
+    let version: i64 = tx.query_row(
+        "SELECT view_version FROM sessions WHERE id = ?1",
+        [session_id],
+        |row| row.get(0),
+    )?;
+    if expected_version.is_some_and(|expected| expected != version) {
+        return Err(Error::Conflict(format!(
+            "the view of {session_id} changed (now version {version})"
+        )));
+    }
+    let (kind, source_kind) = match plan.kind {
+        ItemKind::Message => ("leaf", "message"),
+        ItemKind::Summary => ("condensed", "summary"),
+    };
+    tx.prepare_cached(
+        "INSERT INTO summaries (id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
+                                message_count, depth, file_ids, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        summary.id,
+        session_id,
+        kind,
+        summary.level,
+        summary.text,
+        summary.tokens,
+        plan.span.0,
+        plan.span.1,
+        plan.messages_covered,
+        plan.depth,
+        join_ids(&summary.file_ids),
+        now_ms(),
+    ])?;
+    // One statement for every edge: a span can hold tens of thousands of messages.
+    let sources = serde_json::to_string(&plan.sources)
+        .map_err(|err| Error::invalid("sources", err.to_string()))?;
+    let edges = tx
+        .prepare_cached(
+            "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
+             SELECT ?1, key, ?2, value FROM json_each(?3)",
+        )?
+        .execute(params![summary.id, source_kind, sources])?;
+    if edges != plan.sources.len() {
+        return Err(Error::Sqlite(format!(
+            "wrote {edges} of {} summary sources",
+            plan.sources.len()
+        )));
+    }
+    let mut supersede = tx.prepare_cached(
+        "UPDATE summaries SET superseded_by = ?2 WHERE id = ?1 AND superseded_by IS NULL",
+    )?;
+    for parent in &plan.parents {
+        if supersede.execute(params![parent.id, summary.id])? != 1 {
+            return Err(Error::Conflict(format!(
+                "summary {} was already condensed",
+                parent.id
+            )));
+        }
+    }
+    remove_sources(tx, session_id, plan, version)?;
+    tx.prepare_cached(
+        "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
+    )?
+    .execute(params![session_id, plan.positions[0].0, summary.id, summary.tokens])?;
+    tx.prepare_cached(
+        "INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, '')",
+    )?
+    .execute(params![summary.text, session_id, summary.id])?;
+    tx.execute(
+        "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
+        [session_id],
+    )?;
+    Ok(())
+}
+
+/// Takes a commit's sources out of the view; the view is at `version` now.
+fn remove_sources(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    plan: &CommitPlan,
+    version: i64,
+) -> Result<()> {
+    let (first, last) = (
+        plan.positions[0].0,
+        plan.positions[plan.positions.len() - 1].0,
+    );
+    if version == plan.view_version && plan.contiguous {
+        // The view is exactly the one planned on and the sources are one run of it.
+        let removed = tx
+            .prepare_cached(
+                "DELETE FROM context_items WHERE session_id = ?1 AND position BETWEEN ?2 AND ?3",
+            )?
+            .execute(params![session_id, first, last])?;
+        if removed != plan.positions.len() {
+            return Err(Error::Conflict(format!(
+                "the view of {session_id} changed during the commit"
+            )));
+        }
+        return Ok(());
+    }
+    // Appends may land while a summary is being written; only the sources
+    // themselves must still be in the view.
+    let mut remove = tx.prepare_cached(
+        "DELETE FROM context_items WHERE session_id = ?1 AND position = ?2 AND item_id = ?3",
+    )?;
+    for (position, item_id) in &plan.positions {
+        if remove.execute(params![session_id, position, item_id])? != 1 {
+            return Err(Error::Conflict(format!(
+                "{item_id} left the view of {session_id}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The prune candidates outside the rolling window: newest first, outputs are kept
+/// while their running total stays within `protect_tokens`; the one that crosses it
+/// and every older one are returned.
+fn outside_window(mut found: Vec<PruneCandidate>, protect_tokens: i64) -> Vec<PruneCandidate> {
+    found.sort_unstable_by(|a, b| b.view_index.cmp(&a.view_index).then(b.ord.cmp(&a.ord)));
+    let mut window = 0;
+    found
+        .into_iter()
+        .filter(|candidate| {
+            window += candidate.output_tokens;
+            window > protect_tokens
+        })
+        .collect()
+}
+
 /// The longest prefix of `text` (on a character boundary) within `limit` tokens.
 fn cut_to_tokens(text: &str, limit: usize, count: &dyn Fn(&str) -> usize) -> String {
     if count(text) <= limit {
         return text.to_string();
     }
     // Binary search over character offsets: O(log n) counts instead of one per line.
-    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain([text.len()])
+        .collect();
     let (mut low, mut high) = (0, bounds.len() - 1);
     while low < high {
         let mid = (low + high).div_ceil(2);

@@ -395,6 +395,12 @@ impl Store {
                 format!("tool call {call_id} is already {old_status}; its result cannot change"),
             ));
         }
+        if current == ToolStatus::Running && status == ToolStatus::Pending {
+            return Err(Error::invalid(
+                "status",
+                format!("tool call {call_id} is already running; it cannot go back to pending"),
+            ));
+        }
         if old_output.is_some() && output.is_some() || old_error.is_some() && error.is_some() {
             return Err(Error::invalid("output", format!("tool call {call_id} already has a result")));
         }

@@ -60,6 +60,9 @@ CREATE INDEX parts_prunable ON parts (session_id, msg_seq)
     WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
 CREATE INDEX parts_unfinished ON parts (session_id)
     WHERE kind = 'tool' AND tool_status IN ('pending', 'running');
+-- Covering: the file ids of a span (every summary's footer) without reading its parts.
+CREATE INDEX parts_file_ids ON parts (session_id, msg_seq, ord, file_ids)
+    WHERE file_ids IS NOT NULL;
 CREATE TABLE context_items (
     session_id  TEXT NOT NULL,
     position    INTEGER NOT NULL,
@@ -183,6 +186,7 @@ WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id OR NEW.session
       AND (NEW.tool_status IS NOT OLD.tool_status OR NEW.tool_output IS NOT OLD.tool_output
            OR NEW.tool_error IS NOT OLD.tool_error OR NEW.token_count IS NOT OLD.token_count
            OR NEW.output_tokens IS NOT OLD.output_tokens OR NEW.file_ids IS NOT OLD.file_ids))
+  OR (OLD.tool_status = 'running' AND NEW.tool_status = 'pending')
   OR (OLD.compacted_at IS NOT NULL AND NEW.compacted_at IS NOT OLD.compacted_at)
   OR (OLD.compacted_tokens IS NOT NULL AND NEW.compacted_tokens IS NOT OLD.compacted_tokens)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only tool lifecycle fields and the tombstone of a part may be written'); END;

@@ -75,10 +75,6 @@ pub(super) struct CachedView {
     pub(super) items: Vec<ViewItem>,
     pub(super) tokens: i64,
     summary_tokens: i64,
-    summary_items: i64,
-    /// Indices of summary items in `items`: appends never add one, so selection
-    /// need not scan the whole view to find them.
-    summary_indices: Vec<usize>,
     /// Indices of the summary items, so assembly never scans the whole view for them.
     summaries: Vec<usize>,
     rendered: HashMap<String, Arc<Vec<ChatMessage>>>,

@@ -18,7 +18,8 @@ pub fn temp_store() -> (tempfile::TempDir, String, Store) {
 /// A second, plain SQLite connection on the store's file.
 pub fn raw(path: &str) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(path).expect("raw connection");
-    conn.busy_timeout(std::time::Duration::from_secs(10)).expect("busy timeout");
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .expect("busy timeout");
     conn
 }
 
@@ -52,7 +53,10 @@ pub fn file_ref(file_id: &str, path: &str) -> Part {
 }
 
 pub fn append(store: &mut Store, session: &str, role: Role, parts: &[Part]) -> String {
-    store.append_message(session, role, parts, None).expect("append").id
+    store
+        .append_message(session, role, parts, None)
+        .expect("append")
+        .id
 }
 
 /// `count` distinct words: roughly one token each.
@@ -87,10 +91,11 @@ impl Rng {
 }
 
 const VOCAB: &[&str] = &[
-    "payment", "ledger", "refund", "invoice", "currency", "settle", "batch", "retry", "webhook", "merchant",
-    "account", "balance", "charge", "capture", "dispute", "payout", "schedule", "config", "service", "handler",
-    "request", "response", "timeout", "error", "value", "return", "import", "class", "def", "self", "test",
-    "assert", "fixture", "module", "function", "string", "integer", "decimal", "round", "minor", "units",
+    "payment", "ledger", "refund", "invoice", "currency", "settle", "batch", "retry", "webhook",
+    "merchant", "account", "balance", "charge", "capture", "dispute", "payout", "schedule",
+    "config", "service", "handler", "request", "response", "timeout", "error", "value", "return",
+    "import", "class", "def", "self", "test", "assert", "fixture", "module", "function", "string",
+    "integer", "decimal", "round", "minor", "units",
 ];
 
 /// A file id derived from `n`.
@@ -101,15 +106,27 @@ pub fn file_id(n: u64) -> String {
 /// Appends `messages` messages of an agent-like session: a user turn every
 /// `user_every` messages, assistant turns that read files (30% large outputs of
 /// 2-8 KB, 20% small ones), occasional file references and file ids in text.
-pub fn agent_session(store: &mut Store, session: &str, messages: usize, user_every: usize, seed: u64) -> Vec<String> {
+pub fn agent_session(
+    store: &mut Store,
+    session: &str,
+    messages: usize,
+    user_every: usize,
+    seed: u64,
+) -> Vec<String> {
     let mut rng = Rng(seed | 1);
     let mut ids = Vec::with_capacity(messages);
     for index in 0..messages {
         let word_seed = seed ^ (index as u64) << 8;
         let parts = if index % user_every == 0 {
-            let mut parts = vec![text(&format!("step {index}: {}", words(word_seed, 20 + rng.below(40))))];
+            let mut parts = vec![text(&format!(
+                "step {index}: {}",
+                words(word_seed, 20 + rng.below(40))
+            ))];
             if rng.below(40) == 0 {
-                parts.push(file_ref(&file_id(index as u64), &format!("logs/run-{index}.log")));
+                parts.push(file_ref(
+                    &file_id(index as u64),
+                    &format!("logs/run-{index}.log"),
+                ));
             }
             (Role::User, parts)
         } else {
@@ -120,10 +137,17 @@ pub fn agent_session(store: &mut Store, session: &str, messages: usize, user_eve
                 let size = 300 + rng.below(900);
                 parts.push(tool("read_file", &call, &words(word_seed + 1, size)));
             } else if roll < 5 {
-                parts.push(tool("grep", &call, &words(word_seed + 2, 20 + rng.below(40))));
+                parts.push(tool(
+                    "grep",
+                    &call,
+                    &words(word_seed + 2, 20 + rng.below(40)),
+                ));
             }
             if rng.below(50) == 0 {
-                parts.push(text(&format!("see {} for the details", file_id(index as u64))));
+                parts.push(text(&format!(
+                    "see {} for the details",
+                    file_id(index as u64)
+                )));
             }
             (Role::Assistant, parts)
         };
