@@ -46,7 +46,7 @@ async def test_grep_finds_a_compacted_fact_and_its_covering_summary(compacted: S
     assert "quartz" in hit.snippet.lower()
     live = {row["id"] for row in compacted.store.live_summaries(compacted.id)}
     assert hit.covering_summary_id in live
-    expansion = expand(hit.covering_summary_id, max_tokens=50_000, db=compacted)
+    expansion = expand(hit.covering_summary_id, max_tokens=10_000_000, db=compacted)
     assert any(
         RECALL_FACT in message.text and message.seq == RECALL_TURN for message in expansion.messages
     )

@@ -4,6 +4,7 @@
 
 mod convert;
 mod errors;
+mod render_cache;
 mod store;
 mod tokens;
 

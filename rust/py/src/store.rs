@@ -1,7 +1,7 @@
 //! The `Store` class: one core store behind a mutex, every call made with the
 //! interpreter released.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError, TryLockError};
 
 use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::store::{self as core_store, GrepMode, OpenOptions};
@@ -11,6 +11,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::convert;
+use crate::render_cache::RenderCache;
 use crate::release;
 
 /// A connection to a lossless database.
@@ -18,6 +19,7 @@ use crate::release;
 pub struct Store {
     inner: Mutex<core_store::Store>,
     path: String,
+    rendered: Mutex<RenderCache>,
 }
 
 impl Store {
@@ -61,6 +63,7 @@ impl Store {
         Ok(Self {
             inner: Mutex::new(store),
             path,
+            rendered: Mutex::new(RenderCache::default()),
         })
     }
 
@@ -184,12 +187,13 @@ impl Store {
 
     fn assemble<'py>(&self, py: Python<'py>, session_id: &str, budget_tokens: i64) -> PyResult<Bound<'py, PyTuple>> {
         let assembled = self.with(py, |store| store.assemble(session_id, budget_tokens))?;
-        let messages = PyList::empty(py);
-        for rendered in &assembled.messages {
-            for message in rendered.iter() {
-                messages.append(convert::chat_message(py, message)?)?;
-            }
-        }
+        // Never wait for the cache while holding the interpreter: a thread that holds
+        // the cache may be waiting for the interpreter. Busy means build afresh.
+        let messages = match self.rendered.try_lock() {
+            Ok(mut cache) => cache.to_list(py, session_id, &assembled.messages)?,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().to_list(py, session_id, &assembled.messages)?,
+            Err(TryLockError::WouldBlock) => RenderCache::default().to_list(py, session_id, &assembled.messages)?,
+        };
         let ids = PyList::new(py, &assembled.item_ids)?;
         PyTuple::new(
             py,

@@ -268,17 +268,51 @@ struct PruneCandidate {
     file_ids: Option<String>,
 }
 
-/// One part as the extractive summariser reads it.
+/// A byte range of [`ExtractiveRows::text`].
+type TextSpan = (usize, usize);
+
+/// What a part is, as the extractive summariser reads it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PartKind {
+    Text,
+    Tool,
+    FileRef,
+}
+
+/// One part as the extractive summariser reads it; its strings live in the arena.
 struct ExtractiveRow {
     seq: i64,
-    kind: String,
-    body: String,
-    name: String,
-    status: String,
-    error: Option<String>,
+    kind: PartKind,
+    /// The text, or the tool input.
+    body: TextSpan,
+    name: TextSpan,
+    status: TextSpan,
+    error: Option<TextSpan>,
     /// The start of the output of a failed call without an error text.
-    output: Option<String>,
-    file_ref: Option<(String, String)>,
+    output: Option<TextSpan>,
+    /// File id and path of a file reference.
+    file_ref: Option<(TextSpan, TextSpan)>,
+}
+
+/// The parts of a span as the extractive summariser reads them: all their text in
+/// one arena (one allocation rather than several per part).
+#[derive(Default)]
+struct ExtractiveRows {
+    text: String,
+    rows: Vec<ExtractiveRow>,
+    file_ids: Vec<String>,
+}
+
+impl ExtractiveRows {
+    fn push(&mut self, value: &str) -> TextSpan {
+        let start = self.text.len();
+        self.text.push_str(value);
+        (start, self.text.len())
+    }
+
+    fn get(&self, (start, end): TextSpan) -> &str {
+        &self.text[start..end]
+    }
 }
 
 impl Store {
@@ -758,9 +792,9 @@ impl Store {
         let session_id = self.session_of_message(first)?;
         let members = self.span_members(&session_id, message_ids)?;
         let counter = self.counter(&session_id)?;
-        let (rows, file_ids) = self.extractive_rows(&session_id, &members)?;
+        let parts = self.extractive_rows(&session_id, &members)?;
         let mut messages: Vec<SourceMessage<'_>> = Vec::new();
-        for row in &rows {
+        for row in &parts.rows {
             if messages
                 .last()
                 .is_none_or(|m: &SourceMessage<'_>| m.seq != row.seq)
@@ -774,24 +808,28 @@ impl Store {
                 });
             }
             let message = messages.last_mut().expect("pushed above");
-            match row.kind.as_str() {
-                "text" => message.texts.push(&row.body),
-                "tool" => message.tools.push(SourceTool {
-                    name: &row.name,
-                    input: &row.body,
-                    status: &row.status,
-                    output: row.output.as_deref(),
-                    error: row.error.as_deref(),
+            match row.kind {
+                PartKind::Text => message.texts.push(parts.get(row.body)),
+                PartKind::Tool => message.tools.push(SourceTool {
+                    name: parts.get(row.name),
+                    input: parts.get(row.body),
+                    status: parts.get(row.status),
+                    output: row.output.map(|span| parts.get(span)),
+                    error: row.error.map(|span| parts.get(span)),
                 }),
-                _ => message.file_refs.extend(
-                    row.file_ref
-                        .as_ref()
-                        .map(|(id, path)| SourceFileRef { file_id: id, path }),
-                ),
+                PartKind::FileRef => {
+                    if let Some((id, path)) = row.file_ref {
+                        message.file_refs.push(SourceFileRef {
+                            file_id: parts.get(id),
+                            path: parts.get(path),
+                        });
+                    }
+                }
             }
         }
         let limit = max_tokens.max(0) as usize;
         let body = extractive_summary(&messages, limit, &|text| counter.count(text));
+        let file_ids = parts.file_ids.clone();
         let text = merge_file_id_footer(&body, &file_ids);
         Ok(TextResult {
             token_count: counter.count(&text) as i64,
@@ -803,24 +841,24 @@ impl Store {
 
     /// The parts the extractive summariser reads, in message and part order, and
     /// the file ids of every part.
-    fn extractive_rows(
-        &self,
-        session_id: &str,
-        members: &Members,
-    ) -> Result<(Vec<ExtractiveRow>, Vec<String>)> {
+    fn extractive_rows(&self, session_id: &str, members: &Members) -> Result<ExtractiveRows> {
         // Only what the summariser scans is loaded: loading every tool output would
-        // dominate the cost of a large span.
+        // dominate the cost of a large span. Short texts come back whole, without a
+        // copy made by substr().
         let columns = format!(
             "msg_seq, kind,
-             CASE kind WHEN 'file_ref' THEN body
-                       WHEN 'tool' THEN substr(body, 1, {EXTRACTIVE_INPUT_CHARS})
-                       ELSE substr(body, 1, {EXTRACTIVE_TEXT_CHARS}) END,
+             CASE WHEN kind = 'file_ref' THEN body
+                  WHEN kind = 'tool' AND octet_length(body) > {EXTRACTIVE_INPUT_CHARS}
+                      THEN substr(body, 1, {EXTRACTIVE_INPUT_CHARS})
+                  WHEN kind = 'text' AND octet_length(body) > {EXTRACTIVE_TEXT_CHARS}
+                      THEN substr(body, 1, {EXTRACTIVE_TEXT_CHARS})
+                  ELSE body END,
              tool_name, tool_status, substr(tool_error, 1, {EXTRACTIVE_ERROR_CHARS}),
              CASE WHEN tool_status = 'error' AND tool_error IS NULL
                   THEN substr(tool_output, 1, {EXTRACTIVE_ERROR_CHARS}) END,
              file_ids"
         );
-        let mut out = Vec::new();
+        let mut parts = ExtractiveRows::default();
         let mut file_ids = IdList::default();
         self.scan_parts(
             session_id,
@@ -833,29 +871,46 @@ impl Store {
                     return Ok(());
                 }
                 file_ids.extend(split_ids(row.get_ref(7)?.as_str_or_null()?));
-                let kind: String = row.get(1)?;
-                let body: String = row.get(2)?;
-                let file_ref = (kind == "file_ref")
-                    .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
-                    .flatten()
-                    .map(|value| {
-                        let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
-                        (text("file_id"), text("path"))
-                    });
-                out.push(ExtractiveRow {
+                let body = row.get_ref(2)?.as_str()?;
+                let kind = match row.get_ref(1)?.as_str()? {
+                    "text" => PartKind::Text,
+                    "tool" => PartKind::Tool,
+                    _ => PartKind::FileRef,
+                };
+                let file_ref = if kind == PartKind::FileRef {
+                    serde_json::from_str::<serde_json::Value>(body)
+                        .ok()
+                        .map(|value| {
+                            let id = parts.push(value["file_id"].as_str().unwrap_or_default());
+                            let path = parts.push(value["path"].as_str().unwrap_or_default());
+                            (id, path)
+                        })
+                } else {
+                    None
+                };
+                let optional =
+                    |parts: &mut ExtractiveRows, index: usize| -> Result<Option<TextSpan>> {
+                        Ok(row
+                            .get_ref(index)?
+                            .as_str_or_null()?
+                            .map(|text| parts.push(text)))
+                    };
+                let row = ExtractiveRow {
                     seq,
                     kind,
-                    body,
-                    name: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
-                    status: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                    error: row.get(5)?,
-                    output: row.get(6)?,
+                    body: parts.push(body),
+                    name: parts.push(row.get_ref(3)?.as_str_or_null()?.unwrap_or_default()),
+                    status: parts.push(row.get_ref(4)?.as_str_or_null()?.unwrap_or_default()),
+                    error: optional(&mut parts, 5)?,
+                    output: optional(&mut parts, 6)?,
                     file_ref,
-                });
+                };
+                parts.rows.push(row);
                 Ok(())
             },
         )?;
-        Ok((out, file_ids.ids))
+        parts.file_ids = file_ids.ids;
+        Ok(parts)
     }
 
     /// The summaries currently in a session's view, in view order.
