@@ -269,24 +269,31 @@ class CompactionEngine:
             if saved <= 0:
                 if before <= soft:
                     result.status = "not_needed"
-                    result.reason = f"nothing to compact: {self._stall_reason(before, soft)}"
+                    result.reason = f"nothing to compact: {self._stall_reason(before, result)}"
                 else:
-                    result.status, result.reason = "stalled", self._stall_reason(before, soft)
+                    result.status, result.reason = "stalled", self._stall_reason(before, result)
                 return
         after = await self._view_tokens()
-        if after > self._budget().soft_limit:
+        soft = self._budget().soft_limit
+        if after > soft:
             result.status = "stalled"
             result.reason = (
                 f"{self._config.compaction.max_rounds} rounds (compaction.max_rounds) left "
-                f"{after} tokens in the view, over the soft limit of {self._budget().soft_limit}"
+                f"{after} tokens in the view, over the soft limit of {soft}"
             )
+        else:
+            result.reason = f"view holds {after} tokens, within the soft limit of {soft}"
 
-    def _stall_reason(self, tokens: int, soft: int) -> str:
-        return (
-            f"no progress: the view holds {tokens} tokens (soft limit {soft}) and what remains "
-            f"is the protected tail of the last {self._config.compaction.protect_user_turns} "
-            "user turns, summaries that cannot shrink further, or both"
+    def _stall_reason(self, tokens: int, result: CompactionResult) -> str:
+        reason = (
+            f"no progress: the view holds {tokens} tokens (soft limit "
+            f"{self._budget().soft_limit}) and what remains is the protected tail of the last "
+            f"{self._config.compaction.protect_user_turns} user turns, messages after a tool "
+            "call still running, summaries that cannot shrink further, or a mix of these"
         )
+        if result.attempts:
+            reason += f"; last summariser attempt: {result.attempts[-1]}"
+        return reason
 
     async def _one_round(self, result: CompactionResult, forced: bool) -> int:
         """Prune, summarise the span before the protected tail, condense: each step

@@ -142,7 +142,10 @@ pub fn check_identifier(field: &str, value: &str) -> Result<()> {
         return Err(Error::invalid(field, "longer than 512 bytes"));
     }
     if value.chars().any(char::is_control) {
-        return Err(Error::invalid(field, "contains a control character (NUL, newline, ...)"));
+        return Err(Error::invalid(
+            field,
+            "contains a control character (NUL, newline, ...)",
+        ));
     }
     Ok(())
 }
@@ -169,7 +172,10 @@ pub fn validate(field: &str, part: &Part) -> Result<()> {
             check_identifier(&format!("{field}.file_type"), &file.file_type)?;
             check_content(&format!("{field}.summary"), &file.summary)?;
             if file.token_count < 0 {
-                return Err(Error::invalid(format!("{field}.token_count"), "must not be negative"));
+                return Err(Error::invalid(
+                    format!("{field}.token_count"),
+                    "must not be negative",
+                ));
             }
             Ok(())
         }

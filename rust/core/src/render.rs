@@ -132,7 +132,10 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                     name: tool.name.clone(),
                     arguments: tool.input.clone(),
                 });
-                let result = stored.tombstone.clone().unwrap_or_else(|| tool_result_text(tool));
+                let result = stored
+                    .tombstone
+                    .clone()
+                    .unwrap_or_else(|| tool_result_text(tool));
                 results.push(ChatMessage {
                     role: "tool",
                     content: Some(result),
@@ -178,15 +181,29 @@ fn push_block(content: &mut String, block: &str) {
 
 /// One line-oriented transcript entry, used as summariser input.
 #[must_use]
-pub fn transcript_entry(seq: i64, role: &str, parts: &[StoredPart], max_chars: Option<usize>) -> String {
+pub fn transcript_entry(
+    seq: i64,
+    role: &str,
+    parts: &[StoredPart],
+    max_chars: Option<usize>,
+) -> String {
     let mut entry = format!("[#{seq} {role}]");
     for stored in parts {
         let piece = match &stored.part {
             Part::Text(text) => text.clone(),
             Part::FileRef(file) => file_ref_block(file),
             Part::Tool(tool) => {
-                let result = stored.tombstone.clone().unwrap_or_else(|| tool_result_text(tool));
-                format!("tool {}({}) [{}] -> {}", tool.name, tool.input, tool.status.as_str(), result)
+                let result = stored
+                    .tombstone
+                    .clone()
+                    .unwrap_or_else(|| tool_result_text(tool));
+                format!(
+                    "tool {}({}) [{}] -> {}",
+                    tool.name,
+                    tool.input,
+                    tool.status.as_str(),
+                    result
+                )
             }
         };
         entry.push('\n');

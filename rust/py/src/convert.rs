@@ -20,7 +20,10 @@ pub fn text(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
 }
 
 fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value.get_type().name().map_or_else(|_| "?".into(), |name| name.to_string())
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |name| name.to_string())
 }
 
 fn required<'py>(dict: &Bound<'py, PyDict>, key: &str, field: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -42,20 +45,25 @@ fn required_text(dict: &Bound<'_, PyDict>, key: &str, field: &str) -> PyResult<S
 
 /// One part from its wire dict (see `lossless.parts.part_to_wire`).
 pub fn part(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Part> {
-    let dict = value
-        .cast::<PyDict>()
-        .map_err(|_| invalid(field, &format!("expected a part dict, got {}", type_name(value))))?;
+    let dict = value.cast::<PyDict>().map_err(|_| {
+        invalid(
+            field,
+            &format!("expected a part dict, got {}", type_name(value)),
+        )
+    })?;
     let kind = required_text(dict, "kind", field)?;
     match kind.as_str() {
         "text" => Ok(Part::Text(required_text(dict, "text", field)?)),
         "tool" => {
-            let status = optional_text(dict, "status", field)?.unwrap_or_else(|| "completed".into());
+            let status =
+                optional_text(dict, "status", field)?.unwrap_or_else(|| "completed".into());
             Ok(Part::Tool(ToolCallPart {
                 name: required_text(dict, "name", field)?,
                 call_id: required_text(dict, "call_id", field)?,
                 input: optional_text(dict, "input", field)?.unwrap_or_default(),
                 output: optional_text(dict, "output", field)?,
-                status: ToolStatus::parse(&format!("{field}.status"), &status).map_err(to_py_err)?,
+                status: ToolStatus::parse(&format!("{field}.status"), &status)
+                    .map_err(to_py_err)?,
                 error: optional_text(dict, "error", field)?,
             }))
         }
@@ -80,9 +88,12 @@ pub fn part(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Part> {
 
 /// A list of parts.
 pub fn parts(value: &Bound<'_, PyAny>) -> PyResult<Vec<Part>> {
-    let list = value
-        .cast::<PyList>()
-        .map_err(|_| invalid("parts", &format!("expected a list, got {}", type_name(value))))?;
+    let list = value.cast::<PyList>().map_err(|_| {
+        invalid(
+            "parts",
+            &format!("expected a list, got {}", type_name(value)),
+        )
+    })?;
     list.iter()
         .enumerate()
         .map(|(index, item)| part(&item, &format!("parts[{index}]")))
@@ -91,7 +102,9 @@ pub fn parts(value: &Bound<'_, PyAny>) -> PyResult<Vec<Part>> {
 
 /// Provider usage from a dict with optional keys.
 pub fn usage(value: Option<&Bound<'_, PyDict>>) -> PyResult<Usage> {
-    let Some(dict) = value else { return Ok(Usage::default()) };
+    let Some(dict) = value else {
+        return Ok(Usage::default());
+    };
     let get = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
         Ok(dict.get_item(key)?.filter(|value| !value.is_none()))
     };
@@ -156,7 +169,10 @@ pub fn stored_part<'py>(py: Python<'py>, stored: &StoredPart) -> PyResult<Bound<
 }
 
 /// A stored message with its parts.
-pub fn message_record<'py>(py: Python<'py>, record: &MessageRecord) -> PyResult<Bound<'py, PyDict>> {
+pub fn message_record<'py>(
+    py: Python<'py>,
+    record: &MessageRecord,
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("id", &record.id)?;
     dict.set_item("session_id", &record.session_id)?;

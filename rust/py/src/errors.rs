@@ -9,9 +9,13 @@ fn class_name(err: &Error) -> &'static str {
     match err {
         Error::InvalidInput { .. } => "InvalidInputError",
         Error::SessionNotFound(_) => "SessionNotFoundError",
-        Error::NotFound { kind: "summary", .. } => "SummaryNotFoundError",
+        Error::NotFound {
+            kind: "summary", ..
+        } => "SummaryNotFoundError",
         Error::NotFound { .. } => "NotFoundError",
-        Error::NotADatabase { .. } | Error::CannotOpen { .. } if matches!(err, Error::NotADatabase { .. }) => {
+        Error::NotADatabase { .. } | Error::CannotOpen { .. }
+            if matches!(err, Error::NotADatabase { .. }) =>
+        {
             "NotADatabaseError"
         }
         Error::SchemaTooNew { .. } => "SchemaVersionError",

@@ -2,6 +2,11 @@
 //! function extracts its arguments, runs the core with the interpreter released,
 //! and converts the result to builtins.
 
+#![expect(
+    clippy::needless_pass_by_value,
+    reason = "PyO3 extracts arguments as owned values, and map_err hands over errors by value"
+)]
+
 mod convert;
 mod errors;
 mod render_cache;

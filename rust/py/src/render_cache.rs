@@ -27,7 +27,7 @@ pub struct RenderCache {
 impl RenderCache {
     /// The chat messages of `items` as a fresh list of fresh dicts (callers may mutate
     /// them), building only the dicts of renderings not seen in the last assembly.
-    pub fn to_list<'py>(
+    pub fn build_list<'py>(
         &mut self,
         py: Python<'py>,
         session_id: &str,

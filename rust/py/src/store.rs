@@ -11,8 +11,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::convert;
-use crate::render_cache::RenderCache;
 use crate::release;
+use crate::render_cache::RenderCache;
 
 /// A connection to a lossless database.
 #[pyclass(frozen)]
@@ -38,7 +38,10 @@ impl Store {
     }
 }
 
-fn dict_of<'py>(py: Python<'py>, items: &[(&str, Bound<'py, PyAny>)]) -> PyResult<Bound<'py, PyDict>> {
+fn dict_of<'py>(
+    py: Python<'py>,
+    items: &[(&str, Bound<'py, PyAny>)],
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in items {
         dict.set_item(*key, value)?;
@@ -54,9 +57,15 @@ fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Bound<'
 impl Store {
     #[new]
     #[pyo3(signature = (path, synchronous = "normal", busy_timeout_ms = 30000))]
-    fn new(py: Python<'_>, path: String, synchronous: &str, busy_timeout_ms: u64) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: String,
+        synchronous: &str,
+        busy_timeout_ms: u64,
+    ) -> PyResult<Self> {
         let options = OpenOptions {
-            durability: core_store::Durability::parse(synchronous).map_err(crate::errors::to_py_err)?,
+            durability: core_store::Durability::parse(synchronous)
+                .map_err(crate::errors::to_py_err)?,
             busy_timeout: std::time::Duration::from_millis(busy_timeout_ms),
         };
         let store = release(py, || core_store::Store::open(&path, &options))?;
@@ -77,8 +86,16 @@ impl Store {
     }
 
     #[pyo3(signature = (model, config_json, system_prompt))]
-    fn create_session(&self, py: Python<'_>, model: &str, config_json: &str, system_prompt: Option<&str>) -> PyResult<String> {
-        self.with(py, |store| store.create_session(model, config_json, system_prompt))
+    fn create_session(
+        &self,
+        py: Python<'_>,
+        model: &str,
+        config_json: &str,
+        system_prompt: Option<&str>,
+    ) -> PyResult<String> {
+        self.with(py, |store| {
+            store.create_session(model, config_json, system_prompt)
+        })
     }
 
     fn get_session<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -128,12 +145,20 @@ impl Store {
     ) -> PyResult<Bound<'py, PyDict>> {
         let role = Role::parse(role).map_err(crate::errors::to_py_err)?;
         let parts = convert::parts(parts)?;
-        let result = self.with(py, |store| store.append_message(session_id, role, &parts, model))?;
+        let result = self.with(py, |store| {
+            store.append_message(session_id, role, &parts, model)
+        })?;
         append_result(py, &result)
     }
 
     #[pyo3(signature = (session_id, role, model = None))]
-    fn begin_message(&self, py: Python<'_>, session_id: &str, role: &str, model: Option<&str>) -> PyResult<String> {
+    fn begin_message(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        role: &str,
+        model: Option<&str>,
+    ) -> PyResult<String> {
         let role = Role::parse(role).map_err(crate::errors::to_py_err)?;
         self.with(py, |store| store.begin_message(session_id, role, model))
     }
@@ -149,7 +174,9 @@ impl Store {
     ) -> PyResult<Bound<'py, PyDict>> {
         let parts = convert::parts(parts)?;
         let usage = convert::usage(usage)?;
-        let result = self.with(py, |store| store.finish_message(message_id, &parts, complete, &usage))?;
+        let result = self.with(py, |store| {
+            store.finish_message(message_id, &parts, complete, &usage)
+        })?;
         append_result(py, &result)
     }
 
@@ -164,10 +191,20 @@ impl Store {
         error: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let status = ToolStatus::parse("status", status).map_err(crate::errors::to_py_err)?;
-        let output = output.map(|value| convert::text(&value, "output")).transpose()?;
-        let error = error.map(|value| convert::text(&value, "error")).transpose()?;
+        let output = output
+            .map(|value| convert::text(&value, "output"))
+            .transpose()?;
+        let error = error
+            .map(|value| convert::text(&value, "error"))
+            .transpose()?;
         self.with(py, |store| {
-            store.update_tool(session_id, call_id, status, output.as_deref(), error.as_deref())
+            store.update_tool(
+                session_id,
+                call_id,
+                status,
+                output.as_deref(),
+                error.as_deref(),
+            )
         })
     }
 
@@ -185,14 +222,25 @@ impl Store {
         Ok(list)
     }
 
-    fn assemble<'py>(&self, py: Python<'py>, session_id: &str, budget_tokens: i64) -> PyResult<Bound<'py, PyTuple>> {
+    fn assemble<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        budget_tokens: i64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let assembled = self.with(py, |store| store.assemble(session_id, budget_tokens))?;
         // Never wait for the cache while holding the interpreter: a thread that holds
         // the cache may be waiting for the interpreter. Busy means build afresh.
         let messages = match self.rendered.try_lock() {
-            Ok(mut cache) => cache.to_list(py, session_id, &assembled.messages)?,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().to_list(py, session_id, &assembled.messages)?,
-            Err(TryLockError::WouldBlock) => RenderCache::default().to_list(py, session_id, &assembled.messages)?,
+            Ok(mut cache) => cache.build_list(py, session_id, &assembled.messages)?,
+            Err(TryLockError::Poisoned(poisoned)) => {
+                poisoned
+                    .into_inner()
+                    .build_list(py, session_id, &assembled.messages)?
+            }
+            Err(TryLockError::WouldBlock) => {
+                RenderCache::default().build_list(py, session_id, &assembled.messages)?
+            }
         };
         let ids = PyList::new(py, &assembled.item_ids)?;
         PyTuple::new(
@@ -240,8 +288,16 @@ impl Store {
         Ok(list)
     }
 
-    fn append_event(&self, py: Python<'_>, session_id: &str, name: &str, payload_json: &str) -> PyResult<i64> {
-        self.with(py, |store| store.append_event(session_id, name, payload_json))
+    fn append_event(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        name: &str,
+        payload_json: &str,
+    ) -> PyResult<i64> {
+        self.with(py, |store| {
+            store.append_event(session_id, name, payload_json)
+        })
     }
 
     fn events<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
@@ -262,12 +318,27 @@ impl Store {
         Ok(list)
     }
 
-    fn acquire_compaction_lease(&self, py: Python<'_>, session_id: &str, holder: &str, ttl_ms: i64) -> PyResult<bool> {
-        self.with(py, |store| store.acquire_compaction_lease(session_id, holder, ttl_ms))
+    fn acquire_compaction_lease(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> PyResult<bool> {
+        self.with(py, |store| {
+            store.acquire_compaction_lease(session_id, holder, ttl_ms)
+        })
     }
 
-    fn release_compaction_lease(&self, py: Python<'_>, session_id: &str, holder: &str) -> PyResult<()> {
-        self.with(py, |store| store.release_compaction_lease(session_id, holder))
+    fn release_compaction_lease(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        holder: &str,
+    ) -> PyResult<()> {
+        self.with(py, |store| {
+            store.release_compaction_lease(session_id, holder)
+        })
     }
 
     #[pyo3(signature = (session_id, protect_tokens, minimum_tokens, protected_tools, protect_user_turns = 2))]
@@ -281,7 +352,13 @@ impl Store {
         protect_user_turns: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let result = self.with(py, |store| {
-            store.prune(session_id, protect_tokens, minimum_tokens, &protected_tools, protect_user_turns)
+            store.prune(
+                session_id,
+                protect_tokens,
+                minimum_tokens,
+                &protected_tools,
+                protect_user_turns,
+            )
         })?;
         dict_of(
             py,
@@ -294,8 +371,15 @@ impl Store {
     }
 
     #[pyo3(signature = (session_id, protect_user_turns = 2))]
-    fn compaction_span<'py>(&self, py: Python<'py>, session_id: &str, protect_user_turns: usize) -> PyResult<Bound<'py, PyDict>> {
-        let span = self.with(py, |store| store.compaction_span(session_id, protect_user_turns))?;
+    fn compaction_span<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        protect_user_turns: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let span = self.with(py, |store| {
+            store.compaction_span(session_id, protect_user_turns)
+        })?;
         dict_of(
             py,
             &[
@@ -318,21 +402,41 @@ impl Store {
         max_chars_per_message: Option<usize>,
         max_tokens: Option<i64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let result = self.with(py, |store| store.transcript(&message_ids, max_chars_per_message, max_tokens))?;
+        let result = self.with(py, |store| {
+            store.transcript(&message_ids, max_chars_per_message, max_tokens)
+        })?;
         text_result(py, &result)
     }
 
-    fn truncate_summary<'py>(&self, py: Python<'py>, message_ids: Vec<String>, target_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
-        let result = self.with(py, |store| store.truncate_summary(&message_ids, target_tokens))?;
+    fn truncate_summary<'py>(
+        &self,
+        py: Python<'py>,
+        message_ids: Vec<String>,
+        target_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| {
+            store.truncate_summary(&message_ids, target_tokens)
+        })?;
         text_result(py, &result)
     }
 
-    fn extractive_summary<'py>(&self, py: Python<'py>, message_ids: Vec<String>, max_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
-        let result = self.with(py, |store| store.extractive_summary(&message_ids, max_tokens))?;
+    fn extractive_summary<'py>(
+        &self,
+        py: Python<'py>,
+        message_ids: Vec<String>,
+        max_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| {
+            store.extractive_summary(&message_ids, max_tokens)
+        })?;
         text_result(py, &result)
     }
 
-    fn live_summaries<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+    fn live_summaries<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
         let rows = self.with(py, |store| store.live_summaries(session_id))?;
         let list = PyList::empty(py);
         for row in &rows {
@@ -341,12 +445,23 @@ impl Store {
         Ok(list)
     }
 
-    fn condense_truncate<'py>(&self, py: Python<'py>, summary_ids: Vec<String>, max_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
-        let result = self.with(py, |store| store.condense_truncate(&summary_ids, max_tokens))?;
+    fn condense_truncate<'py>(
+        &self,
+        py: Python<'py>,
+        summary_ids: Vec<String>,
+        max_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| {
+            store.condense_truncate(&summary_ids, max_tokens)
+        })?;
         text_result(py, &result)
     }
 
     #[pyo3(signature = (session_id, text, level, source_message_ids, source_summary_ids, expected_view_version = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the keyword arguments of the Python method"
+    )]
     fn commit_summary<'py>(
         &self,
         py: Python<'py>,
@@ -359,7 +474,14 @@ impl Store {
     ) -> PyResult<Bound<'py, PyDict>> {
         let text = convert::text(text, "text")?;
         let result = self.with(py, |store| {
-            store.commit_summary(session_id, &text, level, &source_message_ids, &source_summary_ids, expected_view_version)
+            store.commit_summary(
+                session_id,
+                &text,
+                level,
+                &source_message_ids,
+                &source_summary_ids,
+                expected_view_version,
+            )
         })?;
         dict_of(
             py,
@@ -379,7 +501,14 @@ impl Store {
     }
 
     #[pyo3(signature = (query, session_id = None, mode = "text", limit = 20))]
-    fn grep<'py>(&self, py: Python<'py>, query: &Bound<'py, PyAny>, session_id: Option<&str>, mode: &str, limit: usize) -> PyResult<Bound<'py, PyList>> {
+    fn grep<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyAny>,
+        session_id: Option<&str>,
+        mode: &str,
+        limit: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
         let query = convert::text(query, "query")?;
         let mode = GrepMode::parse(mode).map_err(crate::errors::to_py_err)?;
         let hits = self.with(py, |store| store.grep(&query, session_id, mode, limit))?;
@@ -394,7 +523,10 @@ impl Store {
                     ("part_id", obj(py, hit.part_id.as_deref())?),
                     ("snippet", obj(py, &hit.snippet)?),
                     ("rank", obj(py, hit.rank)?),
-                    ("covering_summary_id", obj(py, hit.covering_summary_id.as_deref())?),
+                    (
+                        "covering_summary_id",
+                        obj(py, hit.covering_summary_id.as_deref())?,
+                    ),
                 ],
             )?)?;
         }
@@ -402,7 +534,12 @@ impl Store {
     }
 
     #[pyo3(signature = (session_id = None, summary_id = None))]
-    fn describe<'py>(&self, py: Python<'py>, session_id: Option<&str>, summary_id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+    fn describe<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: Option<&str>,
+        summary_id: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let nodes = self.with(py, |store| store.describe(session_id, summary_id))?;
         let list = PyList::empty(py);
         for node in &nodes {
@@ -415,7 +552,12 @@ impl Store {
         Ok(list)
     }
 
-    fn expand<'py>(&self, py: Python<'py>, summary_id: &str, max_tokens: i64) -> PyResult<Bound<'py, PyDict>> {
+    fn expand<'py>(
+        &self,
+        py: Python<'py>,
+        summary_id: &str,
+        max_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let expansion = self.with(py, |store| store.expand(summary_id, max_tokens))?;
         let messages = PyList::empty(py);
         for message in &expansion.messages {
@@ -463,7 +605,10 @@ impl Store {
     }
 }
 
-fn append_result<'py>(py: Python<'py>, result: &core_store::AppendResult) -> PyResult<Bound<'py, PyDict>> {
+fn append_result<'py>(
+    py: Python<'py>,
+    result: &core_store::AppendResult,
+) -> PyResult<Bound<'py, PyDict>> {
     dict_of(
         py,
         &[
@@ -475,7 +620,10 @@ fn append_result<'py>(py: Python<'py>, result: &core_store::AppendResult) -> PyR
     )
 }
 
-fn text_result<'py>(py: Python<'py>, result: &core_store::TextResult) -> PyResult<Bound<'py, PyDict>> {
+fn text_result<'py>(
+    py: Python<'py>,
+    result: &core_store::TextResult,
+) -> PyResult<Bound<'py, PyDict>> {
     dict_of(
         py,
         &[

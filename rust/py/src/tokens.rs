@@ -33,7 +33,11 @@ pub fn extract_file_ids(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<
 }
 
 #[pyfunction]
-pub fn merge_file_id_footer(py: Python<'_>, text: &Bound<'_, PyString>, file_ids: Vec<String>) -> PyResult<String> {
+pub fn merge_file_id_footer(
+    py: Python<'_>,
+    text: &Bound<'_, PyString>,
+    file_ids: Vec<String>,
+) -> PyResult<String> {
     let text = utf8(text, "text")?;
     Ok(py.detach(|| fileids::merge_file_id_footer(text, &file_ids)))
 }

@@ -102,7 +102,12 @@ pub(super) fn join_ids(ids: &[String]) -> Option<String> {
 
 pub(super) fn split_ids(joined: Option<&str>) -> Vec<String> {
     joined
-        .map(|text| text.split(' ').filter(|id| !id.is_empty()).map(str::to_string).collect())
+        .map(|text| {
+            text.split(' ')
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -180,7 +185,12 @@ fn insert_parts(
             item.output_tokens,
             join_ids(&item.file_ids),
         ])?;
-        index.execute(params![searchable_text(&item.part), session_id, message_id, item.id])?;
+        index.execute(params![
+            searchable_text(&item.part),
+            session_id,
+            message_id,
+            item.id
+        ])?;
     }
     Ok(())
 }
@@ -197,12 +207,20 @@ fn allocate(tx: &Transaction<'_>, session_id: &str, in_view: bool) -> Result<(i6
                 view_version = view_version + ?2
          WHERE id = ?1 RETURNING next_seq - 1, next_position - ?2, view_version",
     )?
-    .query_row(params![session_id, step], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+    .query_row(params![session_id, step], |row| {
+        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+    })
     .optional()?
     .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
 }
 
-fn insert_view_item(tx: &Transaction<'_>, session_id: &str, position: i64, id: &str, tokens: i64) -> Result<()> {
+fn insert_view_item(
+    tx: &Transaction<'_>,
+    session_id: &str,
+    position: i64,
+    id: &str,
+    tokens: i64,
+) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO context_items (session_id, position, kind, item_id, token_count)
          VALUES (?1, ?2, 'message', ?3, ?4)",
@@ -228,7 +246,9 @@ impl Store {
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
         let id = new_id("msg");
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (seq, position, version) = allocate(&tx, session_id, true)?;
         tx.prepare_cached(
             "INSERT INTO messages (id, session_id, seq, role, created_at, model, status, token_count)
@@ -260,10 +280,17 @@ impl Store {
 
     /// Starts a message whose parts arrive later (a streamed reply). It is not in
     /// the context view until [`Store::finish_message`] completes it.
-    pub fn begin_message(&mut self, session_id: &str, role: Role, model: Option<&str>) -> Result<String> {
+    pub fn begin_message(
+        &mut self,
+        session_id: &str,
+        role: Role,
+        model: Option<&str>,
+    ) -> Result<String> {
         self.session(session_id)?;
         let id = new_id("msg");
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (seq, _, _) = allocate(&tx, session_id, false)?;
         tx.prepare_cached(
             "INSERT INTO messages (id, session_id, seq, role, created_at, model, status)
@@ -285,15 +312,23 @@ impl Store {
     ) -> Result<AppendResult> {
         let (session_id, seq, role, status) = self.message_head(message_id)?;
         if status != "streaming" {
-            return Err(Error::invalid("message_id", format!("message {message_id} is already {status}")));
+            return Err(Error::invalid(
+                "message_id",
+                format!("message {message_id} is already {status}"),
+            ));
         }
         if complete && parts.is_empty() {
-            return Err(Error::invalid("parts", "a complete message needs at least one part"));
+            return Err(Error::invalid(
+                "parts",
+                "a complete message needs at least one part",
+            ));
         }
         let counter = self.counter(&session_id)?;
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         insert_parts(&tx, &session_id, message_id, seq, &prepared)?;
         let changed = tx.prepare_cached(
             "UPDATE messages SET status = ?2, token_count = ?3, input_tokens = ?4, output_tokens = ?5,
@@ -310,7 +345,10 @@ impl Store {
             usage.finish_reason,
         ])?;
         if changed == 0 {
-            return Err(Error::invalid("message_id", format!("message {message_id} was finished concurrently")));
+            return Err(Error::invalid(
+                "message_id",
+                format!("message {message_id} was finished concurrently"),
+            ));
         }
         let mut placed = None;
         if complete {
@@ -341,7 +379,9 @@ impl Store {
     fn message_head(&self, message_id: &str) -> Result<(String, i64, String, String)> {
         self.conn
             .prepare_cached("SELECT session_id, seq, role, status FROM messages WHERE id = ?1")?
-            .query_row([message_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+            .query_row([message_id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
             .optional()?
             .ok_or_else(|| Error::NotFound {
                 kind: "message",
@@ -365,7 +405,9 @@ impl Store {
             }
         }
         let counter = self.counter(session_id)?;
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (part_id, message_id, name, input, old_status, old_output, old_error, old_tokens) = tx
             .prepare_cached(
                 "SELECT id, message_id, tool_name, body, tool_status, tool_output, tool_error, token_count
@@ -402,7 +444,10 @@ impl Store {
             ));
         }
         if old_output.is_some() && output.is_some() || old_error.is_some() && error.is_some() {
-            return Err(Error::invalid("output", format!("tool call {call_id} already has a result")));
+            return Err(Error::invalid(
+                "output",
+                format!("tool call {call_id} already has a result"),
+            ));
         }
         let tool = ToolCallPart {
             name,
@@ -415,7 +460,9 @@ impl Store {
         let part = Part::Tool(tool);
         let (tokens, output_tokens) = render::part_tokens(&counter, &part);
         let file_ids = part_file_ids(&part);
-        let Part::Tool(tool) = &part else { unreachable!() };
+        let Part::Tool(tool) = &part else {
+            unreachable!()
+        };
         tx.prepare_cached(
             "UPDATE parts SET tool_status = ?2, tool_output = ?3, tool_error = ?4, token_count = ?5,
                     output_tokens = ?6, file_ids = ?7 WHERE id = ?1",
@@ -429,16 +476,23 @@ impl Store {
             output_tokens as i64,
             join_ids(&file_ids),
         ])?;
-        let added: String = [output, error].into_iter().flatten().collect::<Vec<_>>().join("\n");
+        let added: String = [output, error]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n");
         if !added.is_empty() {
-            tx.prepare_cached("INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)")?
-                .execute(params![added, session_id, message_id, part_id])?;
+            tx.prepare_cached(
+                "INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![added, session_id, message_id, part_id])?;
         }
         let delta = tokens as i64 - old_tokens;
         let version = bump_item_tokens(&tx, session_id, &message_id, delta)?;
         tx.commit()?;
         if let Some(version) = version {
-            self.views.item_changed(session_id, version, &message_id, delta);
+            self.views
+                .item_changed(session_id, version, &message_id, delta);
         }
         Ok(())
     }
@@ -466,7 +520,11 @@ impl Store {
         )
     }
 
-    fn query_messages(&self, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Vec<MessageRecord>> {
+    fn query_messages(
+        &self,
+        sql: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<MessageRecord>> {
         let mut stmt = self.conn.prepare_cached(sql)?;
         let heads = stmt
             .query_map(args, |row| {
@@ -538,7 +596,9 @@ fn allocate_position(tx: &Transaction<'_>, session_id: &str) -> Result<(i64, i64
         "UPDATE sessions SET next_position = next_position + 1, view_version = view_version + 1
          WHERE id = ?1 RETURNING 0, next_position - 1, view_version",
     )?
-    .query_row([session_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+    .query_row([session_id], |row| {
+        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+    })
     .optional()?
     .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
 }
@@ -564,7 +624,9 @@ pub(super) fn row_to_part(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<St
             })
         }
         "file_ref" => decode_file_ref(&body).map(Part::FileRef),
-        other => Err(Error::Sqlite(format!("part {id} has unknown kind {other:?}"))),
+        other => Err(Error::Sqlite(format!(
+            "part {id} has unknown kind {other:?}"
+        ))),
     };
     let compacted: Option<i64> = row.get(8)?;
     let file_ids: Option<String> = row.get(9)?;
@@ -577,13 +639,17 @@ pub(super) fn row_to_part(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<St
             )),
             _ => None,
         };
-        StoredPart { id, part, tombstone }
+        StoredPart {
+            id,
+            part,
+            tombstone,
+        }
     }))
 }
 
 fn decode_file_ref(body: &str) -> Result<FileRef> {
-    let value: serde_json::Value =
-        serde_json::from_str(body).map_err(|err| Error::Sqlite(format!("corrupt file reference: {err}")))?;
+    let value: serde_json::Value = serde_json::from_str(body)
+        .map_err(|err| Error::Sqlite(format!("corrupt file reference: {err}")))?;
     let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
     Ok(FileRef {
         file_id: text("file_id"),

@@ -107,7 +107,9 @@ impl Store {
 
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self.conn.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))?)
     }
 
     /// The token counter of a session's model.
@@ -118,7 +120,9 @@ impl Store {
 
 fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
     // The first statement reads the file header: a non-database fails here.
-    conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))?;
+    conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
+        row.get::<_, String>(0)
+    })?;
     let synchronous = match options.durability {
         Durability::Normal => "NORMAL",
         Durability::Full => "FULL",

@@ -24,7 +24,10 @@ impl GrepMode {
         match value {
             "text" => Ok(GrepMode::Text),
             "regex" => Ok(GrepMode::Regex),
-            other => Err(Error::invalid("mode", format!("expected 'text' or 'regex', got {other:?}"))),
+            other => Err(Error::invalid(
+                "mode",
+                format!("expected 'text' or 'regex', got {other:?}"),
+            )),
         }
     }
 }
@@ -92,7 +95,13 @@ const SNIPPET_CHARS: usize = 160;
 
 impl Store {
     /// Searches every stored part and summary (of one session, or all).
-    pub fn grep(&mut self, query: &str, session_id: Option<&str>, mode: GrepMode, limit: usize) -> Result<Vec<GrepHit>> {
+    pub fn grep(
+        &mut self,
+        query: &str,
+        session_id: Option<&str>,
+        mode: GrepMode,
+        limit: usize,
+    ) -> Result<Vec<GrepHit>> {
         if let Some(id) = session_id {
             self.session(id)?;
         }
@@ -105,7 +114,12 @@ impl Store {
         Ok(hits)
     }
 
-    fn grep_text(&self, query: &str, session_id: Option<&str>, limit: usize) -> Result<Vec<GrepHit>> {
+    fn grep_text(
+        &self,
+        query: &str,
+        session_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<GrepHit>> {
         let match_expr = fts_query(query)?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, snippet(fts, 0, '[', ']', ' ... ', 24), bm25(fts)
@@ -117,7 +131,11 @@ impl Store {
             let part_id: String = row.get(2)?;
             Ok(GrepHit {
                 session_id: row.get(0)?,
-                owner_kind: if owner_id.starts_with("sum_") { "summary" } else { "message" },
+                owner_kind: if owner_id.starts_with("sum_") {
+                    "summary"
+                } else {
+                    "message"
+                },
                 owner_id,
                 part_id: (!part_id.is_empty()).then_some(part_id),
                 snippet: row.get(3)?,
@@ -128,7 +146,12 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn grep_regex(&self, pattern: &str, session_id: Option<&str>, limit: usize) -> Result<Vec<GrepHit>> {
+    fn grep_regex(
+        &self,
+        pattern: &str,
+        session_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<GrepHit>> {
         let regex = RegexBuilder::new(pattern)
             .size_limit(1 << 22)
             .build()
@@ -141,12 +164,18 @@ impl Store {
         let mut hits = Vec::new();
         while let Some(row) = rows.next()? {
             let body = row.get_ref(3)?.as_str()?;
-            let Some(found) = regex.find(body) else { continue };
+            let Some(found) = regex.find(body) else {
+                continue;
+            };
             let owner_id: String = row.get(1)?;
             let part_id: String = row.get(2)?;
             hits.push(GrepHit {
                 session_id: row.get(0)?,
-                owner_kind: if owner_id.starts_with("sum_") { "summary" } else { "message" },
+                owner_kind: if owner_id.starts_with("sum_") {
+                    "summary"
+                } else {
+                    "message"
+                },
                 owner_id,
                 part_id: (!part_id.is_empty()).then_some(part_id),
                 snippet: snippet_around(body, found.start(), found.end()),
@@ -178,10 +207,15 @@ impl Store {
     /// Follows DAG edges up from a message or summary to the summary now in the view.
     fn covering_summary(&self, id: &str) -> Result<Option<String>> {
         let mut current = id.to_string();
-        let mut parent = self.conn.prepare_cached("SELECT summary_id FROM summary_sources WHERE source_id = ?1 LIMIT 1")?;
+        let mut parent = self.conn.prepare_cached(
+            "SELECT summary_id FROM summary_sources WHERE source_id = ?1 LIMIT 1",
+        )?;
         let mut seen = HashSet::new();
         let mut covering = None;
-        while let Some(next) = parent.query_row([&current], |row| row.get::<_, String>(0)).optional()? {
+        while let Some(next) = parent
+            .query_row([&current], |row| row.get::<_, String>(0))
+            .optional()?
+        {
             if !seen.insert(next.clone()) {
                 break;
             }
@@ -192,7 +226,11 @@ impl Store {
     }
 
     /// The session's summary DAG (or one summary's subtree), newest first.
-    pub fn describe(&mut self, session_id: Option<&str>, summary_id: Option<&str>) -> Result<Vec<DagNode>> {
+    pub fn describe(
+        &mut self,
+        session_id: Option<&str>,
+        summary_id: Option<&str>,
+    ) -> Result<Vec<DagNode>> {
         let roots: Vec<SummaryRow> = match (session_id, summary_id) {
             (_, Some(id)) => vec![self.summary(id)?],
             (Some(session), None) => {
@@ -206,7 +244,12 @@ impl Store {
                 drop(stmt);
                 return ids.iter().map(|id| self.dag_node(id)).collect();
             }
-            (None, None) => return Err(Error::invalid("session_or_summary", "name a session or a summary")),
+            (None, None) => {
+                return Err(Error::invalid(
+                    "session_or_summary",
+                    "name a session or a summary",
+                ))
+            }
         };
         let mut nodes = Vec::new();
         let mut queue: Vec<String> = roots.into_iter().map(|row| row.id).collect();
@@ -295,7 +338,9 @@ impl Store {
                 continue;
             }
             let children = stmt
-                .query_map([&id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?
+                .query_map([&id], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             // Children are pushed in reverse so they pop oldest first.
             for (kind, child) in children.into_iter().rev() {
@@ -307,7 +352,9 @@ impl Store {
             }
         }
         let mut seqs: Vec<(i64, String)> = Vec::with_capacity(out.len());
-        let mut seq_of = self.conn.prepare_cached("SELECT seq FROM messages WHERE id = ?1")?;
+        let mut seq_of = self
+            .conn
+            .prepare_cached("SELECT seq FROM messages WHERE id = ?1")?;
         for (id, _) in out {
             let seq: i64 = seq_of.query_row([&id], |row| row.get(0))?;
             seqs.push((seq, id));
@@ -318,7 +365,8 @@ impl Store {
 
     /// Counts over the whole database.
     pub fn stats(&self) -> Result<StoreStats> {
-        let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |row| row.get(0))?) };
+        let count =
+            |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |row| row.get(0))?) };
         Ok(StoreStats {
             sessions: count("SELECT count(*) FROM sessions")?,
             messages: count("SELECT count(*) FROM messages")?,
@@ -342,7 +390,10 @@ fn fts_query(query: &str) -> Result<String> {
         .map(|word| format!("\"{word}\""))
         .collect();
     if words.is_empty() {
-        return Err(Error::invalid("query", "has no words to search for (only punctuation or spaces)"));
+        return Err(Error::invalid(
+            "query",
+            "has no words to search for (only punctuation or spaces)",
+        ));
     }
     Ok(words.join(" AND "))
 }

@@ -31,7 +31,12 @@ pub struct SessionSummary {
 
 impl Store {
     /// Creates a session and returns its id.
-    pub fn create_session(&mut self, model: &str, config: &str, system_prompt: Option<&str>) -> Result<String> {
+    pub fn create_session(
+        &mut self,
+        model: &str,
+        config: &str,
+        system_prompt: Option<&str>,
+    ) -> Result<String> {
         check_identifier("model", model)?;
         serde_json::from_str::<serde_json::Value>(config)
             .map_err(|err| Error::invalid("config", format!("not valid JSON: {err}")))?;

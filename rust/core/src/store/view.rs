@@ -89,7 +89,9 @@ impl ViewCache {
     /// Records an append this store committed at `version`; a copy that missed a
     /// version in between is dropped rather than patched.
     pub(super) fn appended(&mut self, session_id: &str, version: i64, item: ViewItem) {
-        let Some(view) = self.views.get_mut(session_id) else { return };
+        let Some(view) = self.views.get_mut(session_id) else {
+            return;
+        };
         if view.version + 1 != version {
             self.views.remove(session_id);
             return;
@@ -105,7 +107,9 @@ impl ViewCache {
 
     /// Records a token change of one message item committed at `version`.
     pub(super) fn item_changed(&mut self, session_id: &str, version: i64, id: &str, delta: i64) {
-        let Some(view) = self.views.get_mut(session_id) else { return };
+        let Some(view) = self.views.get_mut(session_id) else {
+            return;
+        };
         if view.version + 1 != version {
             self.views.remove(session_id);
             return;
@@ -135,7 +139,11 @@ impl Store {
     /// Makes sure the cached view of `session_id` is current, loading it if not.
     pub(super) fn fresh_view(&mut self, session_id: &str) -> Result<&mut CachedView> {
         let version = self.view_version(session_id)?;
-        let current = self.views.views.get(session_id).is_some_and(|view| view.version == version);
+        let current = self
+            .views
+            .views
+            .get(session_id)
+            .is_some_and(|view| view.version == version);
         if !current {
             let view = self.load_view(session_id, version)?;
             if self.views.views.len() >= CACHED_SESSIONS {
@@ -143,7 +151,11 @@ impl Store {
             }
             self.views.views.insert(session_id.to_string(), view);
         }
-        Ok(self.views.views.get_mut(session_id).expect("view was just ensured"))
+        Ok(self
+            .views
+            .views
+            .get_mut(session_id)
+            .expect("view was just ensured"))
     }
 
     fn load_view(&self, session_id: &str, version: i64) -> Result<CachedView> {
@@ -221,7 +233,11 @@ impl Store {
             };
             loaded.push((index, id, Arc::new(rendered)));
         }
-        let view = self.views.views.get_mut(session_id).expect("view was just ensured");
+        let view = self
+            .views
+            .views
+            .get_mut(session_id)
+            .expect("view was just ensured");
         for (_, id, rendered) in loaded {
             view.rendered.insert(id, rendered);
         }
@@ -232,12 +248,15 @@ impl Store {
         };
         for &index in &selected.chosen {
             let item = &view.items[index];
-            assembled.messages.push(Arc::clone(&view.rendered[&item.id]));
+            assembled
+                .messages
+                .push(Arc::clone(&view.rendered[&item.id]));
             assembled.item_ids.push(item.id.clone());
         }
         // Keep rendered copies only of what the next turn will assemble again.
         if view.rendered.len() > selected.chosen.len() * 2 + 16 {
-            let keep: std::collections::HashSet<&str> = assembled.item_ids.iter().map(String::as_str).collect();
+            let keep: std::collections::HashSet<&str> =
+                assembled.item_ids.iter().map(String::as_str).collect();
             view.rendered.retain(|id, _| keep.contains(id.as_str()));
         }
         Ok(assembled)
@@ -270,7 +289,12 @@ struct Selection {
 /// first; messages are taken newest first and the walk stops at the first that does
 /// not fit, so the included history is one unbroken tail. The cost grows with the
 /// items taken and the summaries, never with the whole view.
-fn select_items(items: &[ViewItem], summaries: &[usize], summary_tokens: i64, budget: i64) -> Selection {
+fn select_items(
+    items: &[ViewItem],
+    summaries: &[usize],
+    summary_tokens: i64,
+    budget: i64,
+) -> Selection {
     let budget = budget.max(0);
     let mut chosen = Vec::new();
     let mut used = 0;
@@ -296,7 +320,10 @@ fn select_items(items: &[ViewItem], summaries: &[usize], summary_tokens: i64, bu
         chosen.push(index);
     }
     chosen.sort_unstable();
-    Selection { chosen, tokens: used }
+    Selection {
+        chosen,
+        tokens: used,
+    }
 }
 
 #[cfg(test)]
@@ -329,7 +356,11 @@ mod tests {
 
     #[test]
     fn oversized_summaries_keep_the_newest_that_fit() {
-        let items = vec![item(ItemKind::Summary, 20), item(ItemKind::Summary, 20), item(ItemKind::Message, 1)];
+        let items = vec![
+            item(ItemKind::Summary, 20),
+            item(ItemKind::Summary, 20),
+            item(ItemKind::Message, 1),
+        ];
         let selection = select_items(&items, &[0, 1], 40, 25);
         assert_eq!(selection.chosen, vec![1, 2]);
         assert!(selection.tokens <= 25);
