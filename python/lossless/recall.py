@@ -113,7 +113,11 @@ def grep(
     mode: Literal["text", "regex"] = "text",
     limit: int = 20,
 ) -> list[GrepHit]:
-    """Search one session (a :class:`Session` or an id) or, with ``session=None``, all of ``db``."""
+    """Search one session (a :class:`Session` or an id) or, with ``session=None``, all of ``db``.
+
+    Text mode ranks matches with bm25; when more than 2,000 parts match, the 2,000
+    newest are ranked (add words to narrow, or use ``mode="regex"`` to scan all).
+    """
     if limit < 1:
         raise InvalidInputError("limit: must be at least 1")
     store, session_id = _resolve(session if session is not None else db, db)

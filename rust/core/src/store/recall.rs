@@ -92,6 +92,8 @@ pub struct StoreStats {
 }
 
 const SNIPPET_CHARS: usize = 160;
+/// Matches of one full-text query that bm25 ranks at most: the newest ones.
+const RANKED_CANDIDATES: i64 = 2_000;
 
 impl Store {
     /// Searches every stored part and summary (of one session, or all).
@@ -121,29 +123,51 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
         let match_expr = fts_query(query)?;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT session_id, owner_id, part_id, snippet(fts, 0, '[', ']', ' ... ', 24), bm25(fts)
-             FROM fts WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
-             ORDER BY bm25(fts) LIMIT ?3",
+        // Rank first, without snippets: SQLite computes every selected column of every
+        // match before sorting, and a snippet costs far more than a bm25 score. A word
+        // found in more than RANKED_CANDIDATES parts is ranked among its newest ones,
+        // so one common word cannot make a search cost the whole store.
+        let ranked: Vec<(i64, f64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid, bm25(fts) FROM fts
+                 WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
+                   AND rowid >= COALESCE((SELECT min(rowid) FROM (
+                       SELECT rowid FROM fts WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
+                       ORDER BY rowid DESC LIMIT ?4)), 0)
+                 ORDER BY bm25(fts) LIMIT ?3",
+            )?
+            .query_map(
+                params![match_expr, session_id, limit as i64, RANKED_CANDIDATES],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut detail = self.conn.prepare_cached(
+            "SELECT session_id, owner_id, part_id, snippet(fts, 0, '[', ']', ' ... ', 24)
+             FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
         )?;
-        let rows = stmt.query_map(params![match_expr, session_id, limit as i64], |row| {
-            let owner_id: String = row.get(1)?;
-            let part_id: String = row.get(2)?;
-            Ok(GrepHit {
-                session_id: row.get(0)?,
-                owner_kind: if owner_id.starts_with("sum_") {
-                    "summary"
-                } else {
-                    "message"
-                },
-                owner_id,
-                part_id: (!part_id.is_empty()).then_some(part_id),
-                snippet: row.get(3)?,
-                rank: row.get(4)?,
-                covering_summary_id: None,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (rowid, rank) in ranked {
+            let hit = detail.query_row(params![match_expr, rowid], |row| {
+                let owner_id: String = row.get(1)?;
+                let part_id: String = row.get(2)?;
+                Ok(GrepHit {
+                    session_id: row.get(0)?,
+                    owner_kind: if owner_id.starts_with("sum_") {
+                        "summary"
+                    } else {
+                        "message"
+                    },
+                    owner_id,
+                    part_id: (!part_id.is_empty()).then_some(part_id),
+                    snippet: row.get(3)?,
+                    rank,
+                    covering_summary_id: None,
+                })
+            })?;
+            hits.push(hit);
+        }
+        Ok(hits)
     }
 
     fn grep_regex(
