@@ -171,3 +171,27 @@ async def test_a_bad_recall_call_is_stored_as_a_tool_error(
     ]
     assert tool_parts[-1].status == "error"
     assert "sum_nope" in (tool_parts[-1].error or "")
+
+
+def test_expand_restores_pruned_tool_output(tmp_path: Path) -> None:
+    from lossless import Store, ToolPart
+
+    store = Store(tmp_path / "pruned.db")
+    sid = store.create_session("gpt-4o")
+    original = "def settle(ledger):\n    return ledger.close()\n" * 40
+    store.append(sid, "user", "read the settlement module")
+    store.append(
+        sid, "assistant", [ToolPart("read_file", "call_1", {"path": "settle.py"}, output=original)]
+    )
+    for turn in range(3):
+        store.append(sid, "user", f"next step {turn}")
+        store.append(sid, "assistant", "done")
+    native = store.native
+    pruned = native.prune(sid, 0, 0, [], 2)
+    assert pruned["pruned_parts"] == 1
+    context = "\n".join(str(m.get("content")) for m in store.assemble(sid, 100_000)[0])
+    assert original not in context
+    span = native.compaction_span(sid)
+    summary = native.commit_summary(sid, "earlier work", 1, span["message_ids"], [])
+    expansion = store.expand(summary["summary_id"], max_tokens=100_000)
+    assert any(original in message["text"] for message in expansion["messages"])

@@ -8,7 +8,7 @@ use rusqlite::{params, OptionalExtension};
 use super::compaction::SummaryRow;
 use super::Store;
 use crate::error::{Error, Result};
-use crate::render::transcript_entry;
+use crate::render::{transcript_entry, StoredPart};
 
 /// How [`Store::grep`] matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -320,7 +320,16 @@ impl Store {
         };
         for id in &message_ids {
             let record = self.get_message(id)?;
-            let text = transcript_entry(record.seq, &record.role, &record.parts, None);
+            // Expanding restores what pruning took out of the view: originals, not markers.
+            let originals: Vec<StoredPart> = record
+                .parts
+                .into_iter()
+                .map(|part| StoredPart {
+                    tombstone: None,
+                    ..part
+                })
+                .collect();
+            let text = transcript_entry(record.seq, &record.role, &originals, None);
             let tokens = counter.count(&text) as i64;
             if expansion.tokens + tokens > max_tokens {
                 break;
