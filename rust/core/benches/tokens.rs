@@ -3,26 +3,11 @@
 
 use std::hint::black_box;
 
+mod rng;
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use lossless_core::tokens::{warm, TokenCounter};
-
-/// Deterministic xorshift64 so the corpus is identical on every run.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: u64) -> usize {
-        (self.next() % n) as usize
-    }
-}
+use rng::XorShift;
 
 const WORDS: &[&str] = &[
     "the",

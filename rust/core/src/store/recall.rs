@@ -149,21 +149,7 @@ impl Store {
         let mut hits = Vec::with_capacity(ranked.len());
         for (rowid, rank) in ranked {
             let hit = detail.query_row(params![match_expr, rowid], |row| {
-                let owner_id: String = row.get(1)?;
-                let part_id: String = row.get(2)?;
-                Ok(GrepHit {
-                    session_id: row.get(0)?,
-                    owner_kind: if owner_id.starts_with("sum_") {
-                        "summary"
-                    } else {
-                        "message"
-                    },
-                    owner_id,
-                    part_id: (!part_id.is_empty()).then_some(part_id),
-                    snippet: row.get(3)?,
-                    rank,
-                    covering_summary_id: None,
-                })
+                hit_from_row(row, row.get(3)?, rank)
             })?;
             hits.push(hit);
         }
@@ -191,21 +177,8 @@ impl Store {
             let Some(found) = regex.find(body) else {
                 continue;
             };
-            let owner_id: String = row.get(1)?;
-            let part_id: String = row.get(2)?;
-            hits.push(GrepHit {
-                session_id: row.get(0)?,
-                owner_kind: if owner_id.starts_with("sum_") {
-                    "summary"
-                } else {
-                    "message"
-                },
-                owner_id,
-                part_id: (!part_id.is_empty()).then_some(part_id),
-                snippet: snippet_around(body, found.start(), found.end()),
-                rank: 0.0,
-                covering_summary_id: None,
-            });
+            let snippet = snippet_around(body, found.start(), found.end());
+            hits.push(hit_from_row(row, snippet, 0.0)?);
             if hits.len() >= limit {
                 break;
             }
@@ -413,6 +386,25 @@ impl Store {
             events: count("SELECT count(*) FROM events")?,
         })
     }
+}
+
+/// A hit from an `fts` row whose first three columns are session, owner and part ids.
+fn hit_from_row(row: &rusqlite::Row<'_>, snippet: String, rank: f64) -> rusqlite::Result<GrepHit> {
+    let owner_id: String = row.get(1)?;
+    let part_id: String = row.get(2)?;
+    Ok(GrepHit {
+        session_id: row.get(0)?,
+        owner_kind: if owner_id.starts_with("sum_") {
+            "summary"
+        } else {
+            "message"
+        },
+        owner_id,
+        part_id: (!part_id.is_empty()).then_some(part_id),
+        snippet,
+        rank,
+        covering_summary_id: None,
+    })
 }
 
 /// Turns a user's words into an FTS5 query: each word quoted, all required.
