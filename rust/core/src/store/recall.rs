@@ -8,7 +8,7 @@ use rusqlite::{params, OptionalExtension};
 use super::compaction::SummaryRow;
 use super::Store;
 use crate::error::{Error, Result};
-use crate::render::{transcript_entry, StoredPart};
+use crate::render::{transcript_entry, StoredPart, MESSAGE_OVERHEAD};
 
 /// How [`Store::grep`] matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,8 +283,7 @@ impl Store {
     /// The source messages of a summary (through condensed summaries, oldest
     /// first), as many as fit `max_tokens`, with a note of what was left out.
     pub fn expand(&mut self, summary_id: &str, max_tokens: i64) -> Result<Expansion> {
-        let root = self.summary(summary_id)?;
-        let counter = self.counter(&root.session_id)?;
+        self.summary(summary_id)?;
         let message_ids = self.leaf_messages(summary_id)?;
         let mut expansion = Expansion {
             summary_id: summary_id.to_string(),
@@ -303,7 +302,9 @@ impl Store {
                 })
                 .collect();
             let text = transcript_entry(record.seq, &record.role, &originals, None);
-            let tokens = counter.count(&text) as i64;
+            // The counts stored at write time, as everywhere else: expanding never
+            // re-tokenises what it shows.
+            let tokens = self.stored_tokens(id)?;
             if expansion.tokens + tokens > max_tokens {
                 break;
             }
@@ -333,40 +334,43 @@ impl Store {
 
     /// Message ids under a summary, oldest first, walking condensed summaries down.
     fn leaf_messages(&self, summary_id: &str) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT source_kind, source_id FROM summary_sources WHERE summary_id = ?1 ORDER BY ord",
+        // One query per summary reads its source messages with their sequence
+        // numbers, instead of one lookup per message.
+        let mut children = self.conn.prepare_cached(
+            "SELECT s.source_kind, s.source_id, COALESCE(m.seq, 0) FROM summary_sources s
+             LEFT JOIN messages m ON s.source_kind = 'message' AND m.id = s.source_id
+             WHERE s.summary_id = ?1 ORDER BY s.ord",
         )?;
-        let mut out = Vec::new();
+        let mut messages: Vec<(i64, String)> = Vec::new();
         let mut stack = vec![summary_id.to_string()];
         let mut seen = HashSet::new();
         while let Some(id) = stack.pop() {
             if !seen.insert(id.clone()) {
                 continue;
             }
-            let children = stmt
-                .query_map([&id], |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            // Children are pushed in reverse so they pop oldest first.
-            for (kind, child) in children.into_iter().rev() {
-                if kind == "summary" {
-                    stack.push(child);
+            let mut rows = children.query([&id])?;
+            while let Some(row) = rows.next()? {
+                let source: String = row.get(1)?;
+                if row.get_ref(0)?.as_str()? == "summary" {
+                    stack.push(source);
                 } else {
-                    out.push((child, stack.len()));
+                    messages.push((row.get(2)?, source));
                 }
             }
         }
-        let mut seqs: Vec<(i64, String)> = Vec::with_capacity(out.len());
-        let mut seq_of = self
+        messages.sort_unstable();
+        Ok(messages.into_iter().map(|(_, id)| id).collect())
+    }
+
+    /// A message's tokens as written: its parts with their full outputs, plus framing.
+    fn stored_tokens(&self, message_id: &str) -> Result<i64> {
+        let parts: i64 = self
             .conn
-            .prepare_cached("SELECT seq FROM messages WHERE id = ?1")?;
-        for (id, _) in out {
-            let seq: i64 = seq_of.query_row([&id], |row| row.get(0))?;
-            seqs.push((seq, id));
-        }
-        seqs.sort_unstable();
-        Ok(seqs.into_iter().map(|(_, id)| id).collect())
+            .prepare_cached(
+                "SELECT COALESCE(SUM(token_count), 0) FROM parts WHERE message_id = ?1",
+            )?
+            .query_row([message_id], |row| row.get(0))?;
+        Ok(parts + MESSAGE_OVERHEAD as i64)
     }
 
     /// Counts over the whole database.
