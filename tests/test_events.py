@@ -182,8 +182,8 @@ def test_every_event_goes_to_the_tape_before_handlers_run() -> None:
 def test_payloads_that_are_not_json_are_stored_as_text() -> None:
     tape = Tape()
     bus = EventBus(tape=tape)
-    bus.publish(EventName.COMPACTION_COMPLETED, "ses_1", path=Path("/tmp/x"), ids={"a"})
-    assert tape.rows[0][2] == {"path": "/tmp/x", "ids": "{'a'}"}
+    bus.publish(EventName.COMPACTION_COMPLETED, "ses_1", path=Path("/var/x"), ids={"a"})
+    assert tape.rows[0][2] == {"path": "/var/x", "ids": "{'a'}"}
 
 
 def test_a_failing_tape_is_logged_and_handlers_still_run(caplog: pytest.LogCaptureFixture) -> None:

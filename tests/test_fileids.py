@@ -21,7 +21,7 @@ FOOTER = "[LCM File IDs: "
         ("file_0123abcd", ["file_0123abcd"]),
         ("(file_0123abcd)", ["file_0123abcd"]),
         ("ids: file_0123abcd, file_89ABCDEF.", ["file_0123abcd", "file_89ABCDEF"]),
-        ("path /tmp/file_0123abcd.txt", ["file_0123abcd"]),
+        ("path /data/file_0123abcd.txt", ["file_0123abcd"]),
         ("line\nfile_0123abcd\n", ["file_0123abcd"]),
         ('{"id":"file_0123abcd"}', ["file_0123abcd"]),
         ("file_" + "f" * 32, ["file_" + "f" * 32]),

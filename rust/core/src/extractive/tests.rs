@@ -43,7 +43,7 @@ fn transcript() -> Vec<SourceMessage<'static>> {
         tool("run_tests", r#"{"cmd": "cargo test"}"#, "completed"),
         SourceTool {
             name: "bash",
-            input: r#"{"command": "make lint", "cwd": "/work/app/"}"#,
+            input: r#"{"command": "make lint", "cwd": "/srv/app/"}"#,
             status: "error",
             output: None,
             error: Some("make: *** No rule to make target 'lint'.\nStop."),
@@ -106,7 +106,7 @@ Great. Now add a regression test. Make sure it covers empty input. TODO: update 
 
 ## Relevant files
 - docs/spec.md (file_0123abcd)
-- /work/app/
+- /srv/app/
 - src/parser.rs
 - src/lexer.rs
 
@@ -246,7 +246,7 @@ fn path_heuristic() {
         "application/json",
         "v1.2",
         "1/2",
-        "--out=/tmp/x",
+        "--out=/var/x",
         "src/**/*.rs",
         "hello",
     ] {
