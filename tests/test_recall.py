@@ -12,16 +12,12 @@ from lossless import errors
 from lossless.config import Config, LLMConfig, ModelConfig
 from lossless.demo.runner import demo_config
 from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
+from lossless.parts import ToolPart
 from lossless.recall import describe, expand, grep
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -110,6 +106,18 @@ async def test_bad_recall_input_gets_typed_errors(compacted: Session) -> None:
         grep("anything", session="ses_missing", db=compacted.store.path)
 
 
+def _last_tool_part(session: Session) -> ToolPart:
+    """The newest stored tool call of the session."""
+    calls = [
+        part
+        for message in session.history()
+        for part in message.parts
+        if isinstance(part, ToolPart)
+    ]
+    assert calls, "no tool call was stored"
+    return calls[-1]
+
+
 @pytest.fixture
 async def chat(tmp_path: Path) -> AsyncIterator[tuple[Session, LocalLLMServer]]:
     with LocalLLMServer() as server:
@@ -147,11 +155,9 @@ async def test_recall_tools_are_answered_by_the_session(
     }
     tool_messages = [message for message in second["messages"] if message["role"] == "tool"]
     assert tool_messages and "saffron" in tool_messages[-1]["content"]
-    tool_parts = [
-        part for message in session.history() for part in message.parts if hasattr(part, "call_id")
-    ]
-    assert tool_parts[-1].status == "completed"
-    assert json.loads(tool_parts[-1].output or "[]")[0]["owner_kind"] == "message"
+    answered = _last_tool_part(session)
+    assert answered.status == "completed"
+    assert json.loads(answered.output or "[]")[0]["owner_kind"] == "message"
 
 
 async def test_a_bad_recall_call_is_stored_as_a_tool_error(
@@ -166,15 +172,13 @@ async def test_a_bad_recall_call_is_stored_as_a_tool_error(
     )
     result = await session.send("Expand sum_nope.", tools="recall")
     assert result.text == "That summary does not exist."
-    tool_parts = [
-        part for message in session.history() for part in message.parts if hasattr(part, "call_id")
-    ]
-    assert tool_parts[-1].status == "error"
-    assert "sum_nope" in (tool_parts[-1].error or "")
+    answered = _last_tool_part(session)
+    assert answered.status == "error"
+    assert "sum_nope" in (answered.error or "")
 
 
 def test_expand_restores_pruned_tool_output(tmp_path: Path) -> None:
-    from lossless import Store, ToolPart
+    from lossless import Store
 
     store = Store(tmp_path / "pruned.db")
     sid = store.create_session("gpt-4o")

@@ -12,7 +12,7 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import litellm
@@ -43,17 +43,6 @@ pytestmark = [
 ANY_LITELLM_ERROR = openai.APIError
 
 USER = [{"role": "user", "content": "What is the weather in Paris today?"}]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def server() -> Iterator[LocalLLMServer]:
-    with LocalLLMServer() as srv:
-        yield srv
 
 
 def call_kwargs(server: LocalLLMServer, **extra: Any) -> dict[str, Any]:
