@@ -48,17 +48,17 @@ FORBIDDEN = [
     # REPLACE deletes the old row without firing DELETE triggers: refused on insert.
     "INSERT OR REPLACE INTO messages SELECT id, session_id, seq, 'system', created_at, model,"
     " status, token_count, input_tokens, output_tokens, cost, finish_reason FROM messages",
-    "REPLACE INTO parts SELECT id, message_id, session_id, msg_seq, ord, kind, 'gone',"
-    " tool_name, call_id, tool_status, tool_output, tool_error, token_count, output_tokens,"
-    " file_ids, compacted_at, compacted_tokens FROM parts",
+    "REPLACE INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, tool_name,"
+    " call_id, tool_status, tool_output, tool_error, token_count, output_tokens, file_ids,"
+    " compacted_at, compacted_tokens) SELECT id, message_id, session_id, msg_seq, ord, kind,"
+    " 'gone', tool_name, call_id, tool_status, tool_output, tool_error, token_count,"
+    " output_tokens, file_ids, compacted_at, compacted_tokens FROM parts",
     "REPLACE INTO summaries SELECT id, session_id, kind, level, 'gone', token_count,"
     " span_start_seq, span_end_seq, message_count, depth, file_ids, created_at, superseded_by"
     " FROM summaries",
     "REPLACE INTO sessions SELECT id, 'gpt-4', created_at, config, system_prompt,"
     " view_version, next_seq, next_position FROM sessions",
     "REPLACE INTO events SELECT session_id, seq, id, 'renamed', payload, created_at FROM events",
-    "REPLACE INTO summary_sources SELECT summary_id, ord, source_kind, 'msg_x'"
-    " FROM summary_sources",
 ]
 
 DELETES = [
@@ -151,6 +151,26 @@ def test_forbidden_statements_are_refused_and_change_nothing(
     store = Store(path)
     (session,) = store.sessions()
     assert len(store.history(session["id"])) == 8
+
+
+def test_replacing_summary_edges_keeps_every_stored_edge(
+    populated: tuple[Path, sqlite3.Connection],
+) -> None:
+    # Every column of an edge is its key: REPLACE can only put back the same row, or
+    # add a row beside the stored ones; it never changes or drops a stored edge.
+    _, conn = populated
+    before = snapshot(conn)["summary_sources"]
+    assert before
+    conn.execute("REPLACE INTO summary_sources SELECT * FROM summary_sources")
+    assert snapshot(conn)["summary_sources"] == before
+    columns = "summary_id, source_id, ord, source_kind"
+    conn.execute(
+        f"REPLACE INTO summary_sources ({columns})"
+        " SELECT summary_id, 'msg_x', ord, source_kind FROM summary_sources"
+    )
+    after = snapshot(conn)["summary_sources"]
+    assert set(before) <= set(after)
+    assert len(after) == 2 * len(before)
 
 
 def test_tombstone_is_set_once(populated: tuple[Path, sqlite3.Connection]) -> None:

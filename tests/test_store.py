@@ -105,10 +105,15 @@ def test_append_writes_message_parts_view_item_index_and_counts(
         (sid, result["id"]),
     ).fetchone()
     assert item == ("message", tokens)
-    # Both parts are searchable, through the index, right after the call.
+    # Both parts are queued for the index by the same transaction, and searchable
+    # right after the call: a search moves the queue into the index first.
+    queued = conn.execute("SELECT owner_id, part_id FROM search_backlog ORDER BY id").fetchall()
+    assert queued == [(result["id"], part_id) for part_id in result["part_ids"]]
     for word in ("zebra", "walrus"):
+        assert [hit["owner_id"] for hit in store.grep(word)] == [result["id"]]
         owners = conn.execute("SELECT owner_id FROM fts WHERE fts MATCH ?", (word,)).fetchall()
         assert owners == [(result["id"],)]
+    assert conn.execute("SELECT count(*) FROM search_backlog").fetchone() == (0,)
 
 
 def test_append_is_all_or_nothing(store: Store, sid: str, db_path: Path) -> None:
@@ -118,7 +123,7 @@ def test_append_is_all_or_nothing(store: Store, sid: str, db_path: Path) -> None
     def counts() -> tuple[int, ...]:
         return tuple(
             conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("messages", "parts", "context_items", "fts")
+            for table in ("messages", "parts", "context_items", "search_backlog")
         )
 
     before = counts()

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::messages::{join_ids, row_to_part, split_ids};
+use super::search::queue_for_index;
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -495,7 +496,9 @@ impl Store {
     /// pending or running.
     fn unfinished_seqs(&self, session_id: &str) -> Result<HashSet<i64>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT DISTINCT msg_seq FROM parts
+            // No DISTINCT: it would make SQLite walk parts_by_seq over the whole
+            // session instead of the tiny partial index (the set dedupes).
+            "SELECT msg_seq FROM parts
              WHERE session_id = ?1 AND kind = 'tool' AND tool_status IN ('pending', 'running')",
         )?;
         let seqs = stmt.query_map([session_id], |row| row.get(0))?;
@@ -1294,10 +1297,7 @@ fn write_commit(
         "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
     )?
     .execute(params![session_id, plan.positions[0].0, summary.id, summary.tokens])?;
-    tx.prepare_cached(
-        "INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, '')",
-    )?
-    .execute(params![summary.text, session_id, summary.id])?;
+    queue_for_index(tx, &summary.text, session_id, &summary.id, "")?;
     tx.execute(
         "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
         [session_id],

@@ -2,6 +2,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
+use super::search::queue_for_index;
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -154,9 +155,6 @@ fn insert_parts(
                             tool_status, tool_output, tool_error, token_count, output_tokens, file_ids)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?;
-    let mut index = tx.prepare_cached(
-        "INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
-    )?;
     for (ord, item) in prepared.iter().enumerate() {
         let (name, call_id, status, output, error) = match &item.part {
             Part::Tool(tool) => (
@@ -185,12 +183,13 @@ fn insert_parts(
             item.output_tokens,
             join_ids(&item.file_ids),
         ])?;
-        index.execute(params![
-            searchable_text(&item.part),
+        queue_for_index(
+            tx,
+            &searchable_text(&item.part),
             session_id,
             message_id,
-            item.id
-        ])?;
+            &item.id,
+        )?;
     }
     Ok(())
 }
@@ -482,10 +481,7 @@ impl Store {
             .collect::<Vec<_>>()
             .join("\n");
         if !added.is_empty() {
-            tx.prepare_cached(
-                "INSERT INTO fts (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![added, session_id, message_id, part_id])?;
+            queue_for_index(&tx, &added, session_id, &message_id, &part_id)?;
         }
         let delta = tokens as i64 - old_tokens;
         let version = bump_item_tokens(&tx, session_id, &message_id, delta)?;
@@ -578,8 +574,12 @@ pub(super) fn bump_item_tokens(
 ) -> Result<Option<i64>> {
     let changed = tx
         .prepare_cached(
+            // Newest first: the message whose tool call moves on is almost always
+            // at the end of the view, so the scan stops after a few rows.
             "UPDATE context_items SET token_count = token_count + ?3
-             WHERE session_id = ?1 AND item_id = ?2",
+             WHERE session_id = ?1 AND position = (
+                 SELECT position FROM context_items WHERE session_id = ?1 AND item_id = ?2
+                 ORDER BY position DESC LIMIT 1)",
         )?
         .execute(params![session_id, message_id, delta])?;
     if changed == 0 {

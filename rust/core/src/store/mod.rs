@@ -5,6 +5,7 @@ mod events;
 mod messages;
 mod recall;
 pub mod schema;
+mod search;
 mod sessions;
 mod view;
 
@@ -21,6 +22,7 @@ pub use compaction::{CommitResult, PruneResult, SpanInfo, SummaryRow, TextResult
 pub use events::EventRow;
 pub use messages::{AppendResult, MessageRecord, Usage};
 pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
+pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
 pub use view::{Assembled, ItemKind, ViewItem, ViewStats};
 

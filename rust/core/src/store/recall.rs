@@ -108,6 +108,7 @@ impl Store {
             self.session(id)?;
         }
         let limit = limit.clamp(1, 10_000);
+        self.flush_search_index()?;
         let mut hits = match mode {
             GrepMode::Text => self.grep_text(query, session_id, limit)?,
             GrepMode::Regex => self.grep_regex(query, session_id, limit)?,
@@ -201,25 +202,49 @@ impl Store {
         Ok(())
     }
 
-    /// Follows DAG edges up from a message or summary to the summary now in the view.
+    /// The summary now in the view above a message or summary: the leaf summary
+    /// whose edges name the message, then `superseded_by` up to a live summary.
     fn covering_summary(&self, id: &str) -> Result<Option<String>> {
-        let mut current = id.to_string();
-        let mut parent = self.conn.prepare_cached(
-            "SELECT summary_id FROM summary_sources WHERE source_id = ?1 LIMIT 1",
-        )?;
-        let mut seen = HashSet::new();
-        let mut covering = None;
-        while let Some(next) = parent
-            .query_row([&current], |row| row.get::<_, String>(0))
-            .optional()?
-        {
-            if !seen.insert(next.clone()) {
-                break;
+        let mut current = if id.starts_with("sum_") {
+            id.to_string()
+        } else {
+            match self.leaf_summary_of(id)? {
+                Some(leaf) => leaf,
+                None => return Ok(None),
             }
-            covering = Some(next.clone());
-            current = next;
+        };
+        let mut parent = self
+            .conn
+            .prepare_cached("SELECT superseded_by FROM summaries WHERE id = ?1")?;
+        let mut seen = HashSet::new();
+        while seen.insert(current.clone()) {
+            let next: Option<String> = parent
+                .query_row([&current], |row| row.get(0))
+                .optional()?
+                .flatten();
+            match next {
+                Some(next) => current = next,
+                None => break,
+            }
         }
-        Ok(covering)
+        Ok((current != id).then_some(current))
+    }
+
+    /// The leaf summary that covers a message, if one does: among the session's
+    /// leaf summaries whose seq span holds the message, the one with an edge to it.
+    fn leaf_summary_of(&self, message_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT s.id FROM messages m JOIN summaries s
+                   ON s.session_id = m.session_id AND s.kind = 'leaf'
+                  AND m.seq BETWEEN s.span_start_seq AND s.span_end_seq
+                 WHERE m.id = ?1 AND EXISTS (
+                     SELECT 1 FROM summary_sources e WHERE e.summary_id = s.id AND e.source_id = ?1)
+                 LIMIT 1",
+            )?
+            .query_row([message_id], |row| row.get(0))
+            .optional()?)
     }
 
     /// The session's summary DAG (or one summary's subtree), newest first.

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -34,35 +34,6 @@ CREATE TABLE messages (
     finish_reason TEXT,
     UNIQUE (session_id, seq)
 );
-CREATE TABLE parts (
-    id               TEXT PRIMARY KEY,
-    message_id       TEXT NOT NULL REFERENCES messages(id),
-    session_id       TEXT NOT NULL,
-    msg_seq          INTEGER NOT NULL,
-    ord              INTEGER NOT NULL,
-    kind             TEXT NOT NULL CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker')),
-    body             TEXT NOT NULL,
-    tool_name        TEXT,
-    call_id          TEXT,
-    tool_status      TEXT CHECK (tool_status IN ('pending', 'running', 'completed', 'error')),
-    tool_output      TEXT,
-    tool_error       TEXT,
-    token_count      INTEGER NOT NULL,
-    output_tokens    INTEGER NOT NULL DEFAULT 0,
-    file_ids         TEXT,
-    compacted_at     INTEGER,
-    compacted_tokens INTEGER,
-    UNIQUE (message_id, ord)
-);
-CREATE INDEX parts_by_seq ON parts (session_id, msg_seq, ord);
-CREATE INDEX parts_by_call ON parts (session_id, call_id) WHERE call_id IS NOT NULL;
-CREATE INDEX parts_prunable ON parts (session_id, msg_seq)
-    WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
-CREATE INDEX parts_unfinished ON parts (session_id)
-    WHERE kind = 'tool' AND tool_status IN ('pending', 'running');
--- Covering: the file ids of a span (every summary's footer) without reading its parts.
-CREATE INDEX parts_file_ids ON parts (session_id, msg_seq, ord, file_ids)
-    WHERE file_ids IS NOT NULL;
 CREATE TABLE context_items (
     session_id  TEXT NOT NULL,
     position    INTEGER NOT NULL,
@@ -71,7 +42,6 @@ CREATE TABLE context_items (
     token_count INTEGER NOT NULL,
     PRIMARY KEY (session_id, position)
 ) WITHOUT ROWID;
-CREATE INDEX context_items_by_item ON context_items (item_id);
 CREATE TABLE summaries (
     id             TEXT PRIMARY KEY,
     session_id     TEXT NOT NULL REFERENCES sessions(id),
@@ -87,15 +57,6 @@ CREATE TABLE summaries (
     created_at     INTEGER NOT NULL,
     superseded_by  TEXT
 );
-CREATE INDEX summaries_by_session ON summaries (session_id, created_at);
-CREATE TABLE summary_sources (
-    summary_id  TEXT NOT NULL,
-    ord         INTEGER NOT NULL,
-    source_kind TEXT NOT NULL CHECK (source_kind IN ('message', 'summary')),
-    source_id   TEXT NOT NULL,
-    PRIMARY KEY (summary_id, ord)
-) WITHOUT ROWID;
-CREATE INDEX summary_sources_by_source ON summary_sources (source_id);
 CREATE TABLE file_refs (
     file_id      TEXT PRIMARY KEY,
     content_hash TEXT NOT NULL,
@@ -125,6 +86,78 @@ CREATE VIRTUAL TABLE fts USING fts5(
 );
 ";
 
+/// The parts table (shared by a new schema and the migration from version 1).
+///
+/// Large text comes last: SQLite stores what does not fit a page in overflow
+/// pages, and reading a column after a 4 KB tool output walks them. The scans
+/// of compaction read only the small columns and, at most, the body.
+const PARTS: &str = r"
+CREATE TABLE parts (
+    id               TEXT PRIMARY KEY,
+    message_id       TEXT NOT NULL REFERENCES messages(id),
+    session_id       TEXT NOT NULL,
+    msg_seq          INTEGER NOT NULL,
+    ord              INTEGER NOT NULL,
+    kind             TEXT NOT NULL CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker')),
+    tool_name        TEXT,
+    call_id          TEXT,
+    tool_status      TEXT CHECK (tool_status IN ('pending', 'running', 'completed', 'error')),
+    token_count      INTEGER NOT NULL,
+    output_tokens    INTEGER NOT NULL DEFAULT 0,
+    file_ids         TEXT,
+    compacted_at     INTEGER,
+    compacted_tokens INTEGER,
+    body             TEXT NOT NULL,
+    tool_error       TEXT,
+    tool_output      TEXT,
+    UNIQUE (message_id, ord)
+);
+";
+
+/// The DAG edges table (shared by a new schema and the migration from version 1).
+const SUMMARY_SOURCES: &str = r"
+-- Every column is in the key, so INSERT OR REPLACE can only put back an identical
+-- row: edges need no per-row guard trigger, which would dominate a commit of
+-- tens of thousands of them. The key leads with (summary, source), which answers
+-- 'does this summary cover that message'; the summary above a message is found
+-- through the seq span of its session's summaries, so no second index is kept.
+CREATE TABLE summary_sources (
+    summary_id  TEXT NOT NULL,
+    source_id   TEXT NOT NULL,
+    ord         INTEGER NOT NULL,
+    source_kind TEXT NOT NULL CHECK (source_kind IN ('message', 'summary')),
+    PRIMARY KEY (summary_id, source_id, ord, source_kind)
+) WITHOUT ROWID;
+";
+
+/// The search backlog (new in version 2).
+const SEARCH_BACKLOG: &str = r"
+-- Text on its way into `fts`, written in the transaction that stores it. FTS5
+-- spends about 100 µs per transaction indexing a few KB, so rows are moved into the
+-- index in batches: before every search, and whenever the backlog grows past a bound.
+CREATE TABLE search_backlog (
+    id         INTEGER PRIMARY KEY,
+    body       TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    owner_id   TEXT NOT NULL,
+    part_id    TEXT NOT NULL
+);
+";
+
+/// Indexes; `IF NOT EXISTS` so that a migration can run them over an older file.
+const INDEXES: &str = r"
+CREATE INDEX IF NOT EXISTS parts_by_seq ON parts (session_id, msg_seq, ord);
+CREATE INDEX IF NOT EXISTS parts_by_call ON parts (session_id, call_id) WHERE call_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS parts_prunable ON parts (session_id, msg_seq)
+    WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
+CREATE INDEX IF NOT EXISTS parts_unfinished ON parts (session_id)
+    WHERE kind = 'tool' AND tool_status IN ('pending', 'running');
+-- Covering: the file ids of a span (every summary's footer) without reading its parts.
+CREATE INDEX IF NOT EXISTS parts_file_ids ON parts (session_id, msg_seq, ord, file_ids)
+    WHERE file_ids IS NOT NULL;
+CREATE INDEX IF NOT EXISTS summaries_by_session ON summaries (session_id, created_at);
+";
+
 /// Triggers that make stored content append-only at the database level, for
 /// every connection, not only this library's.
 ///
@@ -132,38 +165,35 @@ CREATE VIRTUAL TABLE fts USING fts5(
 /// `INSERT OR REPLACE` deletes the old row without firing DELETE triggers (unless a
 /// connection turned `recursive_triggers` on), so without them it rewrites content.
 const TRIGGERS: &str = r"
-CREATE TRIGGER sessions_no_replace BEFORE INSERT ON sessions
+CREATE TRIGGER IF NOT EXISTS sessions_no_replace BEFORE INSERT ON sessions
 WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored session cannot be replaced'); END;
-CREATE TRIGGER messages_no_replace BEFORE INSERT ON messages
+CREATE TRIGGER IF NOT EXISTS messages_no_replace BEFORE INSERT ON messages
 WHEN EXISTS (SELECT 1 FROM messages WHERE id = NEW.id OR (session_id = NEW.session_id AND seq = NEW.seq))
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored message cannot be replaced'); END;
-CREATE TRIGGER parts_no_replace BEFORE INSERT ON parts
+CREATE TRIGGER IF NOT EXISTS parts_no_replace BEFORE INSERT ON parts
 WHEN EXISTS (SELECT 1 FROM parts WHERE id = NEW.id OR (message_id = NEW.message_id AND ord = NEW.ord))
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored part cannot be replaced'); END;
-CREATE TRIGGER summaries_no_replace BEFORE INSERT ON summaries
+CREATE TRIGGER IF NOT EXISTS summaries_no_replace BEFORE INSERT ON summaries
 WHEN EXISTS (SELECT 1 FROM summaries WHERE id = NEW.id)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored summary cannot be replaced'); END;
-CREATE TRIGGER summary_sources_no_replace BEFORE INSERT ON summary_sources
-WHEN EXISTS (SELECT 1 FROM summary_sources WHERE summary_id = NEW.summary_id AND ord = NEW.ord)
-BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored summary source cannot be replaced'); END;
-CREATE TRIGGER file_refs_no_replace BEFORE INSERT ON file_refs
+CREATE TRIGGER IF NOT EXISTS file_refs_no_replace BEFORE INSERT ON file_refs
 WHEN EXISTS (SELECT 1 FROM file_refs WHERE file_id = NEW.file_id)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored file reference cannot be replaced'); END;
-CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+CREATE TRIGGER IF NOT EXISTS events_no_replace BEFORE INSERT ON events
 WHEN EXISTS (SELECT 1 FROM events WHERE session_id = NEW.session_id AND seq = NEW.seq)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored event cannot be replaced'); END;
 
-CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions
+CREATE TRIGGER IF NOT EXISTS sessions_no_delete BEFORE DELETE ON sessions
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: sessions cannot be deleted'); END;
-CREATE TRIGGER sessions_fixed BEFORE UPDATE ON sessions
+CREATE TRIGGER IF NOT EXISTS sessions_fixed BEFORE UPDATE ON sessions
 WHEN NEW.id IS NOT OLD.id OR NEW.model IS NOT OLD.model OR NEW.created_at IS NOT OLD.created_at
   OR NEW.config IS NOT OLD.config OR NEW.system_prompt IS NOT OLD.system_prompt
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a session keeps its model, config and prompt'); END;
 
-CREATE TRIGGER messages_no_delete BEFORE DELETE ON messages
+CREATE TRIGGER IF NOT EXISTS messages_no_delete BEFORE DELETE ON messages
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: messages cannot be deleted'); END;
-CREATE TRIGGER messages_fixed BEFORE UPDATE ON messages
+CREATE TRIGGER IF NOT EXISTS messages_fixed BEFORE UPDATE ON messages
 WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.seq IS NOT OLD.seq
   OR NEW.role IS NOT OLD.role OR NEW.created_at IS NOT OLD.created_at OR NEW.model IS NOT OLD.model
   OR (OLD.status <> 'streaming' AND NEW.status IS NOT OLD.status)
@@ -174,9 +204,9 @@ WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.seq IS 
   OR (OLD.finish_reason IS NOT NULL AND NEW.finish_reason IS NOT OLD.finish_reason)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only unset token, cost and finish fields of a message may be written'); END;
 
-CREATE TRIGGER parts_no_delete BEFORE DELETE ON parts
+CREATE TRIGGER IF NOT EXISTS parts_no_delete BEFORE DELETE ON parts
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: parts cannot be deleted'); END;
-CREATE TRIGGER parts_fixed BEFORE UPDATE ON parts
+CREATE TRIGGER IF NOT EXISTS parts_fixed BEFORE UPDATE ON parts
 WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id OR NEW.session_id IS NOT OLD.session_id
   OR NEW.msg_seq IS NOT OLD.msg_seq OR NEW.ord IS NOT OLD.ord OR NEW.kind IS NOT OLD.kind
   OR NEW.body IS NOT OLD.body OR NEW.tool_name IS NOT OLD.tool_name OR NEW.call_id IS NOT OLD.call_id
@@ -191,9 +221,9 @@ WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id OR NEW.session
   OR (OLD.compacted_tokens IS NOT NULL AND NEW.compacted_tokens IS NOT OLD.compacted_tokens)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only tool lifecycle fields and the tombstone of a part may be written'); END;
 
-CREATE TRIGGER summaries_no_delete BEFORE DELETE ON summaries
+CREATE TRIGGER IF NOT EXISTS summaries_no_delete BEFORE DELETE ON summaries
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summaries cannot be deleted'); END;
-CREATE TRIGGER summaries_fixed BEFORE UPDATE ON summaries
+CREATE TRIGGER IF NOT EXISTS summaries_fixed BEFORE UPDATE ON summaries
 WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.kind IS NOT OLD.kind
   OR NEW.level IS NOT OLD.level OR NEW.text IS NOT OLD.text OR NEW.token_count IS NOT OLD.token_count
   OR NEW.span_start_seq IS NOT OLD.span_start_seq OR NEW.span_end_seq IS NOT OLD.span_end_seq
@@ -202,24 +232,54 @@ WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.kind IS
   OR (OLD.superseded_by IS NOT NULL AND NEW.superseded_by IS NOT OLD.superseded_by)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only superseded_by of a summary may be set, once'); END;
 
-CREATE TRIGGER summary_sources_no_delete BEFORE DELETE ON summary_sources
+CREATE TRIGGER IF NOT EXISTS summary_sources_no_delete BEFORE DELETE ON summary_sources
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summary sources cannot be deleted'); END;
-CREATE TRIGGER summary_sources_fixed BEFORE UPDATE ON summary_sources
+CREATE TRIGGER IF NOT EXISTS summary_sources_fixed BEFORE UPDATE ON summary_sources
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summary sources cannot be changed'); END;
 
-CREATE TRIGGER file_refs_no_delete BEFORE DELETE ON file_refs
+CREATE TRIGGER IF NOT EXISTS file_refs_no_delete BEFORE DELETE ON file_refs
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: file references cannot be deleted'); END;
-CREATE TRIGGER file_refs_fixed BEFORE UPDATE ON file_refs
+CREATE TRIGGER IF NOT EXISTS file_refs_fixed BEFORE UPDATE ON file_refs
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: file references cannot be changed'); END;
 
-CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be deleted'); END;
-CREATE TRIGGER events_fixed BEFORE UPDATE ON events
+CREATE TRIGGER IF NOT EXISTS events_fixed BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be changed'); END;
 ";
 
-/// Creates the schema on an empty database, accepts the current one, and refuses
-/// one written by a newer build.
+/// From version 1: parts with their large columns last, DAG edges keyed on every
+/// column (their guard trigger and their index by source go), no index of view
+/// items by item id (every commit paid to update it), and the search backlog.
+const MIGRATE_FROM_1: &str = r"
+DROP TRIGGER IF EXISTS summary_sources_no_replace;
+DROP TRIGGER IF EXISTS summary_sources_no_delete;
+DROP TRIGGER IF EXISTS summary_sources_fixed;
+DROP INDEX IF EXISTS summary_sources_by_source;
+DROP INDEX IF EXISTS context_items_by_item;
+DROP TRIGGER IF EXISTS parts_no_replace;
+DROP TRIGGER IF EXISTS parts_no_delete;
+DROP TRIGGER IF EXISTS parts_fixed;
+ALTER TABLE summary_sources RENAME TO summary_sources_v1;
+ALTER TABLE parts RENAME TO parts_v1;
+";
+
+const MIGRATE_FROM_1_COPY: &str = r"
+INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
+    SELECT summary_id, ord, source_kind, source_id FROM summary_sources_v1;
+DROP TABLE summary_sources_v1;
+INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, tool_name, call_id, tool_status,
+                   token_count, output_tokens, file_ids, compacted_at, compacted_tokens, body,
+                   tool_error, tool_output)
+    SELECT id, message_id, session_id, msg_seq, ord, kind, tool_name, call_id, tool_status,
+           token_count, output_tokens, file_ids, compacted_at, compacted_tokens, body,
+           tool_error, tool_output
+    FROM parts_v1 ORDER BY rowid;
+DROP TABLE parts_v1;
+";
+
+/// Creates the schema on an empty database, upgrades an older one in one
+/// transaction, accepts the current one, and refuses one written by a newer build.
 pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
     let found: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     if found > SCHEMA_VERSION {
@@ -233,21 +293,36 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         return Ok(());
     }
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    // Another process may have created the schema while this one waited for the lock.
+    // Another process may have created or upgraded the schema while this one waited.
     let again: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    if again == 0 {
-        let foreign: i64 = tx.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-            [],
-            |row| row.get(0),
-        )?;
-        if foreign > 0 {
-            return Err(Error::NotADatabase {
-                path: path.to_string(),
-                reason: "it is a SQLite database of another application".into(),
-            });
+    match again {
+        0 => {
+            let foreign: i64 = tx.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+                [],
+                |row| row.get(0),
+            )?;
+            if foreign > 0 {
+                return Err(Error::NotADatabase {
+                    path: path.to_string(),
+                    reason: "it is a SQLite database of another application".into(),
+                });
+            }
+            tx.execute_batch(TABLES)?;
+            tx.execute_batch(PARTS)?;
+            tx.execute_batch(SUMMARY_SOURCES)?;
         }
-        tx.execute_batch(TABLES)?;
+        1 => {
+            tx.execute_batch(MIGRATE_FROM_1)?;
+            tx.execute_batch(PARTS)?;
+            tx.execute_batch(SUMMARY_SOURCES)?;
+            tx.execute_batch(MIGRATE_FROM_1_COPY)?;
+        }
+        _ => {}
+    }
+    if again < SCHEMA_VERSION {
+        tx.execute_batch(SEARCH_BACKLOG)?;
+        tx.execute_batch(INDEXES)?;
         tx.execute_batch(TRIGGERS)?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     }

@@ -1,0 +1,134 @@
+//! Opening a file written by an older schema upgrades it in place, keeping every row.
+
+use lossless_core::store::schema::SCHEMA_VERSION;
+use lossless_core::store::{GrepMode, OpenOptions, Store};
+use rusqlite::Connection;
+
+const SCHEMA_V1: &str = include_str!("fixtures/schema_v1.sql");
+
+/// A version-1 file: a session of three messages, the first two under a summary.
+fn version_1_file(path: &str) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA_V1).unwrap();
+    conn.execute_batch(
+        r#"
+        INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+            VALUES ('ses_1', 'gpt-4o', 1, '{}', 3, 4, 3);
+        INSERT INTO messages (id, session_id, seq, role, created_at, status, token_count) VALUES
+            ('msg_1', 'ses_1', 1, 'user', 1, 'complete', 10),
+            ('msg_2', 'ses_1', 2, 'assistant', 2, 'complete', 40),
+            ('msg_3', 'ses_1', 3, 'user', 3, 'complete', 8);
+        INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, tool_name, call_id,
+                           tool_status, tool_output, token_count, output_tokens, file_ids) VALUES
+            ('prt_1', 'msg_1', 'ses_1', 1, 0, 'text', 'read the ledger file_0a1b2c3d', NULL, NULL,
+             NULL, NULL, 6, 0, 'file_0a1b2c3d'),
+            ('prt_2', 'msg_2', 'ses_1', 2, 0, 'tool', '{"path": "ledger.py"}', 'read', 'c1',
+             'completed', 'def settle(): pass', 30, 20, NULL),
+            ('prt_3', 'msg_3', 'ses_1', 3, 0, 'text', 'thanks', NULL, NULL, NULL, NULL, 4, 0, NULL);
+        INSERT INTO summaries (id, session_id, kind, level, text, token_count, span_start_seq,
+                               span_end_seq, message_count, depth, file_ids, created_at)
+            VALUES ('sum_1', 'ses_1', 'leaf', 3, 'asked for the ledger [LCM File IDs: file_0a1b2c3d]',
+                    20, 1, 2, 2, 0, 'file_0a1b2c3d', 4);
+        INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES
+            ('sum_1', 0, 'message', 'msg_1'), ('sum_1', 1, 'message', 'msg_2');
+        INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES
+            ('ses_1', 1, 'summary', 'sum_1', 20), ('ses_1', 2, 'message', 'msg_3', 8);
+        INSERT INTO fts (body, session_id, owner_id, part_id) VALUES
+            ('read the ledger file_0a1b2c3d', 'ses_1', 'msg_1', 'prt_1'),
+            ('read {"path": "ledger.py"}' || char(10) || 'def settle(): pass', 'ses_1', 'msg_2', 'prt_2'),
+            ('thanks', 'ses_1', 'msg_3', 'prt_3'),
+            ('asked for the ledger', 'ses_1', 'sum_1', '');
+        "#,
+    )
+    .unwrap();
+}
+
+fn objects(path: &str, kind: &str) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = ?1 ORDER BY name")
+        .unwrap();
+    stmt.query_map([kind], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+#[test]
+fn a_version_1_file_is_upgraded_with_every_row_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let path = path.to_str().unwrap();
+    version_1_file(path);
+
+    let mut store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+
+    let history = store.history("ses_1").unwrap();
+    assert_eq!(history.len(), 3);
+    let tool = &history[1].parts[0];
+    assert_eq!(tool.id, "prt_2");
+    match &tool.part {
+        lossless_core::parts::Part::Tool(call) => {
+            assert_eq!(call.output.as_deref(), Some("def settle(): pass"));
+            assert_eq!(call.input, r#"{"path": "ledger.py"}"#);
+        }
+        other => panic!("expected a tool part, got {other:?}"),
+    }
+    let dag = store.describe(Some("ses_1"), None).unwrap();
+    assert_eq!(dag.len(), 1);
+    assert_eq!(dag[0].sources, ["msg_1", "msg_2"]);
+
+    let hits = store.grep("settle", Some("ses_1"), GrepMode::Text, 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].covering_summary_id.as_deref(), Some("sum_1"));
+    let assembled = store.assemble("ses_1", 10_000).unwrap();
+    assert_eq!(assembled.item_ids, ["sum_1", "msg_3"]);
+
+    // The old tables are gone, the new one is there, and the guards are back.
+    let tables = objects(path, "table");
+    assert!(tables.contains(&"search_backlog".to_string()));
+    assert!(!tables.iter().any(|name| name.ends_with("_v1")));
+    let indexes = objects(path, "index");
+    assert!(!indexes.contains(&"context_items_by_item".to_string()));
+    assert!(indexes.contains(&"parts_prunable".to_string()));
+    let triggers = objects(path, "trigger");
+    for name in ["parts_no_delete", "parts_fixed", "parts_no_replace", "summary_sources_fixed"] {
+        assert!(triggers.contains(&name.to_string()), "{name} is missing");
+    }
+    assert!(!triggers.contains(&"summary_sources_no_replace".to_string()));
+    let conn = Connection::open(path).unwrap();
+    let refused = conn.execute("DELETE FROM parts", []).unwrap_err();
+    assert!(refused.to_string().contains("append-only"), "{refused}");
+
+    // A second open finds the current version and changes nothing.
+    drop(store);
+    let store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+}
+
+#[test]
+fn a_failed_upgrade_leaves_the_version_1_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let path = path.to_str().unwrap();
+    version_1_file(path);
+    // A stray table with the name the upgrade needs makes it fail half way.
+    Connection::open(path)
+        .unwrap()
+        .execute_batch("CREATE TABLE search_backlog (x)")
+        .unwrap();
+
+    assert!(Store::open(path, &OpenOptions::default()).is_err());
+    let conn = Connection::open(path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+    let edges: i64 = conn
+        .query_row("SELECT count(*) FROM summary_sources", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(edges, 2);
+    assert!(objects(path, "table").contains(&"parts".to_string()));
+    assert!(!objects(path, "table").iter().any(|name| name.ends_with("_v1")));
+}
