@@ -1,5 +1,6 @@
-//! Token counting throughput: `TokenCounter::count_many` against calling
-//! tiktoken-rs directly on the same 10,000 short messages.
+//! Token counting throughput against calling tiktoken-rs directly: 10,000
+//! short messages, and one message of a 500-character text plus a 4 KB tool
+//! output (the size the append target is set for).
 
 use std::hint::black_box;
 
@@ -92,5 +93,95 @@ fn count_many_10k(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, count_many_10k);
+const IDENTS: &[&str] = &[
+    "lookup_rate",
+    "settle_invoice",
+    "apply_refund",
+    "parse_ledger",
+    "retry_policy",
+    "currency_code",
+];
+const AREAS: &[&str] = &["fx", "ledger", "billing", "reports", "api"];
+const MODULES: &[&str] = &["service", "models", "client", "views", "utils"];
+
+fn sentence(rng: &mut XorShift) -> String {
+    let n = 6 + rng.below(13);
+    let mut words: Vec<&str> = (0..n)
+        .map(|_| WORDS[rng.below(WORDS.len() as u64)])
+        .collect();
+    if rng.below(3) == 0 {
+        words.insert(rng.below(n as u64), IDENTS[rng.below(IDENTS.len() as u64)]);
+    }
+    words.join(" ") + "."
+}
+
+/// Log-like tool output: grep hits, calls and test results, as an agent's
+/// tools print them.
+fn tool_output(rng: &mut XorShift, len: usize) -> String {
+    let mut out = String::with_capacity(len + 200);
+    while out.len() < len {
+        let path = format!(
+            "payhub/{}/{}.py",
+            AREAS[rng.below(AREAS.len() as u64)],
+            MODULES[rng.below(MODULES.len() as u64)]
+        );
+        let line = match rng.below(4) {
+            0 | 1 => format!("{path}:{}: {}", 1 + rng.below(900), sentence(rng)),
+            2 => format!(
+                "    {}(value={}, retries={})",
+                IDENTS[rng.below(IDENTS.len() as u64)],
+                rng.below(10_000),
+                rng.below(6)
+            ),
+            _ => format!(
+                "tests/test_{}.py::test_{} PASSED [{}%]",
+                WORDS[rng.below(WORDS.len() as u64)].trim_matches(|c: char| !c.is_alphanumeric()),
+                IDENTS[rng.below(IDENTS.len() as u64)],
+                1 + rng.below(99)
+            ),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.truncate(len);
+    out
+}
+
+fn count_message_4k6(c: &mut Criterion) {
+    warm();
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut text = String::new();
+    while text.len() < 500 {
+        text.push_str(&sentence(&mut rng));
+        text.push(' ');
+    }
+    text.truncate(500);
+    let output = tool_output(&mut rng, 4096);
+    let parts = [text.as_str(), output.as_str()];
+    let counter = TokenCounter::new("gpt-4o", 1.0);
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    assert_eq!(
+        counter.count_many(&parts),
+        parts
+            .iter()
+            .map(|t| bpe.encode_ordinary(t).len())
+            .collect::<Vec<_>>()
+    );
+
+    let mut group = c.benchmark_group("count_message_4k6");
+    group.bench_function("token_counter", |b| {
+        b.iter(|| counter.count_many(black_box(&parts)));
+    });
+    group.bench_function("tiktoken_direct", |b| {
+        b.iter(|| {
+            black_box(&parts)
+                .iter()
+                .map(|t| bpe.encode_ordinary(t).len())
+                .collect::<Vec<_>>()
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, count_many_10k, count_message_4k6);
 criterion_main!(benches);
