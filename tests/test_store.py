@@ -107,8 +107,10 @@ def test_append_writes_message_parts_view_item_index_and_counts(
     assert item == ("message", tokens)
     # Both parts are queued for the index by the same transaction, and searchable
     # right after the call: a search moves the queue into the index first.
-    queued = conn.execute("SELECT owner_id, part_id FROM search_backlog ORDER BY id").fetchall()
-    assert queued == [(result["id"], part_id) for part_id in result["part_ids"]]
+    queued = conn.execute(
+        "SELECT p.id FROM search_backlog b JOIN parts p ON p.rowid = b.fts_rowid ORDER BY p.ord"
+    ).fetchall()
+    assert queued == [(part_id,) for part_id in result["part_ids"]]
     for word in ("zebra", "walrus"):
         assert [hit["owner_id"] for hit in store.grep(word)] == [result["id"]]
         owners = conn.execute("SELECT owner_id FROM fts WHERE fts MATCH ?", (word,)).fetchall()

@@ -86,6 +86,15 @@ class Store:
         """A summary's source messages, within ``max_tokens``."""
         return self._inner.expand(summary_id, max_tokens)
 
+    def flush_search_index(self) -> int:
+        """Moves text still waiting for the full-text index into it; returns the rows written.
+
+        Appends queue their text and searches index the queue first, so a search
+        always sees every stored row; calling this in idle time spares the next
+        search that work.
+        """
+        return self._inner.flush_search_index()
+
     def stats(self) -> dict[str, Any]:
         """Counts over the whole database."""
         return self._inner.stats()

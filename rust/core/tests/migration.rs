@@ -79,7 +79,9 @@ fn a_version_1_file_is_upgraded_with_every_row_kept() {
     assert_eq!(dag.len(), 1);
     assert_eq!(dag[0].sources, ["msg_1", "msg_2"]);
 
-    let hits = store.grep("settle", Some("ses_1"), GrepMode::Text, 10).unwrap();
+    let hits = store
+        .grep("settle", Some("ses_1"), GrepMode::Text, 10)
+        .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].covering_summary_id.as_deref(), Some("sum_1"));
     let assembled = store.assemble("ses_1", 10_000).unwrap();
@@ -93,7 +95,12 @@ fn a_version_1_file_is_upgraded_with_every_row_kept() {
     assert!(!indexes.contains(&"context_items_by_item".to_string()));
     assert!(indexes.contains(&"parts_prunable".to_string()));
     let triggers = objects(path, "trigger");
-    for name in ["parts_no_delete", "parts_fixed", "parts_no_replace", "summary_sources_fixed"] {
+    for name in [
+        "parts_no_delete",
+        "parts_fixed",
+        "parts_no_replace",
+        "summary_sources_fixed",
+    ] {
         assert!(triggers.contains(&name.to_string()), "{name} is missing");
     }
     assert!(!triggers.contains(&"summary_sources_no_replace".to_string()));
@@ -130,5 +137,7 @@ fn a_failed_upgrade_leaves_the_version_1_file_as_it_was() {
         .unwrap();
     assert_eq!(edges, 2);
     assert!(objects(path, "table").contains(&"parts".to_string()));
-    assert!(!objects(path, "table").iter().any(|name| name.ends_with("_v1")));
+    assert!(!objects(path, "table")
+        .iter()
+        .any(|name| name.ends_with("_v1")));
 }

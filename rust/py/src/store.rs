@@ -585,6 +585,16 @@ impl Store {
         )
     }
 
+    /// Moves the text waiting for the full-text index into it; returns the rows written.
+    fn flush_search_index(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, core_store::Store::flush_search_index)
+    }
+
+    /// Rows waiting for the full-text index.
+    fn search_backlog(&self, py: Python<'_>) -> PyResult<i64> {
+        self.with(py, |store| store.search_backlog())
+    }
+
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = self.with(py, |store| store.stats())?;
         dict_of(

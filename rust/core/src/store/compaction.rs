@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::messages::{join_ids, row_to_part, split_ids};
-use super::search::queue_for_index;
+use super::search::queue_summary;
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -283,7 +283,9 @@ enum PartKind {
 /// One part as the extractive summariser reads it; its strings live in the arena.
 struct ExtractiveRow {
     seq: i64,
+    ord: i64,
     kind: PartKind,
+    file_ids: Option<TextSpan>,
     /// The text, or the tool input.
     body: TextSpan,
     name: TextSpan,
@@ -581,6 +583,40 @@ impl Store {
         Ok(())
     }
 
+    /// Calls `each` with the given columns of every part of the session with
+    /// `msg_seq` in `low..=high`, in storage (rowid) order: a walk along the table
+    /// instead of one index lookup per part, for the scans that read most columns.
+    fn scan_parts_in_rowid_order(
+        &self,
+        session_id: &str,
+        (low, high): (i64, i64),
+        columns: &str,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (first, last): (Option<i64>, Option<i64>) = self
+            .conn
+            .prepare_cached(
+                "SELECT min(rowid), max(rowid) FROM parts
+                 WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
+            )?
+            .query_row(params![session_id, low, high], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?;
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(());
+        };
+        let mut stmt = self.conn.prepare_cached(&format!(
+            // The unary + keeps SQLite on the rowid range rather than an index.
+            "SELECT {columns} FROM parts WHERE rowid BETWEEN ?1 AND ?2
+               AND +session_id = ?3 AND +msg_seq BETWEEN ?4 AND ?5"
+        ))?;
+        let mut rows = stmt.query(params![first, last, session_id, low, high])?;
+        while let Some(row) = rows.next()? {
+            each(row)?;
+        }
+        Ok(())
+    }
+
     /// File ids of every part of the member messages, from the ids stored at write
     /// time, in message and part order.
     fn members_file_ids(&self, session_id: &str, members: &Members) -> Result<Vec<String>> {
@@ -846,39 +882,36 @@ impl Store {
     /// the file ids of every part.
     fn extractive_rows(&self, session_id: &str, members: &Members) -> Result<ExtractiveRows> {
         // Only what the summariser scans is loaded: loading every tool output would
-        // dominate the cost of a large span. Short texts come back whole, without a
-        // copy made by substr().
+        // dominate the cost of a large span. Texts are read in place and cut here:
+        // an SQL expression over them would copy each one first.
         let columns = format!(
-            "msg_seq, kind,
-             CASE WHEN kind = 'file_ref' THEN body
-                  WHEN kind = 'tool' AND octet_length(body) > {EXTRACTIVE_INPUT_CHARS}
-                      THEN substr(body, 1, {EXTRACTIVE_INPUT_CHARS})
-                  WHEN kind = 'text' AND octet_length(body) > {EXTRACTIVE_TEXT_CHARS}
-                      THEN substr(body, 1, {EXTRACTIVE_TEXT_CHARS})
-                  ELSE body END,
-             tool_name, tool_status, substr(tool_error, 1, {EXTRACTIVE_ERROR_CHARS}),
+            "msg_seq, kind, body, tool_name, tool_status, tool_error,
              CASE WHEN tool_status = 'error' AND tool_error IS NULL
                   THEN substr(tool_output, 1, {EXTRACTIVE_ERROR_CHARS}) END,
              file_ids"
         );
         let mut parts = ExtractiveRows::default();
-        let mut file_ids = IdList::default();
-        self.scan_parts(
+        self.scan_parts_in_rowid_order(
             session_id,
             (members.low, members.high),
-            &columns,
-            "",
+            &format!("{columns}, ord"),
             |row| {
                 let seq: i64 = row.get(0)?;
                 if members.slot(seq).is_none() {
                     return Ok(());
                 }
-                file_ids.extend(split_ids(row.get_ref(7)?.as_str_or_null()?));
+                let file_ids = row.get_ref(7)?.as_str_or_null()?.map(|ids| parts.push(ids));
+                let ord: i64 = row.get(8)?;
                 let body = row.get_ref(2)?.as_str()?;
                 let kind = match row.get_ref(1)?.as_str()? {
                     "text" => PartKind::Text,
                     "tool" => PartKind::Tool,
                     _ => PartKind::FileRef,
+                };
+                let body = match kind {
+                    PartKind::Text => prefix_chars(body, EXTRACTIVE_TEXT_CHARS),
+                    PartKind::Tool => prefix_chars(body, EXTRACTIVE_INPUT_CHARS),
+                    PartKind::FileRef => body,
                 };
                 let file_ref = if kind == PartKind::FileRef {
                     serde_json::from_str::<serde_json::Value>(body)
@@ -896,11 +929,13 @@ impl Store {
                         Ok(row
                             .get_ref(index)?
                             .as_str_or_null()?
-                            .map(|text| parts.push(text)))
+                            .map(|text| parts.push(prefix_chars(text, EXTRACTIVE_ERROR_CHARS))))
                     };
                 let row = ExtractiveRow {
                     seq,
+                    ord,
                     kind,
+                    file_ids,
                     body: parts.push(body),
                     name: parts.push(row.get_ref(3)?.as_str_or_null()?.unwrap_or_default()),
                     status: parts.push(row.get_ref(4)?.as_str_or_null()?.unwrap_or_default()),
@@ -912,6 +947,17 @@ impl Store {
                 Ok(())
             },
         )?;
+        // Rows come in storage order, which is message order unless a streamed
+        // message was finished after a later one was stored.
+        if !parts.rows.is_sorted_by_key(|row| (row.seq, row.ord)) {
+            parts.rows.sort_by_key(|row| (row.seq, row.ord));
+        }
+        let mut file_ids = IdList::default();
+        for row in &parts.rows {
+            if let Some(ids) = row.file_ids {
+                file_ids.extend(split_ids(Some(parts.get(ids))));
+            }
+        }
         parts.file_ids = file_ids.ids;
         Ok(parts)
     }
@@ -1266,6 +1312,7 @@ fn write_commit(
         join_ids(&summary.file_ids),
         now_ms(),
     ])?;
+    queue_summary(tx, tx.last_insert_rowid())?;
     // One statement for every edge: a span can hold tens of thousands of messages.
     let sources = serde_json::to_string(&plan.sources)
         .map_err(|err| Error::invalid("sources", err.to_string()))?;
@@ -1297,7 +1344,7 @@ fn write_commit(
         "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
     )?
     .execute(params![session_id, plan.positions[0].0, summary.id, summary.tokens])?;
-    queue_for_index(tx, &summary.text, session_id, &summary.id, "")?;
+
     tx.execute(
         "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
         [session_id],
@@ -1343,6 +1390,17 @@ fn remove_sources(
         }
     }
     Ok(())
+}
+
+/// The first `limit` characters of `text` (all of it when shorter).
+fn prefix_chars(text: &str, limit: usize) -> &str {
+    if text.len() <= limit {
+        return text;
+    }
+    match text.char_indices().nth(limit) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
 }
 
 /// The prune candidates outside the rolling window: newest first, outputs are kept

@@ -2,7 +2,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::search::queue_for_index;
+use super::search::queue_part;
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -127,22 +127,6 @@ fn body_of(part: &Part) -> String {
     }
 }
 
-/// Text the full-text index holds for a part.
-fn searchable_text(part: &Part) -> String {
-    match part {
-        Part::Text(text) => text.clone(),
-        Part::Tool(tool) => {
-            let mut text = format!("{} {}", tool.name, tool.input);
-            for extra in [&tool.output, &tool.error].into_iter().flatten() {
-                text.push('\n');
-                text.push_str(extra);
-            }
-            text
-        }
-        Part::FileRef(file) => format!("{} {} {}", file.file_id, file.path, file.summary),
-    }
-}
-
 fn insert_parts(
     tx: &Transaction<'_>,
     session_id: &str,
@@ -183,13 +167,7 @@ fn insert_parts(
             item.output_tokens,
             join_ids(&item.file_ids),
         ])?;
-        queue_for_index(
-            tx,
-            &searchable_text(&item.part),
-            session_id,
-            message_id,
-            &item.id,
-        )?;
+        queue_part(tx, tx.last_insert_rowid())?;
     }
     Ok(())
 }
@@ -407,21 +385,22 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (part_id, message_id, name, input, old_status, old_output, old_error, old_tokens) = tx
+        let (part_rowid, part_id, message_id, name, input, old_status, old_output, old_error, old_tokens) = tx
             .prepare_cached(
-                "SELECT id, message_id, tool_name, body, tool_status, tool_output, tool_error, token_count
+                "SELECT rowid, id, message_id, tool_name, body, tool_status, tool_output, tool_error, token_count
                  FROM parts WHERE session_id = ?1 AND call_id = ?2 ORDER BY msg_seq DESC, ord DESC LIMIT 1",
             )?
             .query_row(params![session_id, call_id], |row| {
                 Ok((
-                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(0)?,
                     row.get::<_, String>(1)?,
                     row.get::<_, String>(2)?,
                     row.get::<_, String>(3)?,
                     row.get::<_, String>(4)?,
-                    row.get::<_, Option<String>>(5)?,
+                    row.get::<_, String>(5)?,
                     row.get::<_, Option<String>>(6)?,
-                    row.get::<_, i64>(7)?,
+                    row.get::<_, Option<String>>(7)?,
+                    row.get::<_, i64>(8)?,
                 ))
             })
             .optional()?
@@ -475,13 +454,9 @@ impl Store {
             output_tokens as i64,
             join_ids(&file_ids),
         ])?;
-        let added: String = [output, error]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("\n");
-        if !added.is_empty() {
-            queue_for_index(&tx, &added, session_id, &message_id, &part_id)?;
+        if output.is_some() || error.is_some() {
+            // The part's index row is built again, now with its result.
+            queue_part(&tx, part_rowid)?;
         }
         let delta = tokens as i64 - old_tokens;
         let version = bump_item_tokens(&tx, session_id, &message_id, delta)?;

@@ -80,10 +80,6 @@ CREATE TABLE compaction_leases (
     holder     TEXT NOT NULL,
     expires_at INTEGER NOT NULL
 );
-CREATE VIRTUAL TABLE fts USING fts5(
-    body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
-    tokenize = 'unicode61 remove_diacritics 2'
-);
 ";
 
 /// The parts table (shared by a new schema and the migration from version 1).
@@ -109,8 +105,7 @@ CREATE TABLE parts (
     compacted_tokens INTEGER,
     body             TEXT NOT NULL,
     tool_error       TEXT,
-    tool_output      TEXT,
-    UNIQUE (message_id, ord)
+    tool_output      TEXT
 );
 ";
 
@@ -130,23 +125,23 @@ CREATE TABLE summary_sources (
 ) WITHOUT ROWID;
 ";
 
-/// The search backlog (new in version 2).
-const SEARCH_BACKLOG: &str = r"
--- Text on its way into `fts`, written in the transaction that stores it. FTS5
--- spends about 100 µs per transaction indexing a few KB, so rows are moved into the
--- index in batches: before every search, and whenever the backlog grows past a bound.
-CREATE TABLE search_backlog (
-    id         INTEGER PRIMARY KEY,
-    body       TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    owner_id   TEXT NOT NULL,
-    part_id    TEXT NOT NULL
+/// The full-text index and its backlog (both as of version 2).
+///
+/// An index row has the rowid of what it indexes: a part's rowid, or minus a
+/// summary's. Writers only queue that rowid in `search_backlog`, inside their own
+/// transaction; see `search.rs` for when the queue moves into `fts`.
+const SEARCH: &str = r"
+CREATE VIRTUAL TABLE fts USING fts5(
+    body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
+    tokenize = 'unicode61 remove_diacritics 2'
 );
+CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
 ";
 
 /// Indexes; `IF NOT EXISTS` so that a migration can run them over an older file.
 const INDEXES: &str = r"
-CREATE INDEX IF NOT EXISTS parts_by_seq ON parts (session_id, msg_seq, ord);
+-- Unique: a message's (session, seq) names it, so this also keeps its part order unique.
+CREATE UNIQUE INDEX IF NOT EXISTS parts_by_seq ON parts (session_id, msg_seq, ord);
 CREATE INDEX IF NOT EXISTS parts_by_call ON parts (session_id, call_id) WHERE call_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS parts_prunable ON parts (session_id, msg_seq)
     WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
@@ -172,7 +167,8 @@ CREATE TRIGGER IF NOT EXISTS messages_no_replace BEFORE INSERT ON messages
 WHEN EXISTS (SELECT 1 FROM messages WHERE id = NEW.id OR (session_id = NEW.session_id AND seq = NEW.seq))
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored message cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS parts_no_replace BEFORE INSERT ON parts
-WHEN EXISTS (SELECT 1 FROM parts WHERE id = NEW.id OR (message_id = NEW.message_id AND ord = NEW.ord))
+WHEN EXISTS (SELECT 1 FROM parts WHERE id = NEW.id
+    OR (session_id = NEW.session_id AND msg_seq = NEW.msg_seq AND ord = NEW.ord))
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored part cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS summaries_no_replace BEFORE INSERT ON summaries
 WHEN EXISTS (SELECT 1 FROM summaries WHERE id = NEW.id)
@@ -250,7 +246,8 @@ BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be changed'); EN
 
 /// From version 1: parts with their large columns last, DAG edges keyed on every
 /// column (their guard trigger and their index by source go), no index of view
-/// items by item id (every commit paid to update it), and the search backlog.
+/// items by item id (every commit paid to update it), and the full-text index
+/// keyed on the rowids of what it indexes, with its backlog.
 const MIGRATE_FROM_1: &str = r"
 DROP TRIGGER IF EXISTS summary_sources_no_replace;
 DROP TRIGGER IF EXISTS summary_sources_no_delete;
@@ -262,6 +259,7 @@ DROP TRIGGER IF EXISTS parts_no_delete;
 DROP TRIGGER IF EXISTS parts_fixed;
 ALTER TABLE summary_sources RENAME TO summary_sources_v1;
 ALTER TABLE parts RENAME TO parts_v1;
+DROP TABLE fts;
 ";
 
 const MIGRATE_FROM_1_COPY: &str = r"
@@ -276,6 +274,8 @@ INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, tool_name, ca
            tool_error, tool_output
     FROM parts_v1 ORDER BY rowid;
 DROP TABLE parts_v1;
+INSERT INTO search_backlog (fts_rowid)
+    SELECT rowid FROM parts UNION ALL SELECT -rowid FROM summaries;
 ";
 
 /// Creates the schema on an empty database, upgrades an older one in one
@@ -311,17 +311,21 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
             tx.execute_batch(TABLES)?;
             tx.execute_batch(PARTS)?;
             tx.execute_batch(SUMMARY_SOURCES)?;
+            tx.execute_batch(SEARCH)?;
         }
         1 => {
+            // Index rows are keyed on the rowids of what they index now: the
+            // index is built again from the stored text.
             tx.execute_batch(MIGRATE_FROM_1)?;
             tx.execute_batch(PARTS)?;
             tx.execute_batch(SUMMARY_SOURCES)?;
+            tx.execute_batch(SEARCH)?;
             tx.execute_batch(MIGRATE_FROM_1_COPY)?;
+            super::search::move_backlog(&tx)?;
         }
         _ => {}
     }
     if again < SCHEMA_VERSION {
-        tx.execute_batch(SEARCH_BACKLOG)?;
         tx.execute_batch(INDEXES)?;
         tx.execute_batch(TRIGGERS)?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;

@@ -1,13 +1,16 @@
 //! The full-text index and its backlog.
 //!
-//! Writers queue the text they store in `search_backlog`, inside their own
-//! transaction, so stored content and its searchable text can never disagree.
-//! FTS5 costs about 100 µs per transaction to index a few KB (it flushes a new
-//! segment on every commit), several times an append's whole budget, while
-//! indexing a batch costs a fraction of that per row. So the backlog moves into
-//! `fts` in batches: before every search (a search never misses a stored row),
-//! when it grows past [`BACKLOG_LIMIT`] rows, and whenever a caller asks
-//! ([`Store::flush_search_index`]).
+//! An index row carries the rowid of what it indexes: a part's rowid, or minus
+//! a summary's. Writers queue that rowid in `search_backlog`, inside their own
+//! transaction, so nothing stored can miss the index. FTS5 costs about 100 µs
+//! per transaction to index a few KB (it writes a new segment on every commit),
+//! several times an append's whole budget, while a batch costs a fraction of
+//! that per row. So the backlog moves into `fts` in batches: before every search
+//! (a search never misses a stored row), when it grows past [`BACKLOG_LIMIT`]
+//! rows, and whenever a caller asks ([`Store::flush_search_index`]).
+//!
+//! Moving a rowid (re)builds its index row from the text stored now, so a tool
+//! call whose result arrives later is indexed once, with its result.
 
 use rusqlite::{params, Transaction, TransactionBehavior};
 
@@ -18,33 +21,52 @@ use crate::error::Result;
 /// into the index: bounds the work a search may have to do first.
 pub const BACKLOG_LIMIT: i64 = 128;
 
-/// Queues `body` for the index, inside the caller's transaction; moves the
-/// whole backlog into the index when it has grown past [`BACKLOG_LIMIT`].
-pub(super) fn queue_for_index(
-    tx: &Transaction<'_>,
-    body: &str,
-    session_id: &str,
-    owner_id: &str,
-    part_id: &str,
-) -> Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO search_backlog (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![body, session_id, owner_id, part_id])?;
-    // The backlog is emptied all at once, so its rowids restart at 1: the newest
-    // rowid is the number of rows waiting.
-    if tx.last_insert_rowid() >= BACKLOG_LIMIT {
+/// Queues a part's index row, inside the caller's transaction.
+pub(super) fn queue_part(tx: &Transaction<'_>, part_rowid: i64) -> Result<()> {
+    queue(tx, part_rowid)
+}
+
+/// Queues a summary's index row, inside the caller's transaction.
+pub(super) fn queue_summary(tx: &Transaction<'_>, summary_rowid: i64) -> Result<()> {
+    queue(tx, -summary_rowid)
+}
+
+fn queue(tx: &Transaction<'_>, fts_rowid: i64) -> Result<()> {
+    tx.prepare_cached("INSERT OR IGNORE INTO search_backlog (fts_rowid) VALUES (?1)")?
+        .execute(params![fts_rowid])?;
+    let waiting: i64 = tx
+        .prepare_cached("SELECT count(*) FROM search_backlog")?
+        .query_row([], |row| row.get(0))?;
+    if waiting >= BACKLOG_LIMIT {
         move_backlog(tx)?;
     }
     Ok(())
 }
 
-/// Moves every queued row into `fts`, in the order it was written.
-fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
+/// Rebuilds the index rows of everything queued, from the stored text, and
+/// empties the queue. What a part is found by: its text; a tool call's name,
+/// input, output and error; a file reference's id, path and summary.
+pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
+    tx.prepare_cached("DELETE FROM fts WHERE rowid IN (SELECT fts_rowid FROM search_backlog)")?
+        .execute([])?;
     let moved = tx
         .prepare_cached(
-            "INSERT INTO fts (body, session_id, owner_id, part_id)
-             SELECT body, session_id, owner_id, part_id FROM search_backlog ORDER BY id",
+            "INSERT INTO fts (rowid, body, session_id, owner_id, part_id)
+             SELECT p.rowid,
+                    CASE p.kind
+                        WHEN 'tool' THEN p.tool_name || ' ' || p.body
+                            || COALESCE(char(10) || p.tool_output, '')
+                            || COALESCE(char(10) || p.tool_error, '')
+                        WHEN 'file_ref' THEN concat_ws(' ', p.body ->> '$.file_id',
+                            p.body ->> '$.path', p.body ->> '$.summary')
+                        ELSE p.body END,
+                    p.session_id, p.message_id, p.id
+             FROM search_backlog b JOIN parts p ON p.rowid = b.fts_rowid
+             WHERE b.fts_rowid > 0
+             UNION ALL
+             SELECT b.fts_rowid, s.text, s.session_id, s.id, ''
+             FROM search_backlog b JOIN summaries s ON s.rowid = -b.fts_rowid
+             WHERE b.fts_rowid < 0",
         )?
         .execute([])?;
     tx.prepare_cached("DELETE FROM search_backlog")?
@@ -54,8 +76,8 @@ fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
 
 impl Store {
     /// Moves the text still waiting for the full-text index into it, in one
-    /// transaction, and returns how many rows moved. Searches do this first on
-    /// their own; calling it in idle time keeps them from paying for it.
+    /// transaction, and returns how many index rows were written. Searches do
+    /// this first on their own; calling it in idle time keeps them from paying.
     pub fn flush_search_index(&mut self) -> Result<usize> {
         if self.search_backlog()? == 0 {
             return Ok(0);
