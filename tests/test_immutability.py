@@ -26,6 +26,7 @@ FORBIDDEN = [
     "DELETE FROM summaries",
     "DELETE FROM summary_sources",
     "DELETE FROM events",
+    "DELETE FROM tool_outputs",
     "DELETE FROM messages WHERE role = 'user'",
     "DELETE FROM parts WHERE kind = 'tool'",
     "UPDATE sessions SET model = 'gpt-4'",
@@ -37,7 +38,7 @@ FORBIDDEN = [
     "UPDATE messages SET token_count = token_count + 1",
     "UPDATE parts SET body = body || 'x'",
     "UPDATE parts SET kind = 'text' WHERE kind = 'tool'",
-    "UPDATE parts SET tool_output = tool_output || 'x' WHERE tool_output IS NOT NULL",
+    "UPDATE tool_outputs SET output = output || 'x'",
     "UPDATE parts SET tool_status = 'error' WHERE tool_status = 'completed'",
     "UPDATE parts SET file_ids = NULL WHERE file_ids IS NOT NULL",
     "UPDATE parts SET token_count = token_count + 1",
@@ -48,12 +49,13 @@ FORBIDDEN = [
     # REPLACE deletes the old row without firing DELETE triggers: refused on insert.
     "INSERT OR REPLACE INTO messages SELECT id, session_id, seq, 'system', created_at, model,"
     " status, token_count, input_tokens, output_tokens, cost, finish_reason FROM messages",
-    "REPLACE INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, tool_name,"
-    " call_id, tool_status, tool_output, tool_error, token_count, output_tokens, file_ids,"
-    " compacted_at, compacted_tokens) SELECT id, message_id, session_id, msg_seq, ord, kind,"
-    " 'gone', tool_name, call_id, tool_status, tool_output, tool_error, token_count,"
+    "REPLACE INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, tool_name,"
+    " call_id, tool_status, tool_error, token_count, output_tokens, file_ids,"
+    " compacted_at, compacted_tokens) SELECT pk, id, message_id, session_id, msg_seq, ord, kind,"
+    " 'gone', tool_name, call_id, tool_status, tool_error, token_count,"
     " output_tokens, file_ids, compacted_at, compacted_tokens FROM parts",
-    "REPLACE INTO summaries SELECT id, session_id, kind, level, 'gone', token_count,"
+    "REPLACE INTO tool_outputs SELECT part_pk, 'gone' FROM tool_outputs",
+    "REPLACE INTO summaries SELECT pk, id, session_id, kind, level, 'gone', token_count,"
     " span_start_seq, span_end_seq, message_count, depth, file_ids, created_at, superseded_by"
     " FROM summaries",
     "REPLACE INTO sessions SELECT id, 'gpt-4', created_at, config, system_prompt,"
@@ -68,6 +70,7 @@ DELETES = [
     "DELETE FROM summaries",
     "DELETE FROM summary_sources",
     "DELETE FROM events",
+    "DELETE FROM tool_outputs",
 ]
 
 
@@ -85,6 +88,7 @@ def snapshot(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
         "summary_sources",
         "events",
         "file_refs",
+        "tool_outputs",
     ]
     return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables}
 
@@ -197,25 +201,20 @@ def test_tool_lifecycle_fields_change_until_the_call_is_final(tmp_path: Path) ->
     where = "WHERE call_id = 'c1'"
     conn.execute(f"UPDATE parts SET tool_status = 'running' {where}")
     assert_refused(conn, f"UPDATE parts SET tool_status = 'pending' {where}")
-    done = "tool_status = 'completed', tool_output = 'result', token_count = 9"
-    conn.execute(f"UPDATE parts SET {done} {where}")
+    conn.execute(f"UPDATE parts SET tool_status = 'completed', token_count = 9 {where}")
     for change in (
         "tool_status = 'error'",
-        "tool_output = 'other'",
-        "tool_output = NULL",
         "tool_error = 'late'",
         "token_count = 10",
         "output_tokens = 3",
         "file_ids = 'file_0000000000'",
     ):
         assert_refused(conn, f"UPDATE parts SET {change} {where}")
-    row = conn.execute(
-        f"SELECT tool_status, tool_output, tool_error, token_count FROM parts {where}"
-    ).fetchone()
-    assert row == ("completed", "result", None, 9)
+    row = conn.execute(f"SELECT tool_status, tool_error, token_count FROM parts {where}").fetchone()
+    assert row == ("completed", None, 9)
 
 
-def test_output_of_a_running_call_is_set_once(tmp_path: Path) -> None:
+def test_a_tool_output_is_written_once(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     store = Store(path)
     sid = store.create_session(MODEL)
@@ -225,15 +224,22 @@ def test_output_of_a_running_call_is_set_once(tmp_path: Path) -> None:
         [{"kind": "tool", "name": "run", "call_id": "c1", "input": "{}", "status": "running"}],
     )
     conn = raw(path)
-    conn.execute("UPDATE parts SET tool_output = 'streamed' WHERE call_id = 'c1'")
-    assert_refused(conn, "UPDATE parts SET tool_output = 'again' WHERE call_id = 'c1'")
+    (pk,) = conn.execute("SELECT pk FROM parts WHERE call_id = 'c1'").fetchone()
+    conn.execute("INSERT INTO tool_outputs (part_pk, output) VALUES (?, 'streamed')", (pk,))
+    for statement in (
+        f"INSERT INTO tool_outputs (part_pk, output) VALUES ({pk}, 'again')",
+        f"INSERT OR REPLACE INTO tool_outputs (part_pk, output) VALUES ({pk}, 'again')",
+        "UPDATE tool_outputs SET output = 'again'",
+        "DELETE FROM tool_outputs",
+    ):
+        assert_refused(conn, statement)
+    assert conn.execute("SELECT output FROM tool_outputs").fetchall() == [("streamed",)]
 
 
 def test_text_parts_have_no_lifecycle(populated: tuple[Path, sqlite3.Connection]) -> None:
     _, conn = populated
     for change in (
         "tool_status = 'completed'",
-        "tool_output = 'x'",
         "token_count = 0",
         "output_tokens = 1",
     ):

@@ -89,8 +89,8 @@ def test_append_writes_message_parts_view_item_index_and_counts(
         result["token_count"],
     )
     parts = conn.execute(
-        "SELECT id, kind, body, tool_output, token_count FROM parts"
-        " WHERE message_id = ? ORDER BY ord",
+        "SELECT id, kind, body, output, token_count FROM parts"
+        " LEFT JOIN tool_outputs ON part_pk = pk WHERE message_id = ? ORDER BY ord",
         (result["id"],),
     ).fetchall()
     assert [p[0] for p in parts] == result["part_ids"]

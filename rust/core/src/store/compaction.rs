@@ -647,11 +647,15 @@ impl Store {
         mut each: impl FnMut(i64, &[StoredPart], Vec<String>) -> Result<bool>,
     ) -> Result<()> {
         let sql = if newest_first {
-            "SELECT id, kind, body, tool_name, call_id, tool_status, tool_output, tool_error, compacted_at, file_ids, msg_seq
-             FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3 ORDER BY msg_seq DESC, ord DESC"
+            "SELECT p.id, p.kind, p.body, p.tool_name, p.call_id, p.tool_status, o.output, p.tool_error,
+                    p.compacted_at, p.file_ids, p.msg_seq
+             FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq DESC, p.ord DESC"
         } else {
-            "SELECT id, kind, body, tool_name, call_id, tool_status, tool_output, tool_error, compacted_at, file_ids, msg_seq
-             FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3 ORDER BY msg_seq, ord"
+            "SELECT p.id, p.kind, p.body, p.tool_name, p.call_id, p.tool_status, o.output, p.tool_error,
+                    p.compacted_at, p.file_ids, p.msg_seq
+             FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq, p.ord"
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
         let mut rows = stmt.query(params![session_id, members.low, members.high])?;
@@ -887,7 +891,8 @@ impl Store {
         let columns = format!(
             "msg_seq, kind, body, tool_name, tool_status, tool_error,
              CASE WHEN tool_status = 'error' AND tool_error IS NULL
-                  THEN substr(tool_output, 1, {EXTRACTIVE_ERROR_CHARS}) END,
+                  THEN (SELECT substr(output, 1, {EXTRACTIVE_ERROR_CHARS})
+                        FROM tool_outputs WHERE part_pk = parts.pk) END,
              file_ids"
         );
         let mut parts = ExtractiveRows::default();

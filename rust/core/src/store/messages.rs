@@ -136,8 +136,8 @@ fn insert_parts(
 ) -> Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, tool_name, call_id,
-                            tool_status, tool_output, tool_error, token_count, output_tokens, file_ids)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                            tool_status, tool_error, token_count, output_tokens, file_ids)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?;
     for (ord, item) in prepared.iter().enumerate() {
         let (name, call_id, status, output, error) = match &item.part {
@@ -161,14 +161,23 @@ fn insert_parts(
             name,
             call_id,
             status,
-            output,
             error,
             item.tokens,
             item.output_tokens,
             join_ids(&item.file_ids),
         ])?;
-        queue_part(tx, tx.last_insert_rowid())?;
+        let part_pk = tx.last_insert_rowid();
+        if let Some(output) = output {
+            insert_tool_output(tx, part_pk, output)?;
+        }
+        queue_part(tx, part_pk)?;
     }
+    Ok(())
+}
+
+fn insert_tool_output(tx: &Transaction<'_>, part_pk: i64, output: &str) -> Result<()> {
+    tx.prepare_cached("INSERT INTO tool_outputs (part_pk, output) VALUES (?1, ?2)")?
+        .execute(params![part_pk, output])?;
     Ok(())
 }
 
@@ -387,8 +396,10 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (part_rowid, part_id, message_id, name, input, old_status, old_output, old_error, old_tokens) = tx
             .prepare_cached(
-                "SELECT rowid, id, message_id, tool_name, body, tool_status, tool_output, tool_error, token_count
-                 FROM parts WHERE session_id = ?1 AND call_id = ?2 ORDER BY msg_seq DESC, ord DESC LIMIT 1",
+                "SELECT p.pk, p.id, p.message_id, p.tool_name, p.body, p.tool_status, o.output,
+                        p.tool_error, p.token_count
+                 FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+                 WHERE p.session_id = ?1 AND p.call_id = ?2 ORDER BY p.msg_seq DESC, p.ord DESC LIMIT 1",
             )?
             .query_row(params![session_id, call_id], |row| {
                 Ok((
@@ -442,18 +453,20 @@ impl Store {
             unreachable!()
         };
         tx.prepare_cached(
-            "UPDATE parts SET tool_status = ?2, tool_output = ?3, tool_error = ?4, token_count = ?5,
-                    output_tokens = ?6, file_ids = ?7 WHERE id = ?1",
+            "UPDATE parts SET tool_status = ?2, tool_error = ?3, token_count = ?4,
+                    output_tokens = ?5, file_ids = ?6 WHERE id = ?1",
         )?
         .execute(params![
             part_id,
             status.as_str(),
-            tool.output,
             tool.error,
             tokens as i64,
             output_tokens as i64,
             join_ids(&file_ids),
         ])?;
+        if let Some(output) = output {
+            insert_tool_output(&tx, part_rowid, output)?;
+        }
         if output.is_some() || error.is_some() {
             // The part's index row is built again, now with its result.
             queue_part(&tx, part_rowid)?;
@@ -528,8 +541,10 @@ impl Store {
     /// The parts of one message, in order, with tombstones applied.
     pub(super) fn load_parts(&self, message_id: &str) -> Result<Vec<StoredPart>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, kind, body, tool_name, call_id, tool_status, tool_output, tool_error,
-                    compacted_at, file_ids FROM parts WHERE message_id = ?1 ORDER BY ord",
+            "SELECT p.id, p.kind, p.body, p.tool_name, p.call_id, p.tool_status, o.output,
+                    p.tool_error, p.compacted_at, p.file_ids
+             FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE p.message_id = ?1 ORDER BY p.ord",
         )?;
         let rows = stmt.query_map([message_id], row_to_part)?;
         let mut parts = Vec::new();

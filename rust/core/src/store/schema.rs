@@ -42,21 +42,6 @@ CREATE TABLE context_items (
     token_count INTEGER NOT NULL,
     PRIMARY KEY (session_id, position)
 ) WITHOUT ROWID;
-CREATE TABLE summaries (
-    id             TEXT PRIMARY KEY,
-    session_id     TEXT NOT NULL REFERENCES sessions(id),
-    kind           TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
-    level          INTEGER NOT NULL CHECK (level IN (1, 2, 3)),
-    text           TEXT NOT NULL,
-    token_count    INTEGER NOT NULL,
-    span_start_seq INTEGER NOT NULL,
-    span_end_seq   INTEGER NOT NULL,
-    message_count  INTEGER NOT NULL,
-    depth          INTEGER NOT NULL,
-    file_ids       TEXT,
-    created_at     INTEGER NOT NULL,
-    superseded_by  TEXT
-);
 CREATE TABLE file_refs (
     file_id      TEXT PRIMARY KEY,
     content_hash TEXT NOT NULL,
@@ -82,14 +67,40 @@ CREATE TABLE compaction_leases (
 );
 ";
 
-/// The parts table (shared by a new schema and the migration from version 1).
+/// The summaries table (shared by a new schema and the migration from version 1).
+/// `pk` is an explicit rowid: the full-text index refers to it, and VACUUM keeps
+/// explicit rowids.
+const SUMMARIES: &str = r"
+CREATE TABLE summaries (
+    pk             INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL UNIQUE,
+    session_id     TEXT NOT NULL REFERENCES sessions(id),
+    kind           TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+    level          INTEGER NOT NULL CHECK (level IN (1, 2, 3)),
+    text           TEXT NOT NULL,
+    token_count    INTEGER NOT NULL,
+    span_start_seq INTEGER NOT NULL,
+    span_end_seq   INTEGER NOT NULL,
+    message_count  INTEGER NOT NULL,
+    depth          INTEGER NOT NULL,
+    file_ids       TEXT,
+    created_at     INTEGER NOT NULL,
+    superseded_by  TEXT
+);
+";
+
+/// The parts table and the tool outputs kept apart from it (shared by a new
+/// schema and the migration from version 1).
 ///
-/// Large text comes last: SQLite stores what does not fit a page in overflow
-/// pages, and reading a column after a 4 KB tool output walks them. The scans
-/// of compaction read only the small columns and, at most, the body.
+/// A tool output (often several KB) lives in its own table, and large text comes
+/// last in a part: a part row then fits with many others on a page, so the scans
+/// over a session's parts (compaction, rendering) touch a few dense pages rather
+/// than one page per call plus its overflow. `pk` is an explicit rowid: outputs
+/// and the full-text index refer to it, and VACUUM keeps explicit rowids.
 const PARTS: &str = r"
 CREATE TABLE parts (
-    id               TEXT PRIMARY KEY,
+    pk               INTEGER PRIMARY KEY,
+    id               TEXT NOT NULL UNIQUE,
     message_id       TEXT NOT NULL REFERENCES messages(id),
     session_id       TEXT NOT NULL,
     msg_seq          INTEGER NOT NULL,
@@ -104,8 +115,11 @@ CREATE TABLE parts (
     compacted_at     INTEGER,
     compacted_tokens INTEGER,
     body             TEXT NOT NULL,
-    tool_error       TEXT,
-    tool_output      TEXT
+    tool_error       TEXT
+);
+CREATE TABLE tool_outputs (
+    part_pk INTEGER PRIMARY KEY REFERENCES parts(pk),
+    output  TEXT NOT NULL
 );
 ";
 
@@ -167,11 +181,11 @@ CREATE TRIGGER IF NOT EXISTS messages_no_replace BEFORE INSERT ON messages
 WHEN EXISTS (SELECT 1 FROM messages WHERE id = NEW.id OR (session_id = NEW.session_id AND seq = NEW.seq))
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored message cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS parts_no_replace BEFORE INSERT ON parts
-WHEN EXISTS (SELECT 1 FROM parts WHERE id = NEW.id
+WHEN EXISTS (SELECT 1 FROM parts WHERE pk = NEW.pk OR id = NEW.id
     OR (session_id = NEW.session_id AND msg_seq = NEW.msg_seq AND ord = NEW.ord))
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored part cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS summaries_no_replace BEFORE INSERT ON summaries
-WHEN EXISTS (SELECT 1 FROM summaries WHERE id = NEW.id)
+WHEN EXISTS (SELECT 1 FROM summaries WHERE pk = NEW.pk OR id = NEW.id)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored summary cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS file_refs_no_replace BEFORE INSERT ON file_refs
 WHEN EXISTS (SELECT 1 FROM file_refs WHERE file_id = NEW.file_id)
@@ -203,13 +217,13 @@ BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only unset token, cost and fin
 CREATE TRIGGER IF NOT EXISTS parts_no_delete BEFORE DELETE ON parts
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: parts cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS parts_fixed BEFORE UPDATE ON parts
-WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id OR NEW.session_id IS NOT OLD.session_id
+WHEN NEW.pk IS NOT OLD.pk OR NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id
+  OR NEW.session_id IS NOT OLD.session_id
   OR NEW.msg_seq IS NOT OLD.msg_seq OR NEW.ord IS NOT OLD.ord OR NEW.kind IS NOT OLD.kind
   OR NEW.body IS NOT OLD.body OR NEW.tool_name IS NOT OLD.tool_name OR NEW.call_id IS NOT OLD.call_id
-  OR (OLD.tool_output IS NOT NULL AND NEW.tool_output IS NOT OLD.tool_output)
   OR (OLD.tool_error IS NOT NULL AND NEW.tool_error IS NOT OLD.tool_error)
   OR ((OLD.kind <> 'tool' OR OLD.tool_status IN ('completed', 'error'))
-      AND (NEW.tool_status IS NOT OLD.tool_status OR NEW.tool_output IS NOT OLD.tool_output
+      AND (NEW.tool_status IS NOT OLD.tool_status
            OR NEW.tool_error IS NOT OLD.tool_error OR NEW.token_count IS NOT OLD.token_count
            OR NEW.output_tokens IS NOT OLD.output_tokens OR NEW.file_ids IS NOT OLD.file_ids))
   OR (OLD.tool_status = 'running' AND NEW.tool_status = 'pending')
@@ -217,11 +231,19 @@ WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id OR NEW.session
   OR (OLD.compacted_tokens IS NOT NULL AND NEW.compacted_tokens IS NOT OLD.compacted_tokens)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only tool lifecycle fields and the tombstone of a part may be written'); END;
 
+CREATE TRIGGER IF NOT EXISTS tool_outputs_no_replace BEFORE INSERT ON tool_outputs
+WHEN EXISTS (SELECT 1 FROM tool_outputs WHERE part_pk = NEW.part_pk)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a tool output is written once'); END;
+CREATE TRIGGER IF NOT EXISTS tool_outputs_no_delete BEFORE DELETE ON tool_outputs
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: tool outputs cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS tool_outputs_fixed BEFORE UPDATE ON tool_outputs
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a tool output is written once'); END;
+
 CREATE TRIGGER IF NOT EXISTS summaries_no_delete BEFORE DELETE ON summaries
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summaries cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS summaries_fixed BEFORE UPDATE ON summaries
-WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.kind IS NOT OLD.kind
-  OR NEW.level IS NOT OLD.level OR NEW.text IS NOT OLD.text OR NEW.token_count IS NOT OLD.token_count
+WHEN NEW.pk IS NOT OLD.pk OR NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id
+  OR NEW.kind IS NOT OLD.kind OR NEW.level IS NOT OLD.level OR NEW.text IS NOT OLD.text OR NEW.token_count IS NOT OLD.token_count
   OR NEW.span_start_seq IS NOT OLD.span_start_seq OR NEW.span_end_seq IS NOT OLD.span_end_seq
   OR NEW.message_count IS NOT OLD.message_count OR NEW.depth IS NOT OLD.depth
   OR NEW.file_ids IS NOT OLD.file_ids OR NEW.created_at IS NOT OLD.created_at
@@ -244,7 +266,8 @@ CREATE TRIGGER IF NOT EXISTS events_fixed BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be changed'); END;
 ";
 
-/// From version 1: parts with their large columns last, DAG edges keyed on every
+/// From version 1: parts and summaries with explicit rowids, tool outputs apart
+/// from their parts, and large part columns last; DAG edges keyed on every
 /// column (their guard trigger and their index by source go), no index of view
 /// items by item id (every commit paid to update it), and the full-text index
 /// keyed on the rowids of what it indexes, with its backlog.
@@ -257,8 +280,13 @@ DROP INDEX IF EXISTS context_items_by_item;
 DROP TRIGGER IF EXISTS parts_no_replace;
 DROP TRIGGER IF EXISTS parts_no_delete;
 DROP TRIGGER IF EXISTS parts_fixed;
+DROP TRIGGER IF EXISTS summaries_no_replace;
+DROP TRIGGER IF EXISTS summaries_no_delete;
+DROP TRIGGER IF EXISTS summaries_fixed;
+DROP INDEX IF EXISTS summaries_by_session;
 ALTER TABLE summary_sources RENAME TO summary_sources_v1;
 ALTER TABLE parts RENAME TO parts_v1;
+ALTER TABLE summaries RENAME TO summaries_v1;
 DROP TABLE fts;
 ";
 
@@ -266,14 +294,22 @@ const MIGRATE_FROM_1_COPY: &str = r"
 INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
     SELECT summary_id, ord, source_kind, source_id FROM summary_sources_v1;
 DROP TABLE summary_sources_v1;
-INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, tool_name, call_id, tool_status,
-                   token_count, output_tokens, file_ids, compacted_at, compacted_tokens, body,
-                   tool_error, tool_output)
-    SELECT id, message_id, session_id, msg_seq, ord, kind, tool_name, call_id, tool_status,
-           token_count, output_tokens, file_ids, compacted_at, compacted_tokens, body,
-           tool_error, tool_output
+INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, tool_name, call_id,
+                   tool_status, token_count, output_tokens, file_ids, compacted_at,
+                   compacted_tokens, body, tool_error)
+    SELECT rowid, id, message_id, session_id, msg_seq, ord, kind, tool_name, call_id,
+           tool_status, token_count, output_tokens, file_ids, compacted_at, compacted_tokens,
+           body, tool_error
     FROM parts_v1 ORDER BY rowid;
+INSERT INTO tool_outputs (part_pk, output)
+    SELECT rowid, tool_output FROM parts_v1 WHERE tool_output IS NOT NULL ORDER BY rowid;
 DROP TABLE parts_v1;
+INSERT INTO summaries (pk, id, session_id, kind, level, text, token_count, span_start_seq,
+                       span_end_seq, message_count, depth, file_ids, created_at, superseded_by)
+    SELECT rowid, id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
+           message_count, depth, file_ids, created_at, superseded_by
+    FROM summaries_v1 ORDER BY rowid;
+DROP TABLE summaries_v1;
 INSERT INTO search_backlog (fts_rowid)
     SELECT rowid FROM parts UNION ALL SELECT -rowid FROM summaries;
 ";
@@ -310,6 +346,7 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
             }
             tx.execute_batch(TABLES)?;
             tx.execute_batch(PARTS)?;
+            tx.execute_batch(SUMMARIES)?;
             tx.execute_batch(SUMMARY_SOURCES)?;
             tx.execute_batch(SEARCH)?;
         }
@@ -318,6 +355,7 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
             // index is built again from the stored text.
             tx.execute_batch(MIGRATE_FROM_1)?;
             tx.execute_batch(PARTS)?;
+            tx.execute_batch(SUMMARIES)?;
             tx.execute_batch(SUMMARY_SOURCES)?;
             tx.execute_batch(SEARCH)?;
             tx.execute_batch(MIGRATE_FROM_1_COPY)?;

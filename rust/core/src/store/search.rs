@@ -52,20 +52,21 @@ pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
     let moved = tx
         .prepare_cached(
             "INSERT INTO fts (rowid, body, session_id, owner_id, part_id)
-             SELECT p.rowid,
+             SELECT p.pk,
                     CASE p.kind
                         WHEN 'tool' THEN p.tool_name || ' ' || p.body
-                            || COALESCE(char(10) || p.tool_output, '')
+                            || COALESCE(char(10) || o.output, '')
                             || COALESCE(char(10) || p.tool_error, '')
                         WHEN 'file_ref' THEN concat_ws(' ', p.body ->> '$.file_id',
                             p.body ->> '$.path', p.body ->> '$.summary')
                         ELSE p.body END,
                     p.session_id, p.message_id, p.id
-             FROM search_backlog b JOIN parts p ON p.rowid = b.fts_rowid
+             FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
+             LEFT JOIN tool_outputs o ON o.part_pk = p.pk
              WHERE b.fts_rowid > 0
              UNION ALL
              SELECT b.fts_rowid, s.text, s.session_id, s.id, ''
-             FROM search_backlog b JOIN summaries s ON s.rowid = -b.fts_rowid
+             FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
              WHERE b.fts_rowid < 0",
         )?
         .execute([])?;
