@@ -90,6 +90,7 @@ fn a_version_1_file_is_upgraded_with_every_row_kept() {
     // The old tables are gone, the new one is there, and the guards are back.
     let tables = objects(path, "table");
     assert!(tables.contains(&"search_backlog".to_string()));
+    assert!(tables.contains(&"tool_outputs".to_string()));
     assert!(!tables.iter().any(|name| name.ends_with("_v1")));
     let indexes = objects(path, "index");
     assert!(!indexes.contains(&"context_items_by_item".to_string()));
@@ -99,7 +100,9 @@ fn a_version_1_file_is_upgraded_with_every_row_kept() {
         "parts_no_delete",
         "parts_fixed",
         "parts_no_replace",
+        "summaries_fixed",
         "summary_sources_fixed",
+        "tool_outputs_no_delete",
     ] {
         assert!(triggers.contains(&name.to_string()), "{name} is missing");
     }
