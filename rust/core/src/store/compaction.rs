@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::messages::{join_ids, row_to_part, split_ids};
-use super::search::queue_summary;
+use super::search::{bound_backlog, queue_summary};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -1318,6 +1318,7 @@ fn write_commit(
         now_ms(),
     ])?;
     queue_summary(tx, tx.last_insert_rowid())?;
+    bound_backlog(tx)?;
     // One statement for every edge: a span can hold tens of thousands of messages.
     let sources = serde_json::to_string(&plan.sources)
         .map_err(|err| Error::invalid("sources", err.to_string()))?;

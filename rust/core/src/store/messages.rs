@@ -1,8 +1,10 @@
 //! Appending messages and parts, tool lifecycle updates, and reading them back.
 
+use std::borrow::Cow;
+
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::search::queue_part;
+use super::search::{bound_backlog, queue_part};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -46,22 +48,22 @@ pub struct MessageRecord {
 }
 
 /// A part ready to insert: validated, counted, its file ids found.
-struct PreparedPart {
+struct PreparedPart<'a> {
     id: String,
-    part: Part,
+    part: &'a Part,
     tokens: i64,
     output_tokens: i64,
     file_ids: Vec<String>,
 }
 
-fn prepare_parts(counter: &TokenCounter, parts: &[Part]) -> Result<Vec<PreparedPart>> {
+fn prepare_parts<'a>(counter: &TokenCounter, parts: &'a [Part]) -> Result<Vec<PreparedPart<'a>>> {
     let mut prepared = Vec::with_capacity(parts.len());
     for (index, part) in parts.iter().enumerate() {
         parts::validate(&format!("parts[{index}]"), part)?;
         let (tokens, output_tokens) = render::part_tokens(counter, part);
         prepared.push(PreparedPart {
             id: new_id("prt"),
-            part: part.clone(),
+            part,
             tokens: tokens as i64,
             output_tokens: output_tokens as i64,
             file_ids: part_file_ids(part),
@@ -112,18 +114,20 @@ pub(super) fn split_ids(joined: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn body_of(part: &Part) -> String {
+fn body_of(part: &Part) -> Cow<'_, str> {
     match part {
-        Part::Text(text) => text.clone(),
-        Part::Tool(tool) => tool.input.clone(),
-        Part::FileRef(file) => serde_json::json!({
+        Part::Text(text) => Cow::Borrowed(text),
+        Part::Tool(tool) => Cow::Borrowed(&tool.input),
+        Part::FileRef(file) => Cow::Owned(
+            serde_json::json!({
             "file_id": file.file_id,
             "path": file.path,
             "file_type": file.file_type,
             "token_count": file.token_count,
             "summary": file.summary,
-        })
-        .to_string(),
+            })
+            .to_string(),
+        ),
     }
 }
 
@@ -132,7 +136,7 @@ fn insert_parts(
     session_id: &str,
     message_id: &str,
     seq: i64,
-    prepared: &[PreparedPart],
+    prepared: &[PreparedPart<'_>],
 ) -> Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, tool_name, call_id,
@@ -140,7 +144,7 @@ fn insert_parts(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?;
     for (ord, item) in prepared.iter().enumerate() {
-        let (name, call_id, status, output, error) = match &item.part {
+        let (name, call_id, status, output, error) = match item.part {
             Part::Tool(tool) => (
                 Some(tool.name.as_str()),
                 Some(tool.call_id.as_str()),
@@ -157,7 +161,7 @@ fn insert_parts(
             seq,
             ord as i64,
             item.part.kind(),
-            body_of(&item.part),
+            body_of(item.part),
             name,
             call_id,
             status,
@@ -172,7 +176,70 @@ fn insert_parts(
         }
         queue_part(tx, part_pk)?;
     }
-    Ok(())
+    bound_backlog(tx)
+}
+
+/// A part row as `update_tool` reads it.
+type CallRow = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+/// The newest call with `call_id` in the session that still waits for its result.
+/// A call that has finished is reported as such; one never stored as not found.
+fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<CallRow> {
+    let open = tx
+        .prepare_cached(
+            "SELECT p.pk, p.id, p.message_id, p.tool_name, p.body, p.tool_status, o.output,
+                    p.tool_error, p.token_count
+             FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE p.session_id = ?1 AND p.call_id = ?2 AND p.kind = 'tool'
+               AND p.tool_status IN ('pending', 'running')
+             ORDER BY p.msg_seq DESC, p.ord DESC LIMIT 1",
+        )?
+        .query_row(params![session_id, call_id], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+                row.get(6)?,
+                row.get(7)?,
+                row.get(8)?,
+            ))
+        })
+        .optional()?;
+    if let Some(row) = open {
+        return Ok(row);
+    }
+    // Only a mistaken call gets here: a scan of the session's parts tells a
+    // finished call from an unknown one.
+    let finished: Option<String> = tx
+        .prepare_cached(
+            "SELECT tool_status FROM parts WHERE session_id = ?1 AND call_id = ?2
+             ORDER BY msg_seq DESC, ord DESC LIMIT 1",
+        )?
+        .query_row(params![session_id, call_id], |row| row.get(0))
+        .optional()?;
+    Err(match finished {
+        Some(status) => Error::invalid(
+            "status",
+            format!("tool call {call_id} is already {status}; its result cannot change"),
+        ),
+        None => Error::NotFound {
+            kind: "tool call",
+            id: call_id.to_string(),
+        },
+    })
 }
 
 fn insert_tool_output(tx: &Transaction<'_>, part_pk: i64, output: &str) -> Result<()> {
@@ -181,7 +248,7 @@ fn insert_tool_output(tx: &Transaction<'_>, part_pk: i64, output: &str) -> Resul
     Ok(())
 }
 
-fn message_tokens(prepared: &[PreparedPart]) -> i64 {
+fn message_tokens(prepared: &[PreparedPart<'_>]) -> i64 {
     MESSAGE_OVERHEAD as i64 + prepared.iter().map(|p| p.tokens).sum::<i64>()
 }
 
@@ -376,7 +443,8 @@ impl Store {
     }
 
     /// Moves a tool call along its lifecycle (pending → running → completed or error),
-    /// setting its output or error once. The newest call with `call_id` in the session is updated.
+    /// setting its output or error once. The newest call with `call_id` in the session
+    /// that still waits for its result is updated.
     pub fn update_tool(
         &mut self,
         session_id: &str,
@@ -394,31 +462,17 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (part_rowid, part_id, message_id, name, input, old_status, old_output, old_error, old_tokens) = tx
-            .prepare_cached(
-                "SELECT p.pk, p.id, p.message_id, p.tool_name, p.body, p.tool_status, o.output,
-                        p.tool_error, p.token_count
-                 FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-                 WHERE p.session_id = ?1 AND p.call_id = ?2 ORDER BY p.msg_seq DESC, p.ord DESC LIMIT 1",
-            )?
-            .query_row(params![session_id, call_id], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, String>(3)?,
-                    row.get::<_, String>(4)?,
-                    row.get::<_, String>(5)?,
-                    row.get::<_, Option<String>>(6)?,
-                    row.get::<_, Option<String>>(7)?,
-                    row.get::<_, i64>(8)?,
-                ))
-            })
-            .optional()?
-            .ok_or_else(|| Error::NotFound {
-                kind: "tool call",
-                id: call_id.to_string(),
-            })?;
+        let (
+            part_rowid,
+            part_id,
+            message_id,
+            name,
+            input,
+            old_status,
+            old_output,
+            old_error,
+            old_tokens,
+        ) = open_call(&tx, session_id, call_id)?;
         let current = ToolStatus::parse("status", &old_status)?;
         if current.is_final() {
             return Err(Error::invalid(
@@ -470,6 +524,7 @@ impl Store {
         if output.is_some() || error.is_some() {
             // The part's index row is built again, now with its result.
             queue_part(&tx, part_rowid)?;
+            bound_backlog(&tx)?;
         }
         let delta = tokens as i64 - old_tokens;
         let version = bump_item_tokens(&tx, session_id, &message_id, delta)?;

@@ -156,10 +156,12 @@ CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
 const INDEXES: &str = r"
 -- Unique: a message's (session, seq) names it, so this also keeps its part order unique.
 CREATE UNIQUE INDEX IF NOT EXISTS parts_by_seq ON parts (session_id, msg_seq, ord);
-CREATE INDEX IF NOT EXISTS parts_by_call ON parts (session_id, call_id) WHERE call_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS parts_prunable ON parts (session_id, msg_seq)
     WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
-CREATE INDEX IF NOT EXISTS parts_unfinished ON parts (session_id)
+-- Tool calls waiting for their result, by call id: what a result is matched
+-- against. A call leaves the index when it finishes, so an append of a finished
+-- call writes no entry here.
+CREATE INDEX IF NOT EXISTS parts_open_calls ON parts (session_id, call_id, msg_seq)
     WHERE kind = 'tool' AND tool_status IN ('pending', 'running');
 -- Covering: the file ids of a span (every summary's footer) without reading its parts.
 CREATE INDEX IF NOT EXISTS parts_file_ids ON parts (session_id, msg_seq, ord, file_ids)
@@ -178,14 +180,18 @@ CREATE TRIGGER IF NOT EXISTS sessions_no_replace BEFORE INSERT ON sessions
 WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored session cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS messages_no_replace BEFORE INSERT ON messages
-WHEN EXISTS (SELECT 1 FROM messages WHERE id = NEW.id OR (session_id = NEW.session_id AND seq = NEW.seq))
+WHEN EXISTS (SELECT 1 FROM messages WHERE id = NEW.id)
+  OR EXISTS (SELECT 1 FROM messages WHERE session_id = NEW.session_id AND seq = NEW.seq)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored message cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS parts_no_replace BEFORE INSERT ON parts
-WHEN EXISTS (SELECT 1 FROM parts WHERE pk = NEW.pk OR id = NEW.id
-    OR (session_id = NEW.session_id AND msg_seq = NEW.msg_seq AND ord = NEW.ord))
+WHEN EXISTS (SELECT 1 FROM parts WHERE pk = NEW.pk)
+  OR EXISTS (SELECT 1 FROM parts WHERE id = NEW.id)
+  OR EXISTS (SELECT 1 FROM parts
+             WHERE session_id = NEW.session_id AND msg_seq = NEW.msg_seq AND ord = NEW.ord)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored part cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS summaries_no_replace BEFORE INSERT ON summaries
-WHEN EXISTS (SELECT 1 FROM summaries WHERE pk = NEW.pk OR id = NEW.id)
+WHEN EXISTS (SELECT 1 FROM summaries WHERE pk = NEW.pk)
+  OR EXISTS (SELECT 1 FROM summaries WHERE id = NEW.id)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored summary cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS file_refs_no_replace BEFORE INSERT ON file_refs
 WHEN EXISTS (SELECT 1 FROM file_refs WHERE file_id = NEW.file_id)

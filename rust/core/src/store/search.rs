@@ -21,12 +21,14 @@ use crate::error::Result;
 /// into the index: bounds the work a search may have to do first.
 pub const BACKLOG_LIMIT: i64 = 128;
 
-/// Queues a part's index row, inside the caller's transaction.
+/// Queues a part's index row, inside the caller's transaction. The caller ends
+/// its writes with [`bound_backlog`].
 pub(super) fn queue_part(tx: &Transaction<'_>, part_rowid: i64) -> Result<()> {
     queue(tx, part_rowid)
 }
 
-/// Queues a summary's index row, inside the caller's transaction.
+/// Queues a summary's index row, inside the caller's transaction. The caller
+/// ends its writes with [`bound_backlog`].
 pub(super) fn queue_summary(tx: &Transaction<'_>, summary_rowid: i64) -> Result<()> {
     queue(tx, -summary_rowid)
 }
@@ -34,6 +36,11 @@ pub(super) fn queue_summary(tx: &Transaction<'_>, summary_rowid: i64) -> Result<
 fn queue(tx: &Transaction<'_>, fts_rowid: i64) -> Result<()> {
     tx.prepare_cached("INSERT OR IGNORE INTO search_backlog (fts_rowid) VALUES (?1)")?
         .execute(params![fts_rowid])?;
+    Ok(())
+}
+
+/// Moves the whole backlog into the index when it has grown to [`BACKLOG_LIMIT`].
+pub(super) fn bound_backlog(tx: &Transaction<'_>) -> Result<()> {
     let waiting: i64 = tx
         .prepare_cached("SELECT count(*) FROM search_backlog")?
         .query_row([], |row| row.get(0))?;
