@@ -21,8 +21,9 @@ def raw_context(conn: sqlite3.Connection, message_ids: list[str]) -> list[dict[s
     """The baseline: one SELECT of the included messages' parts, rendered as chat dicts."""
     marks = ",".join("?" * len(message_ids))
     rows = conn.execute(
-        "SELECT p.message_id, m.role, p.kind, p.body, p.tool_name, p.call_id, p.tool_output"
+        "SELECT p.message_id, m.role, p.kind, p.body, p.tool_name, p.call_id, o.output"
         " FROM parts p JOIN messages m ON m.id = p.message_id"
+        " LEFT JOIN tool_outputs o ON o.part_pk = p.pk"
         f" WHERE p.message_id IN ({marks}) ORDER BY p.msg_seq, p.ord",
         message_ids,
     ).fetchall()

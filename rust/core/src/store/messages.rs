@@ -599,7 +599,8 @@ impl Store {
             "SELECT p.id, p.kind, p.body, p.tool_name, p.call_id, p.tool_status, o.output,
                     p.tool_error, p.compacted_at, p.file_ids
              FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-             WHERE p.message_id = ?1 ORDER BY p.ord",
+             JOIN messages m ON m.id = ?1
+             WHERE p.session_id = m.session_id AND p.msg_seq = m.seq ORDER BY p.ord",
         )?;
         let rows = stmt.query_map([message_id], row_to_part)?;
         let mut parts = Vec::new();

@@ -392,7 +392,8 @@ impl Store {
         let parts: i64 = self
             .conn
             .prepare_cached(
-                "SELECT COALESCE(SUM(token_count), 0) FROM parts WHERE message_id = ?1",
+                "SELECT COALESCE(SUM(p.token_count), 0) FROM messages m JOIN parts p
+                   ON p.session_id = m.session_id AND p.msg_seq = m.seq WHERE m.id = ?1",
             )?
             .query_row([message_id], |row| row.get(0))?;
         Ok(parts + MESSAGE_OVERHEAD as i64)
