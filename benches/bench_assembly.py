@@ -22,9 +22,9 @@ def raw_context(conn: sqlite3.Connection, message_ids: list[str]) -> list[dict[s
     marks = ",".join("?" * len(message_ids))
     rows = conn.execute(
         "SELECT p.message_id, m.role, p.kind, p.body, p.tool_name, p.call_id, o.output"
-        " FROM parts p JOIN messages m ON m.id = p.message_id"
+        " FROM messages m JOIN parts p ON p.session_id = m.session_id AND p.msg_seq = m.seq"
         " LEFT JOIN tool_outputs o ON o.part_pk = p.pk"
-        f" WHERE p.message_id IN ({marks}) ORDER BY p.msg_seq, p.ord",
+        f" WHERE m.id IN ({marks}) ORDER BY p.msg_seq, p.ord",
         message_ids,
     ).fetchall()
     out: list[dict[str, Any]] = []
