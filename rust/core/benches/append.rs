@@ -2,6 +2,10 @@
 //! output) to a store on a real file, as a session does every turn, next to the
 //! same append of a two-character message (the store's fixed cost).
 //!
+//! Criterion reports a mean over a long run on one growing file, so its figure
+//! holds the periodic WAL checkpoints and full-text index batches; the Python
+//! benchmark (benches/bench_append.py) reports the median the target is set on.
+//!
 //! Run with `cargo bench -p lossless-core --bench append`.
 
 #[path = "../tests/support/mod.rs"]
