@@ -4,7 +4,7 @@
 //!
 //! Criterion reports a mean over a long run on one growing file, so its figure
 //! holds the periodic WAL checkpoints and full-text index batches; the Python
-//! benchmark (benches/bench_append.py) reports the median the target is set on.
+//! benchmark (`benches/bench_append.py`) reports the median the target is set on.
 //!
 //! Run with `cargo bench -p lossless-core --bench append`.
 

@@ -63,34 +63,30 @@ fn messages(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// Benchmarks `TokenCounter::count_many` on `texts` against tiktoken-rs called
+/// directly, after checking that both give the same counts.
+fn against_tiktoken(c: &mut Criterion, group: &str, texts: &[&str]) {
+    let counter = TokenCounter::new("gpt-4o", 1.0);
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let direct = |texts: &[&str]| -> Vec<usize> {
+        texts.iter().map(|t| bpe.encode_ordinary(t).len()).collect()
+    };
+    assert_eq!(counter.count_many(texts), direct(texts));
+    let mut group = c.benchmark_group(group);
+    group.bench_function("token_counter", |b| {
+        b.iter(|| counter.count_many(black_box(texts)));
+    });
+    group.bench_function("tiktoken_direct", |b| {
+        b.iter(|| direct(black_box(texts)));
+    });
+    group.finish();
+}
+
 fn count_many_10k(c: &mut Criterion) {
     warm();
     let owned = messages(10_000);
     let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
-    let counter = TokenCounter::new("gpt-4o", 1.0);
-    let bpe = tiktoken_rs::o200k_base_singleton();
-    assert_eq!(
-        counter.count_many(&texts),
-        texts
-            .iter()
-            .map(|t| bpe.encode_ordinary(t).len())
-            .collect::<Vec<_>>()
-    );
-
-    let mut group = c.benchmark_group("count_many_10k");
-    group.bench_function("token_counter", |b| {
-        b.iter(|| counter.count_many(black_box(&texts)));
-    });
-    group.bench_function("tiktoken_direct", |b| {
-        b.iter(|| {
-            let mut out = Vec::with_capacity(texts.len());
-            for t in black_box(&texts) {
-                out.push(bpe.encode_ordinary(t).len());
-            }
-            out
-        });
-    });
-    group.finish();
+    against_tiktoken(c, "count_many_10k", &texts);
 }
 
 const IDENTS: &[&str] = &[
@@ -157,30 +153,7 @@ fn count_message_4k6(c: &mut Criterion) {
     }
     text.truncate(500);
     let output = tool_output(&mut rng, 4096);
-    let parts = [text.as_str(), output.as_str()];
-    let counter = TokenCounter::new("gpt-4o", 1.0);
-    let bpe = tiktoken_rs::o200k_base_singleton();
-    assert_eq!(
-        counter.count_many(&parts),
-        parts
-            .iter()
-            .map(|t| bpe.encode_ordinary(t).len())
-            .collect::<Vec<_>>()
-    );
-
-    let mut group = c.benchmark_group("count_message_4k6");
-    group.bench_function("token_counter", |b| {
-        b.iter(|| counter.count_many(black_box(&parts)));
-    });
-    group.bench_function("tiktoken_direct", |b| {
-        b.iter(|| {
-            black_box(&parts)
-                .iter()
-                .map(|t| bpe.encode_ordinary(t).len())
-                .collect::<Vec<_>>()
-        });
-    });
-    group.finish();
+    against_tiktoken(c, "count_message_4k6", &[text.as_str(), output.as_str()]);
 }
 
 criterion_group!(benches, count_many_10k, count_message_4k6);
