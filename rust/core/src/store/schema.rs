@@ -338,35 +338,8 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
     // Another process may have created or upgraded the schema while this one waited.
     let again: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     match again {
-        0 => {
-            let foreign: i64 = tx.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-                [],
-                |row| row.get(0),
-            )?;
-            if foreign > 0 {
-                return Err(Error::NotADatabase {
-                    path: path.to_string(),
-                    reason: "it is a SQLite database of another application".into(),
-                });
-            }
-            tx.execute_batch(TABLES)?;
-            tx.execute_batch(PARTS)?;
-            tx.execute_batch(SUMMARIES)?;
-            tx.execute_batch(SUMMARY_SOURCES)?;
-            tx.execute_batch(SEARCH)?;
-        }
-        1 => {
-            // Index rows are keyed on the rowids of what they index now: the
-            // index is built again from the stored text.
-            tx.execute_batch(MIGRATE_FROM_1)?;
-            tx.execute_batch(PARTS)?;
-            tx.execute_batch(SUMMARIES)?;
-            tx.execute_batch(SUMMARY_SOURCES)?;
-            tx.execute_batch(SEARCH)?;
-            tx.execute_batch(MIGRATE_FROM_1_COPY)?;
-            super::search::move_backlog(&tx)?;
-        }
+        0 => create(&tx, path)?,
+        1 => upgrade_from_1(&tx)?,
         _ => {}
     }
     if again < SCHEMA_VERSION {
@@ -375,5 +348,43 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     }
     tx.commit()?;
+    Ok(())
+}
+
+/// Creates every table of an empty database; refuses one that holds another
+/// application's tables.
+fn create(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<()> {
+    let foreign: i64 = tx.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        [],
+        |row| row.get(0),
+    )?;
+    if foreign > 0 {
+        return Err(Error::NotADatabase {
+            path: path.to_string(),
+            reason: "it is a SQLite database of another application".into(),
+        });
+    }
+    for tables in [TABLES, PARTS, SUMMARIES, SUMMARY_SOURCES, SEARCH] {
+        tx.execute_batch(tables)?;
+    }
+    Ok(())
+}
+
+/// Rebuilds the tables whose layout changed in version 2, keeping every row. Index
+/// rows are keyed on the rowids of what they index now, so the full-text index is
+/// built again from the stored text.
+fn upgrade_from_1(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    for step in [
+        MIGRATE_FROM_1,
+        PARTS,
+        SUMMARIES,
+        SUMMARY_SOURCES,
+        SEARCH,
+        MIGRATE_FROM_1_COPY,
+    ] {
+        tx.execute_batch(step)?;
+    }
+    super::search::move_backlog(tx)?;
     Ok(())
 }
