@@ -118,6 +118,14 @@ def test_append_writes_message_parts_view_item_index_and_counts(
     assert conn.execute("SELECT count(*) FROM search_backlog").fetchone() == (0,)
 
 
+def test_flush_search_index_moves_the_queue_once(store: Store, sid: str) -> None:
+    store.append(sid, "user", "the capybara swims")
+    store.append(sid, "assistant", ["noted", ToolPart("look", "c9", {}, output="otter")])
+    assert store.flush_search_index() == 3
+    assert store.flush_search_index() == 0
+    assert [hit["snippet"] for hit in store.grep("otter")] == ["look {}\n[otter]"]
+
+
 def test_append_is_all_or_nothing(store: Store, sid: str, db_path: Path) -> None:
     store.append(sid, "user", "before")
     conn = raw(db_path)
