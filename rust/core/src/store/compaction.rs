@@ -1350,7 +1350,6 @@ fn write_commit(
         "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
     )?
     .execute(params![session_id, plan.positions[0].0, summary.id, summary.tokens])?;
-
     tx.execute(
         "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
         [session_id],

@@ -179,22 +179,22 @@ fn insert_parts(
     bound_backlog(tx)
 }
 
-/// A part row as `update_tool` reads it.
-type CallRow = (
-    i64,
-    String,
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    i64,
-);
+/// A tool call still waiting for its result, as `update_tool` reads it.
+struct OpenCall {
+    pk: i64,
+    id: String,
+    message_id: String,
+    name: String,
+    input: String,
+    status: ToolStatus,
+    output: Option<String>,
+    error: Option<String>,
+    tokens: i64,
+}
 
 /// The newest call with `call_id` in the session that still waits for its result.
 /// A call that has finished is reported as such; one never stored as not found.
-fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<CallRow> {
+fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<OpenCall> {
     let open = tx
         .prepare_cached(
             "SELECT p.pk, p.id, p.message_id, p.tool_name, p.body, p.tool_status, o.output,
@@ -205,17 +205,22 @@ fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<Ca
              ORDER BY p.msg_seq DESC, p.ord DESC LIMIT 1",
         )?
         .query_row(params![session_id, call_id], |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-                row.get(5)?,
-                row.get(6)?,
-                row.get(7)?,
-                row.get(8)?,
-            ))
+            let status: String = row.get(5)?;
+            Ok(OpenCall {
+                pk: row.get(0)?,
+                id: row.get(1)?,
+                message_id: row.get(2)?,
+                name: row.get(3)?,
+                input: row.get(4)?,
+                status: if status == "running" {
+                    ToolStatus::Running
+                } else {
+                    ToolStatus::Pending
+                },
+                output: row.get(6)?,
+                error: row.get(7)?,
+                tokens: row.get(8)?,
+            })
         })
         .optional()?;
     if let Some(row) = open {
@@ -462,43 +467,26 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (
-            part_rowid,
-            part_id,
-            message_id,
-            name,
-            input,
-            old_status,
-            old_output,
-            old_error,
-            old_tokens,
-        ) = open_call(&tx, session_id, call_id)?;
-        let current = ToolStatus::parse("status", &old_status)?;
-        if current.is_final() {
-            return Err(Error::invalid(
-                "status",
-                format!("tool call {call_id} is already {old_status}; its result cannot change"),
-            ));
-        }
-        if current == ToolStatus::Running && status == ToolStatus::Pending {
+        let call = open_call(&tx, session_id, call_id)?;
+        if call.status == ToolStatus::Running && status == ToolStatus::Pending {
             return Err(Error::invalid(
                 "status",
                 format!("tool call {call_id} is already running; it cannot go back to pending"),
             ));
         }
-        if old_output.is_some() && output.is_some() || old_error.is_some() && error.is_some() {
+        if call.output.is_some() && output.is_some() || call.error.is_some() && error.is_some() {
             return Err(Error::invalid(
                 "output",
                 format!("tool call {call_id} already has a result"),
             ));
         }
         let tool = ToolCallPart {
-            name,
+            name: call.name,
             call_id: call_id.to_string(),
-            input,
-            output: output.map(str::to_string).or(old_output),
+            input: call.input,
+            output: output.map(str::to_string).or(call.output),
             status,
-            error: error.map(str::to_string).or(old_error),
+            error: error.map(str::to_string).or(call.error),
         };
         let part = Part::Tool(tool);
         let (tokens, output_tokens) = render::part_tokens(&counter, &part);
@@ -511,7 +499,7 @@ impl Store {
                     output_tokens = ?5, file_ids = ?6 WHERE id = ?1",
         )?
         .execute(params![
-            part_id,
+            call.id,
             status.as_str(),
             tool.error,
             tokens as i64,
@@ -519,19 +507,19 @@ impl Store {
             join_ids(&file_ids),
         ])?;
         if let Some(output) = output {
-            insert_tool_output(&tx, part_rowid, output)?;
+            insert_tool_output(&tx, call.pk, output)?;
         }
         if output.is_some() || error.is_some() {
             // The part's index row is built again, now with its result.
-            queue_part(&tx, part_rowid)?;
+            queue_part(&tx, call.pk)?;
             bound_backlog(&tx)?;
         }
-        let delta = tokens as i64 - old_tokens;
-        let version = bump_item_tokens(&tx, session_id, &message_id, delta)?;
+        let delta = tokens as i64 - call.tokens;
+        let version = bump_item_tokens(&tx, session_id, &call.message_id, delta)?;
         tx.commit()?;
         if let Some(version) = version {
             self.views
-                .item_changed(session_id, version, &message_id, delta);
+                .item_changed(session_id, version, &call.message_id, delta);
         }
         Ok(())
     }
