@@ -140,14 +140,13 @@ def test_prune_scan_and_write(
 def test_level3(benchmark: Any, record: Any, fixture_db: BenchDB, scratch: Path) -> None:
     store = fresh_copy(fixture_db, scratch)
     span = store.compaction_span(fixture_db.session_id, 2)
-    ids = span["message_ids"]
-    result = benchmark(store.truncate_summary, ids, 2_048)
+    result = benchmark(store.truncate_summary, span, 2_048)
     assert result["text"].startswith("[deterministic truncation")
     record(
         benchmark,
         f"level 3 over n={fixture_db.n:,}",
         target="<= 5 ms",
-        messages=len(ids),
+        messages=span.message_count,
         summary_tokens=result["token_count"],
         reference="leading Python library 1.76 s",
     )
@@ -212,8 +211,8 @@ def test_full_round_native_calls(
         view = store.view_stats(sid)["tokens"]
         store.prune(sid, 40_000, max(20_000, view - 50_000), PROTECTED_TOOLS, 2)
         span = store.compaction_span(sid, 2)
-        summary = store.extractive_summary(span["message_ids"], 2_048)
-        store.commit_summary(sid, summary["text"], 1, span["message_ids"], [])
+        summary = store.extractive_summary(span, 2_048)
+        store.commit_summary(sid, summary["text"], 1, span, [])
         store.live_summaries(sid)
 
     benchmark.pedantic(round_, setup=setup, rounds=8 if benchmark.enabled else 1, iterations=1)

@@ -59,7 +59,7 @@ def condensed_summary(
     leaves = []
     for _ in range(10):
         span = native.compaction_span(sid)
-        ids = span["message_ids"][:LEAF_SIZE]
+        ids = span.message_ids[:LEAF_SIZE]
         text = native.extractive_summary(ids, 400)["text"]
         leaves.append(native.commit_summary(sid, text, 1, ids, [])["summary_id"])
     merged = native.condense_truncate(leaves, 512)["text"]

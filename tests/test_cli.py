@@ -62,10 +62,8 @@ def _turns(store: Store, sid: str, start: int, count: int) -> None:
 
 def _compact(store: Store, sid: str) -> str:
     span = store.native.compaction_span(sid)
-    text = store.native.truncate_summary(span["message_ids"], 500)["text"]
-    committed = store.native.commit_summary(
-        sid, text, 3, span["message_ids"], [], span["view_version"]
-    )
+    text = store.native.truncate_summary(span.message_ids, 500)["text"]
+    committed = store.native.commit_summary(sid, text, 3, span.message_ids, [], span.view_version)
     return str(committed["summary_id"])
 
 

@@ -226,7 +226,7 @@ async def test_the_transcript_is_capped_at_75_percent_of_the_compaction_window(
     config = llm_compaction(model_context_limit=window, max_rounds=10)
     async with await open_session(config_for, db, compaction=config) as session:
         stuff(session, 60)
-        span = len(session.store.compaction_span(session.id, 2)["message_ids"])
+        span = len(session.store.compaction_span(session.id, 2).message_ids)
         result = await session.compact()
         assert result.status == "completed", result.reason
         counter = TokenCounter(TEST_MODEL)
@@ -424,7 +424,7 @@ async def test_run_compaction_never_raises_when_a_native_call_fails(
         stuff(session, 20)
         if method == "live_summaries":
             # Reach the condensation step: two summaries and still over the limit.
-            span = session.store.compaction_span(session.id, 2)["message_ids"]
+            span = session.store.compaction_span(session.id, 2).message_ids
             for half in (span[:10], span[10:20]):
                 session.store.commit_summary(session.id, prose(3, 3_500), 1, half, [])
         before = snapshot(session)
@@ -465,7 +465,7 @@ async def test_condensation_runs_while_over_budget_with_two_or_more_summaries(
 ) -> None:
     async with await open_session(config_for, db) as session:
         stuff(session, 44, words=60)
-        span = session.store.compaction_span(session.id, 2)["message_ids"]
+        span = session.store.compaction_span(session.id, 2).message_ids
         # Eight leaf summaries written earlier, together over the soft limit.
         for index in range(8):
             text = f"{prose(100 + index, 700)} about {file_id(1_000 + index)}"
@@ -494,7 +494,7 @@ async def test_condensation_through_the_model(
     server.responder = SummaryResponder()
     async with await open_session(config_for, db, compaction=llm_compaction()) as session:
         stuff(session, 44, words=60)
-        span = session.store.compaction_span(session.id, 2)["message_ids"]
+        span = session.store.compaction_span(session.id, 2).message_ids
         for index in range(8):
             text = f"{prose(100 + index, 700)} about {file_id(1_000 + index)}"
             session.store.commit_summary(

@@ -105,10 +105,8 @@ def populate(store: Store, texts: list[str], outputs: list[str]) -> str:
     for turn in range(2):
         store.append(sid, "user", f"protected {turn}")
     span = store.native.compaction_span(sid)
-    summary = store.native.truncate_summary(span["message_ids"], 300)
-    store.native.commit_summary(
-        sid, summary["text"], 3, span["message_ids"], [], span["view_version"]
-    )
+    summary = store.native.truncate_summary(span.message_ids, 300)
+    store.native.commit_summary(sid, summary["text"], 3, span.message_ids, [], span.view_version)
     store.native.append_event(sid, "compaction_completed", '{"ok": true}')
     return sid
 

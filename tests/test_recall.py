@@ -196,6 +196,6 @@ def test_expand_restores_pruned_tool_output(tmp_path: Path) -> None:
     context = "\n".join(str(m.get("content")) for m in store.assemble(sid, 100_000)[0])
     assert original not in context
     span = native.compaction_span(sid)
-    summary = native.commit_summary(sid, "earlier work", 1, span["message_ids"], [])
+    summary = native.commit_summary(sid, "earlier work", 1, span.message_ids, [])
     expansion = store.expand(summary["summary_id"], max_tokens=100_000)
     assert any(original in message["text"] for message in expansion["messages"])

@@ -287,9 +287,9 @@ def commit_truncation(
 ) -> dict[str, Any]:
     """Summarise the oldest unprotected messages (level 3) and commit the summary."""
     span = store.native.compaction_span(sid)
-    ids = span["message_ids"][:count]
+    ids = span.message_ids[:count]
     summary = store.native.truncate_summary(ids, target)
-    return store.native.commit_summary(sid, summary["text"], 3, ids, [], span["view_version"])
+    return store.native.commit_summary(sid, summary["text"], 3, ids, [], span.view_version)
 
 
 def test_summaries_come_first_and_are_reserved_before_messages(store: Store, sid: str) -> None:
@@ -702,18 +702,18 @@ def test_a_summary_never_covers_an_unfinished_tool_call(store: Store, sid: str) 
     )
     last = store.append(sid, "assistant", "meanwhile")["id"]
     span = store.native.compaction_span(sid, 0)
-    assert span["message_ids"] == [first]
+    assert span.message_ids == [first]
     with pytest.raises(InvalidInputError, match=slow["id"]):
         store.native.commit_summary(
-            sid, "all of it", 3, [first, slow["id"], last], [], span["view_version"]
+            sid, "all of it", 3, [first, slow["id"], last], [], span.view_version
         )
     assert store.native.view_items(sid)[1]["id"] == slow["id"]
     store.native.update_tool(sid, "call_slow", "completed", output="wrote file_0badc0de")
     span = store.native.compaction_span(sid, 0)
-    assert span["message_ids"] == [first, slow["id"], last]
-    summary = store.native.truncate_summary(span["message_ids"], 500)
+    assert span.message_ids == [first, slow["id"], last]
+    summary = store.native.truncate_summary(span.message_ids, 500)
     committed = store.native.commit_summary(
-        sid, summary["text"], 3, span["message_ids"], [], span["view_version"]
+        sid, summary["text"], 3, span.message_ids, [], span.view_version
     )
     assert "file_0badc0de" in committed["file_ids"]
     messages, _, _, _ = store.assemble(sid, 10_000)

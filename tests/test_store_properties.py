@@ -238,17 +238,15 @@ class StoreMachine(RuleBasedStateMachine):
     ) -> None:
         native = self.store(which).native
         span = native.compaction_span(self.sid, turns)
-        ids = span["message_ids"][:count]
+        ids = span.message_ids[:count]
         if not ids:
             return
         summarise = native.extractive_summary if extractive else native.truncate_summary
         summary = summarise(ids, target_tokens)
-        committed = native.commit_summary(
-            self.sid, summary["text"], 3, ids, [], span["view_version"]
-        )
+        committed = native.commit_summary(self.sid, summary["text"], 3, ids, [], span.view_version)
         event("leaf summary committed")
         assert committed["messages_covered"] == len(ids)
-        assert committed["tokens_before"] == span["view_tokens"]
+        assert committed["tokens_before"] == span.view_tokens
         assert committed["tokens_after"] == self.store(which + 1).view_stats(self.sid)["tokens"]
 
     @rule(which=st.integers(0, 1), count=st.integers(2, 4), max_tokens=st.integers(50, 1_000))

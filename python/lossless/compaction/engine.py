@@ -325,15 +325,14 @@ class CompactionEngine:
         span = await self._call(
             self._store.compaction_span, self._session_id, compaction.protect_user_turns
         )
-        if span["message_ids"]:
+        if span.message_count:
             target = await self._leaf_target(span)
-            candidate = await self._abortable(
-                self._summariser.summarise, span["message_ids"], target, span["tokens"]
-            )
+            candidate = await self._abortable(self._summariser.summarise, span, target)
             if candidate is None or self._abort:
                 return saved
             result.attempts.extend(candidate.attempts)
-            covered = await self._covered_tokens(candidate.message_ids, span)
+            # What the summary replaces: the span, or (a capped transcript) its head.
+            covered = span.tokens if candidate.span is None else candidate.span.tokens
             if candidate.token_count + SUMMARY_FRAMING_TOKENS < covered:
                 saved += await self._commit(candidate, result)
             else:
@@ -343,7 +342,7 @@ class CompactionEngine:
                 )
         return saved + await self._condense(result)
 
-    async def _leaf_target(self, span: dict[str, Any]) -> int:
+    async def _leaf_target(self, span: _native.Span) -> int:
         """Tokens the span's summary may take.
 
         It fills what the goal leaves beside the protected tail and the earlier
@@ -353,19 +352,11 @@ class CompactionEngine:
         """
         stats = await self._call(self._store.view_stats, self._session_id)
         goal = self._goal()
-        rest = int(span["view_tokens"]) - int(span["tokens"])
+        rest = span.view_tokens - span.tokens
         tail = rest - int(stats["summary_tokens"])
         room = max(goal - rest, (goal - tail) // 2)
         room = min(room, self._budget().soft_limit - rest) - SUMMARY_FRAMING_TOKENS
         return min(self._config.compaction.summary_max_tokens, max(room, MIN_SUMMARY_TOKENS))
-
-    async def _covered_tokens(self, message_ids: list[str], span: dict[str, Any]) -> int:
-        """View tokens of ``message_ids``: the whole span, or (a capped summary) a prefix of it."""
-        if len(message_ids) == len(span["message_ids"]):
-            return int(span["tokens"])
-        wanted = set(message_ids)
-        items = await self._call(self._store.view_items, self._session_id)
-        return sum(int(item["tokens"]) for item in items if item["id"] in wanted)
 
     async def _condense(self, result: CompactionResult) -> int:
         """Merge the live summaries while the view is above the goal and two or more are
@@ -399,10 +390,10 @@ class CompactionEngine:
             self._session_id,
             candidate.text,
             candidate.level,
-            candidate.message_ids,
+            [] if candidate.span is None else candidate.span,
             candidate.summary_ids,
         )
         result.summary_ids.append(committed["summary_id"])
         result.levels.append(candidate.level)
-        result.messages_covered += len(candidate.message_ids)
+        result.messages_covered += candidate.message_count
         return int(committed["tokens_before"]) - int(committed["tokens_after"])

@@ -29,15 +29,21 @@ CONDENSE2_SUMMARY_CHARS = 800
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A summary ready to commit, with what it covers."""
+    """A summary ready to commit, with what it covers: the messages of ``span`` (a
+    leaf) or the summaries ``summary_ids`` (a condensed summary)."""
 
     text: str
     token_count: int
     level: int
     summariser: SummariserKind
-    message_ids: list[str] = field(default_factory=list)
+    span: _native.Span | None = None
     summary_ids: list[str] = field(default_factory=list)
     attempts: tuple[str, ...] = ()
+
+    @property
+    def message_count(self) -> int:
+        """Messages the summary covers (0 for a condensed one)."""
+        return 0 if self.span is None else self.span.message_count
 
 
 class Summariser:
@@ -63,42 +69,40 @@ class Summariser:
     async def _native_call(self, func: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(partial(func, *args))
 
-    async def summarise(self, message_ids: list[str], target: int, span_tokens: int) -> Candidate:
-        """A leaf summary of ``message_ids`` within ``target`` tokens and smaller than the span."""
+    async def summarise(self, span: _native.Span, target: int) -> Candidate:
+        """A leaf summary of ``span`` within ``target`` tokens and smaller than the span."""
         target = max(target, MIN_SUMMARY_TOKENS)
         attempts: list[str] = []
         if self.model is None:
-            result = await self._native_call(self._store.extractive_summary, message_ids, target)
-            if result["token_count"] <= target and result["token_count"] < span_tokens:
-                return Candidate(
-                    result["text"], result["token_count"], 1, "extractive", message_ids
-                )
+            result = await self._native_call(self._store.extractive_summary, span, target)
+            if result["token_count"] <= target and result["token_count"] < span.tokens:
+                return Candidate(result["text"], result["token_count"], 1, "extractive", span)
             attempts.append(
-                f"extractive: {result['token_count']} tokens for a {span_tokens}-token span"
+                f"extractive: {result['token_count']} tokens for a {span.tokens}-token span"
             )
         else:
             for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
-                candidate = await self._llm_leaf(level, message_ids, target, attempts)
+                candidate = await self._llm_leaf(level, span, target, attempts)
                 if candidate is not None:
                     return candidate
-        result = await self._native_call(self._store.truncate_summary, message_ids, target)
+        result = await self._native_call(self._store.truncate_summary, span, target)
         return Candidate(
             result["text"],
             result["token_count"],
             3,
             "truncation",
-            message_ids,
+            span,
             attempts=tuple(attempts),
         )
 
     async def _llm_leaf(
-        self, level: int, message_ids: list[str], target: int, attempts: list[str]
+        self, level: int, span: _native.Span, target: int, attempts: list[str]
     ) -> Candidate | None:
         assert self.model is not None
         window = self._compaction_window()
         cap = int(window * self._config.compaction.input_fraction)
         chars = self._config.compaction.level2_message_chars if level == 2 else None
-        transcript = await self._native_call(self._store.transcript, message_ids, chars, cap)
+        transcript = await self._native_call(self._store.transcript, span, chars, cap)
         instructions = prompts.LEVEL1 if level == 1 else prompts.LEVEL2
         max_tokens = min(
             target, self._config.compaction.output_budget or target, 4_000 if level == 2 else target
@@ -127,9 +131,8 @@ class Summariser:
                 f"(target {target}): not smaller than its input or over the target"
             )
             return None
-        return Candidate(
-            text, tokens, level, "llm", transcript["message_ids"], attempts=tuple(attempts)
-        )
+        covered = span.head(transcript["message_count"])
+        return Candidate(text, tokens, level, "llm", covered, attempts=tuple(attempts))
 
     async def condense(self, summaries: list[dict[str, Any]], target: int) -> Candidate:
         """One condensed summary replacing ``summaries`` (two or more live ones)."""

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::render::tool_result_text;
-use lossless_core::store::{ItemKind, Store};
+use lossless_core::store::{ItemKind, OpenOptions, Store};
 use lossless_core::tokens::TokenCounter;
 use lossless_core::Error;
 use support::{append, file_id, file_ref, raw, temp_store, text, tool, tool_with, words, MODEL};
@@ -960,4 +960,46 @@ fn unfinished_tool_calls_stay_out_of_summaries() {
         .commit_summary(&session, "x", 3, &span.message_ids, &[], None)
         .unwrap();
     assert!(result.file_ids.contains(&secret));
+}
+
+/// The extractive summaries of `store`'s span at a few budgets, after the oldest
+/// `committed` messages were summarised (so the span starts after a summary).
+fn extractive_texts(store: &mut Store, committed: usize) -> Vec<(String, Vec<String>)> {
+    let session = session(store);
+    support::agent_session(store, &session, 3_001, 2, 5);
+    let span = store.compaction_span(&session, 2).unwrap();
+    store
+        .commit_summary(
+            &session,
+            "older",
+            3,
+            &span.message_ids[..committed],
+            &[],
+            None,
+        )
+        .unwrap();
+    let span = store.compaction_span(&session, 2).unwrap();
+    assert!(span.message_ids.len() > 2_000);
+    [300, 2_000, 20_000]
+        .into_iter()
+        .map(|budget| {
+            let summary = store.extractive_summary(&span.message_ids, budget).unwrap();
+            assert_eq!(summary.message_ids, span.message_ids);
+            (summary.text, summary.file_ids)
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_span_summarises_the_same_on_two_connections_as_on_one() {
+    // A file store reads the older and newer half of a large span on two connections
+    // at once; a private in-memory store cannot open a second one and reads it whole.
+    let (_dir, _path, mut on_file) = temp_store();
+    let mut in_memory = Store::open(":memory:", &OpenOptions::default()).unwrap();
+    for committed in [1, 777] {
+        let split = extractive_texts(&mut on_file, committed);
+        let whole = extractive_texts(&mut in_memory, committed);
+        assert_eq!(split, whole);
+        assert!(split.iter().any(|(_, file_ids)| !file_ids.is_empty()));
+    }
 }

@@ -10,6 +10,7 @@
 mod convert;
 mod errors;
 mod render_cache;
+mod span;
 mod store;
 mod tokens;
 
@@ -28,6 +29,7 @@ where
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<store::Store>()?;
+    module.add_class::<span::Span>()?;
     module.add_class::<tokens::TokenCounter>()?;
     module.add_function(wrap_pyfunction!(tokens::count_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::encoding_for_model, module)?)?;

@@ -13,6 +13,7 @@ use pyo3::IntoPyObjectExt;
 use crate::convert;
 use crate::release;
 use crate::render_cache::RenderCache;
+use crate::span::{MessageIds, Span};
 
 /// A connection to a lossless database.
 #[pyclass(frozen)]
@@ -371,65 +372,53 @@ impl Store {
     }
 
     #[pyo3(signature = (session_id, protect_user_turns = 2))]
-    fn compaction_span<'py>(
+    fn compaction_span(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         session_id: &str,
         protect_user_turns: usize,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let span = self.with(py, |store| {
+    ) -> PyResult<Span> {
+        let inner = self.with(py, |store| {
             store.compaction_span(session_id, protect_user_turns)
         })?;
-        dict_of(
-            py,
-            &[
-                ("message_ids", obj(py, &span.message_ids)?),
-                ("tokens", obj(py, span.tokens)?),
-                ("first_seq", obj(py, span.first_seq)?),
-                ("last_seq", obj(py, span.last_seq)?),
-                ("view_version", obj(py, span.view_version)?),
-                ("view_tokens", obj(py, span.view_tokens)?),
-                ("summary_ids", obj(py, &span.summary_ids)?),
-            ],
-        )
+        Ok(Span { inner })
     }
 
     #[pyo3(signature = (message_ids, max_chars_per_message = None, max_tokens = None))]
     fn transcript<'py>(
         &self,
         py: Python<'py>,
-        message_ids: Vec<String>,
+        message_ids: MessageIds<'py>,
         max_chars_per_message: Option<usize>,
         max_tokens: Option<i64>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let ids = message_ids.ids();
         let result = self.with(py, |store| {
-            store.transcript(&message_ids, max_chars_per_message, max_tokens)
+            store.transcript(ids, max_chars_per_message, max_tokens)
         })?;
-        text_result(py, &result)
+        text_result(py, &result, message_ids.is_list())
     }
 
     fn truncate_summary<'py>(
         &self,
         py: Python<'py>,
-        message_ids: Vec<String>,
+        message_ids: MessageIds<'py>,
         target_tokens: i64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let result = self.with(py, |store| {
-            store.truncate_summary(&message_ids, target_tokens)
-        })?;
-        text_result(py, &result)
+        let ids = message_ids.ids();
+        let result = self.with(py, |store| store.truncate_summary(ids, target_tokens))?;
+        text_result(py, &result, message_ids.is_list())
     }
 
     fn extractive_summary<'py>(
         &self,
         py: Python<'py>,
-        message_ids: Vec<String>,
+        message_ids: MessageIds<'py>,
         max_tokens: i64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let result = self.with(py, |store| {
-            store.extractive_summary(&message_ids, max_tokens)
-        })?;
-        text_result(py, &result)
+        let ids = message_ids.ids();
+        let result = self.with(py, |store| store.extractive_summary(ids, max_tokens))?;
+        text_result(py, &result, message_ids.is_list())
     }
 
     fn live_summaries<'py>(
@@ -454,7 +443,7 @@ impl Store {
         let result = self.with(py, |store| {
             store.condense_truncate(&summary_ids, max_tokens)
         })?;
-        text_result(py, &result)
+        text_result(py, &result, true)
     }
 
     #[pyo3(signature = (session_id, text, level, source_message_ids, source_summary_ids, expected_view_version = None))]
@@ -468,17 +457,18 @@ impl Store {
         session_id: &str,
         text: &Bound<'py, PyAny>,
         level: i64,
-        source_message_ids: Vec<String>,
+        source_message_ids: MessageIds<'py>,
         source_summary_ids: Vec<String>,
         expected_view_version: Option<i64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let text = convert::text(text, "text")?;
+        let message_ids = source_message_ids.ids();
         let result = self.with(py, |store| {
             store.commit_summary(
                 session_id,
                 &text,
                 level,
-                &source_message_ids,
+                message_ids,
                 &source_summary_ids,
                 expected_view_version,
             )
@@ -630,17 +620,24 @@ fn append_result<'py>(
     )
 }
 
+/// A text result as a dict; with `with_ids`, the ids of the messages it covers
+/// too (`message_count` always).
 fn text_result<'py>(
     py: Python<'py>,
     result: &core_store::TextResult,
+    with_ids: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    dict_of(
+    let dict = dict_of(
         py,
         &[
             ("text", obj(py, &result.text)?),
             ("token_count", obj(py, result.token_count)?),
-            ("message_ids", obj(py, &result.message_ids)?),
+            ("message_count", obj(py, result.message_ids.len())?),
             ("file_ids", obj(py, &result.file_ids)?),
         ],
-    )
+    )?;
+    if with_ids {
+        dict.set_item("message_ids", &result.message_ids)?;
+    }
+    Ok(dict)
 }

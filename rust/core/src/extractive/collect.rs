@@ -1,10 +1,12 @@
-//! Collection: walks the transcript once and builds the summary sections.
+//! Collection: walks a run of messages once, merges runs in order and
+//! builds the summary sections.
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use super::fit::fit;
 use super::scan::{looks_like_path, scan_json_strings, scan_sentences, Tags};
 use super::{
     Item, SectionKind, Sections, SourceMessage, SourceTool, ERROR_SCAN_BYTES, INPUT_SCAN_BYTES,
@@ -22,79 +24,133 @@ struct FileEntry<'a> {
     file_id: Option<&'a str>,
 }
 
-#[derive(Default)]
-struct Collector<'a> {
-    goal: Option<usize>,
-    latest_request: Option<usize>,
+/// What the summariser gathered from a run of consecutive messages.
+///
+/// Runs gathered separately and merged in order give the same summary as
+/// gathering them at once. It only borrows from the messages, which are
+/// `Sync`, so it is `Send` and runs can be gathered on other threads. The
+/// default value is the empty collection, which merging leaves unchanged.
+#[derive(Debug, Default)]
+pub struct Collection<'a> {
+    /// First user message with text: the goal.
+    goal: Option<&'a SourceMessage<'a>>,
+    /// Last user message with text: the request in progress.
+    latest_request: Option<&'a SourceMessage<'a>>,
+    /// The first `MAX_CONSTRAINTS` distinct constraints, in order.
     constraints: Vec<String>,
+    /// Lowercased `constraints`, for case-insensitive deduplication.
     constraint_keys: HashSet<String>,
     /// Exact sentences already considered, so repeats skip the clipping.
+    /// Only consulted while walking messages; merging ignores it.
     constraint_raw: HashSet<&'a str>,
     discoveries: Vec<&'a str>,
     remaining: Vec<&'a str>,
     done: Vec<&'a str>,
     tool_counts: HashMap<&'a str, usize>,
     files: HashMap<Cow<'a, str>, FileEntry<'a>>,
+    /// File mentions so far; `FileEntry::last` counts from the run's start.
     mentions: usize,
     failed: Vec<(&'a str, &'a str)>,
+    /// Messages gathered.
+    messages: usize,
     users: usize,
     assistants: usize,
     systems: usize,
     tool_calls: usize,
     tool_errors: usize,
-    seq_min: i64,
-    seq_max: i64,
+    /// Lowest and highest `seq`; `None` while there are no messages.
+    seq: Option<(i64, i64)>,
 }
 
-pub(super) fn collect(messages: &[SourceMessage<'_>]) -> Sections {
-    let mut c = Collector {
-        seq_min: i64::MAX,
-        seq_max: i64::MIN,
-        ..Collector::default()
-    };
-    for (idx, msg) in messages.iter().enumerate() {
-        c.seq_min = c.seq_min.min(msg.seq);
-        c.seq_max = c.seq_max.max(msg.seq);
+impl<'a> Collection<'a> {
+    /// Gathers from `messages` (a run of consecutive messages, oldest first).
+    #[must_use]
+    pub fn of(messages: &'a [SourceMessage<'a>]) -> Self {
+        let mut c = Self {
+            messages: messages.len(),
+            ..Self::default()
+        };
+        for msg in messages {
+            c.add_message(msg);
+        }
+        c
+    }
+
+    /// This collection followed by `later`, gathered from the messages right
+    /// after this one's: the same as gathering both runs at once.
+    #[must_use]
+    pub fn merge(mut self, later: Collection<'a>) -> Self {
+        self.goal = self.goal.or(later.goal);
+        self.latest_request = later.latest_request.or(self.latest_request);
+        self.merge_constraints(later.constraints);
+        self.discoveries.extend(later.discoveries);
+        self.remaining.extend(later.remaining);
+        self.done.extend(later.done);
+        for (name, n) in later.tool_counts {
+            *self.tool_counts.entry(name).or_insert(0) += n;
+        }
+        self.merge_files(later.files, later.mentions);
+        self.failed.extend(later.failed);
+        self.messages += later.messages;
+        self.users += later.users;
+        self.assistants += later.assistants;
+        self.systems += later.systems;
+        self.tool_calls += later.tool_calls;
+        self.tool_errors += later.tool_errors;
+        self.seq = span(self.seq, later.seq);
+        self
+    }
+
+    /// The summary within `max_tokens` (what
+    /// [`extractive_summary`](super::extractive_summary) returns for the same
+    /// messages).
+    #[must_use]
+    pub fn summary(self, max_tokens: usize, count: &dyn Fn(&str) -> usize) -> String {
+        if max_tokens == 0 || self.messages == 0 {
+            return String::new();
+        }
+        fit(&self.into_sections(), max_tokens, count)
+    }
+
+    fn add_message(&mut self, msg: &'a SourceMessage<'a>) {
+        self.seq = span(self.seq, Some((msg.seq, msg.seq)));
         match msg.role {
             "user" => {
-                c.users += 1;
+                self.users += 1;
                 if msg.texts.iter().any(|t| !t.trim().is_empty()) {
-                    c.goal.get_or_insert(idx);
-                    c.latest_request = Some(idx);
+                    self.goal.get_or_insert(msg);
+                    self.latest_request = Some(msg);
                 }
             }
-            "assistant" => c.assistants += 1,
-            "system" => c.systems += 1,
+            "assistant" => self.assistants += 1,
+            "system" => self.systems += 1,
             _ => {}
         }
         let is_user = msg.role == "user";
         if is_user || msg.role == "assistant" {
             for text in &msg.texts {
                 scan_sentences(prefix(text, TEXT_SCAN_BYTES), |s, tags| {
-                    c.add_sentence(s, tags, is_user);
+                    self.add_sentence(s, tags, is_user);
                 });
             }
         }
         for tool in &msg.tools {
-            c.add_tool(tool);
+            self.add_tool(tool);
         }
         for r in &msg.file_refs {
             let key = if r.path.is_empty() { r.file_id } else { r.path };
             if key.is_empty() {
                 continue;
             }
-            c.mentions += 1;
-            let entry = c.files.entry(Cow::Borrowed(key)).or_default();
-            entry.last = c.mentions;
+            self.mentions += 1;
+            let entry = self.files.entry(Cow::Borrowed(key)).or_default();
+            entry.last = self.mentions;
             if !r.file_id.is_empty() {
                 entry.file_id = Some(r.file_id);
             }
         }
     }
-    c.into_sections(messages)
-}
 
-impl<'a> Collector<'a> {
     fn add_sentence(&mut self, sentence: &'a str, tags: Tags, is_user: bool) {
         let sentence = sentence
             .trim_start_matches(|ch: char| {
@@ -146,15 +202,53 @@ impl<'a> Collector<'a> {
         });
     }
 
-    fn into_sections(self, messages: &[SourceMessage<'_>]) -> Sections {
+    /// Appends the later run's constraints that are new here, up to the cap.
+    ///
+    /// Capping each run separately loses nothing: the later run keeps its
+    /// first `MAX_CONSTRAINTS` distinct constraints, of which at most
+    /// `self.constraints.len()` repeat ours, so it holds at least as many new
+    /// ones as there is room for, in the order the whole walk would meet them.
+    fn merge_constraints(&mut self, later: Vec<String>) {
+        for text in later {
+            if self.constraints.len() == MAX_CONSTRAINTS {
+                break;
+            }
+            if self.constraint_keys.insert(text.to_ascii_lowercase()) {
+                self.constraints.push(text);
+            }
+        }
+    }
+
+    /// Adds the later run's files, whose mention counters start after ours.
+    fn merge_files(&mut self, later: HashMap<Cow<'a, str>, FileEntry<'a>>, mentions: usize) {
+        for (path, entry) in later {
+            let here = self.files.entry(path).or_default();
+            here.last = self.mentions + entry.last;
+            if entry.file_id.is_some() {
+                here.file_id = entry.file_id;
+            }
+        }
+        self.mentions += mentions;
+    }
+
+    /// The latest request, unless it is the goal itself. Compared by address,
+    /// which holds across merges where indexes would not: two distinct
+    /// messages never share one.
+    fn in_progress(&self) -> Option<&'a SourceMessage<'a>> {
+        self.latest_request
+            .filter(|&msg| !self.goal.is_some_and(|goal| std::ptr::eq(goal, msg)))
+    }
+
+    pub(super) fn into_sections(self) -> Sections {
         let mut sections: Sections = Default::default();
 
-        if let Some(i) = self.goal {
-            sections[SectionKind::Goal.index()].push(item(clip_parts(&messages[i].texts), 0));
+        if let Some(msg) = self.goal {
+            sections[SectionKind::Goal.index()].push(item(clip_parts(&msg.texts), 0));
         }
-        if let Some(i) = self.latest_request.filter(|&i| Some(i) != self.goal) {
-            sections[SectionKind::InProgress.index()].push(item(clip_parts(&messages[i].texts), 0));
+        if let Some(msg) = self.in_progress() {
+            sections[SectionKind::InProgress.index()].push(item(clip_parts(&msg.texts), 0));
         }
+        sections[SectionKind::Other.index()] = self.other_context();
 
         sections[SectionKind::Constraints.index()] = self
             .constraints
@@ -215,18 +309,23 @@ impl<'a> Collector<'a> {
             .map(|(i, text)| Item { text, pos: n - i })
             .collect();
 
-        let seq = if self.seq_min == self.seq_max {
-            format!("seq {}", self.seq_min)
+        sections
+    }
+
+    /// Message and tool call counts; nothing for an empty collection.
+    fn other_context(&self) -> Vec<Item> {
+        let Some((lo, hi)) = self.seq else {
+            return Vec::new();
+        };
+        let seq = if lo == hi {
+            format!("seq {lo}")
         } else {
-            format!("seq {}-{}", self.seq_min, self.seq_max)
+            format!("seq {lo}-{hi}")
         };
         let mut other = vec![item(
             format!(
                 "Messages covered: {} ({seq}); user {}, assistant {}, system {}",
-                messages.len(),
-                self.users,
-                self.assistants,
-                self.systems
+                self.messages, self.users, self.assistants, self.systems
             ),
             0,
         )];
@@ -239,8 +338,15 @@ impl<'a> Collector<'a> {
                 1,
             ));
         }
-        sections[SectionKind::Other.index()] = other;
-        sections
+        other
+    }
+}
+
+/// The smallest range holding both ranges.
+fn span(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    match (a, b) {
+        (Some((lo, hi)), Some((l, h))) => Some((lo.min(l), hi.max(h))),
+        (range, None) | (None, range) => range,
     }
 }
 

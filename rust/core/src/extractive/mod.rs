@@ -16,6 +16,8 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
+pub use collect::Collection;
+
 /// One message of the transcript being summarised.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SourceMessage<'a> {
@@ -147,7 +149,7 @@ impl SectionKind {
 
 /// A line of a section. Items are stored in keep order (the ones to drop
 /// first last); `pos` gives the display order.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 struct Item {
     text: String,
     pos: usize,
@@ -166,6 +168,9 @@ type Sections = [Vec<Item>; 9];
 /// remaining, completed, discoveries, other; as a last resort the text is
 /// truncated. `count` is called a bounded number of times regardless of the
 /// transcript length. No file-ID footer is added.
+///
+/// This is [`Collection::of`] followed by [`Collection::summary`]; use
+/// [`Collection`] directly to gather parts of a long transcript separately.
 #[must_use]
 pub fn extractive_summary(
     messages: &[SourceMessage<'_>],
@@ -175,6 +180,5 @@ pub fn extractive_summary(
     if max_tokens == 0 || messages.is_empty() {
         return String::new();
     }
-    let sections = collect::collect(messages);
-    fit::fit(&sections, max_tokens, count)
+    Collection::of(messages).summary(max_tokens, count)
 }

@@ -564,3 +564,205 @@ proptest! {
         prop_assert!(extractive_summary(&borrowed, budget, &by_bytes).len() <= budget);
     }
 }
+
+/// A user message of rules drawn from a small pool, repeated exactly, in
+/// another case or with other spacing, so that runs repeat each other's
+/// constraints and long transcripts pass `MAX_CONSTRAINTS`.
+fn arb_rules_msg() -> impl Strategy<Value = OwnedMsg> {
+    let rule = (0u16..160, 0u8..4).prop_map(|(n, variant)| {
+        let s = format!("You must keep rule {n}.");
+        match variant {
+            0 => s,
+            1 => s.to_ascii_uppercase(),
+            2 => s.to_ascii_lowercase(),
+            _ => s.replace(' ', "  "),
+        }
+    });
+    (
+        prop::collection::vec(rule, 1..25),
+        prop::collection::vec(arb_ref(), 0..2),
+    )
+        .prop_map(|(rules, refs)| OwnedMsg {
+            role: "user",
+            texts: vec![rules.join(" ")],
+            tools: Vec::new(),
+            refs,
+        })
+}
+
+/// A file reference from a small pool: with and without an id or a path,
+/// and paths that tool inputs mention too.
+fn arb_ref() -> impl Strategy<Value = (String, String)> {
+    (
+        prop::sample::select(vec!["", "file_00000001", "file_00000002"]),
+        prop::sample::select(vec!["", "a.md", "src/main.rs", "a/b/c", "file_00000001"]),
+    )
+        .prop_map(|(id, path)| (id.to_owned(), path.to_owned()))
+}
+
+/// Any message, with extra file references and path-bearing tool calls
+/// (some with escaped slashes) from small pools so that paths repeat.
+fn arb_repeating_msg() -> impl Strategy<Value = OwnedMsg> {
+    let tool = (
+        prop::sample::select(vec![
+            r#"{"path": "src\/main.rs"}"#,
+            r#"{"path": "a.md"}"#,
+            r#"{"path": "docs/x.md"}"#,
+        ]),
+        prop::sample::select(vec!["completed", "error"]),
+    )
+        .prop_map(|(input, status)| ("edit".to_owned(), input.to_owned(), status, None));
+    prop_oneof![
+        2 => (
+            arb_msg(),
+            prop::collection::vec(arb_ref(), 0..3),
+            prop::collection::vec(tool, 0..2),
+        )
+            .prop_map(|(mut m, refs, tools)| {
+                m.refs.extend(refs);
+                m.tools.extend(tools);
+                m
+            }),
+        1 => arb_rules_msg(),
+    ]
+}
+
+fn tiktoken_count() -> impl Fn(&str) -> usize {
+    let counter = crate::tokens::TokenCounter::new("gpt-4o", 1.0);
+    move |s: &str| counter.count(s)
+}
+
+/// Gathers each piece separately and merges them left to right.
+fn merged<'a>(pieces: &[&'a [SourceMessage<'a>]]) -> Collection<'a> {
+    pieces
+        .iter()
+        .map(|piece| Collection::of(piece))
+        .fold(Collection::default(), Collection::merge)
+}
+
+/// One user message per rule `n` in `rules`, in upper case when `upper`.
+fn rule_msgs(rules: std::ops::Range<usize>, upper: bool) -> Vec<String> {
+    rules
+        .map(|n| {
+            let s = format!("You must keep rule {n}.");
+            if upper {
+                s.to_ascii_uppercase()
+            } else {
+                s
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn collection_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Collection<'static>>();
+}
+
+#[test]
+fn merge_of_empty_collections() {
+    let msgs = transcript();
+    let whole = extractive_summary(&msgs, 10_000, &words);
+    assert_eq!(merged(&[&[], &msgs, &[]]).summary(10_000, &words), whole);
+    assert_eq!(Collection::default().summary(10_000, &words), "");
+    assert_eq!(Collection::of(&[]).summary(10_000, &words), "");
+    assert_eq!(Collection::of(&msgs).summary(0, &words), "");
+}
+
+#[test]
+fn halves_gathered_on_threads() {
+    let msgs = transcript();
+    let (older, newer) = msgs.split_at(2);
+    let collection = std::thread::scope(|scope| {
+        let newer = scope.spawn(|| Collection::of(newer));
+        Collection::of(older).merge(newer.join().unwrap())
+    });
+    let whole = extractive_summary(&msgs, 10_000, &words);
+    assert_eq!(collection.summary(10_000, &words), whole);
+}
+
+#[test]
+fn goal_is_not_repeated_as_in_progress() {
+    let msgs = vec![
+        msg("user", 1, "Fix the parser."),
+        msg("assistant", 2, "I fixed it."),
+        msg("user", 3, "  "),
+    ];
+    let whole = Collection::of(&msgs).into_sections();
+    assert_eq!(whole[SectionKind::Goal.index()].len(), 1);
+    assert!(whole[SectionKind::InProgress.index()].is_empty());
+    for cut in 0..=msgs.len() {
+        let (a, b) = msgs.split_at(cut);
+        assert_eq!(merged(&[a, b]).into_sections(), whole, "cut at {cut}");
+    }
+}
+
+#[test]
+fn constraint_cap_across_a_split() {
+    // The later run repeats the earlier 60 rules in upper case before 60 new
+    // ones: alone it fills its cap with 40 of the new ones and 60 repeats.
+    let texts: Vec<String> = [
+        rule_msgs(0..60, false),
+        rule_msgs(0..60, true),
+        rule_msgs(0..60, false),
+        rule_msgs(60..120, false),
+    ]
+    .concat();
+    let msgs: Vec<SourceMessage<'_>> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| msg("user", i as i64, t))
+        .collect();
+    let whole = Collection::of(&msgs).into_sections();
+    let constraints = &whole[SectionKind::Constraints.index()];
+    assert_eq!(constraints.len(), MAX_CONSTRAINTS);
+    assert_eq!(constraints[99].text, "You must keep rule 99.");
+    for cut in [0, 30, 60, 90, 120, 150, 180, 210, 240] {
+        let (a, b) = msgs.split_at(cut);
+        assert_eq!(merged(&[a, b]).into_sections(), whole, "cut at {cut}");
+    }
+    let out = extractive_summary(&msgs, 100_000, &words);
+    for cut in [60, 120, 180] {
+        let (a, b) = msgs.split_at(cut);
+        assert_eq!(
+            merged(&[a, b]).summary(100_000, &words),
+            out,
+            "cut at {cut}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn merged_runs_match_whole(
+        msgs in prop::collection::vec(arb_repeating_msg(), 0..40),
+        cuts in (any::<prop::sample::Index>(), any::<prop::sample::Index>()),
+    ) {
+        let borrowed = borrow(&msgs);
+        let n = borrowed.len();
+        if n > 0 {
+            let whole = Collection::of(&borrowed).into_sections();
+            for k in 0..=n {
+                let (a, b) = borrowed.split_at(k);
+                prop_assert_eq!(&merged(&[a, b]).into_sections(), &whole, "cut at {}", k);
+            }
+        }
+        let (i, j) = {
+            let (x, y) = (cuts.0.index(n + 1), cuts.1.index(n + 1));
+            (x.min(y), x.max(y))
+        };
+        let (a, rest) = borrowed.split_at(i);
+        let (b, c) = rest.split_at(j - i);
+        let count = tiktoken_count();
+        for budget in [0, 1, 40, 300, 100_000] {
+            let expected = extractive_summary(&borrowed, budget, &count);
+            prop_assert_eq!(&merged(&[a, rest]).summary(budget, &count), &expected);
+            prop_assert_eq!(&merged(&[a, b, c]).summary(budget, &count), &expected);
+            let right = Collection::of(a).merge(Collection::of(b).merge(Collection::of(c)));
+            prop_assert_eq!(&right.summary(budget, &count), &expected);
+        }
+    }
+}

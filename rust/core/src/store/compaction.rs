@@ -15,7 +15,6 @@ use super::search::{bound_backlog, queue_summary};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
-use crate::extractive::{extractive_summary, SourceFileRef, SourceMessage, SourceTool};
 use crate::fileids::{extract_file_ids, merge_file_id_footer, FOOTER_PREFIX};
 use crate::ids::{new_id, now_ms};
 use crate::parts::{check_content, Role};
@@ -24,13 +23,6 @@ use crate::render::{self, transcript_entry, StoredPart};
 /// Characters of one message a deterministic truncation keeps at most, so a single
 /// huge tool output cannot crowd out every other recent message.
 const TRUNCATION_ENTRY_CHARS: usize = 4000;
-
-/// Characters of each part the extractive summariser reads (it scans no more):
-/// of a text, of a tool input, of an error, and of the output of a failed call
-/// that has no error text. Other tool outputs are not read at all.
-const EXTRACTIVE_TEXT_CHARS: usize = 2048;
-const EXTRACTIVE_INPUT_CHARS: usize = 4096;
-const EXTRACTIVE_ERROR_CHARS: usize = 1024;
 
 /// What a prune pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,13 +39,60 @@ pub struct PruneResult {
 /// The oldest unprotected run of messages in a view: what the next summary covers.
 #[derive(Clone, Debug, Default)]
 pub struct SpanInfo {
+    pub session_id: String,
+    /// The messages, in view order.
     pub message_ids: Vec<String>,
+    /// The view tokens and sequence numbers of the messages, in the same order.
+    pub message_tokens: Vec<i64>,
+    pub message_seqs: Vec<i64>,
+    /// View tokens of all the messages.
     pub tokens: i64,
     pub first_seq: i64,
     pub last_seq: i64,
+    /// The version and size of the view the span was read from.
     pub view_version: i64,
     pub view_tokens: i64,
+    /// The summaries in that view.
     pub summary_ids: Vec<String>,
+}
+
+impl SpanInfo {
+    /// The `count` messages of the span with the lowest sequence numbers (all of
+    /// them when it holds fewer), in view order: what a summary of a capped
+    /// transcript covers, since a transcript runs in message order.
+    #[must_use]
+    pub fn head(&self, count: usize) -> SpanInfo {
+        let count = count.min(self.message_ids.len());
+        let keep: Vec<usize> = if self.message_seqs.is_sorted() {
+            (0..count).collect()
+        } else {
+            let mut by_seq: Vec<usize> = (0..self.message_seqs.len()).collect();
+            by_seq.sort_unstable_by_key(|&index| self.message_seqs[index]);
+            by_seq.truncate(count);
+            by_seq.sort_unstable();
+            by_seq
+        };
+        let seqs: Vec<i64> = keep.iter().map(|&index| self.message_seqs[index]).collect();
+        let tokens: Vec<i64> = keep
+            .iter()
+            .map(|&index| self.message_tokens[index])
+            .collect();
+        SpanInfo {
+            session_id: self.session_id.clone(),
+            message_ids: keep
+                .iter()
+                .map(|&index| self.message_ids[index].clone())
+                .collect(),
+            tokens: tokens.iter().sum(),
+            message_tokens: tokens,
+            first_seq: seqs.iter().copied().min().unwrap_or_default(),
+            last_seq: seqs.iter().copied().max().unwrap_or_default(),
+            message_seqs: seqs,
+            view_version: self.view_version,
+            view_tokens: self.view_tokens,
+            summary_ids: self.summary_ids.clone(),
+        }
+    }
 }
 
 /// A rendered text with its token count and the messages it drew on.
@@ -123,12 +162,13 @@ const NOT_MEMBER: u32 = u32::MAX;
 /// View messages a caller named: their sequence range and, for every sequence
 /// number in it, whether it is one of them (and which, and said by whom). Looking
 /// a part's message up is then an array index, not a string comparison.
-struct Members {
-    low: i64,
-    high: i64,
+pub(super) struct Members {
+    pub(super) low: i64,
+    pub(super) high: i64,
     /// Index into the caller's list for each seq in `low..=high`, or [`NOT_MEMBER`].
     slots: Vec<u32>,
     roles: Vec<Role>,
+    count: usize,
 }
 
 impl Members {
@@ -149,6 +189,7 @@ impl Members {
             high,
             slots: vec![NOT_MEMBER; size],
             roles: vec![Role::User; size],
+            count: found.len(),
         };
         for (slot, &index) in found.iter().enumerate() {
             let offset = (items[index].seq - low) as usize;
@@ -159,7 +200,7 @@ impl Members {
     }
 
     /// The caller's index of the message with `seq`, if it is a member.
-    fn slot(&self, seq: i64) -> Option<usize> {
+    pub(super) fn slot(&self, seq: i64) -> Option<usize> {
         if seq < self.low || seq > self.high {
             return None;
         }
@@ -167,8 +208,29 @@ impl Members {
         (slot != NOT_MEMBER).then_some(slot as usize)
     }
 
-    fn role(&self, seq: i64) -> Role {
+    pub(super) fn role(&self, seq: i64) -> Role {
         self.roles[(seq - self.low) as usize]
+    }
+
+    /// How many messages are members.
+    pub(super) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The sequence ranges of the older and the newer half of the members, by count
+    /// (the newer holds the extra one of an odd count).
+    pub(super) fn halves(&self) -> [(i64, i64); 2] {
+        let mut seen = 0;
+        for (offset, &slot) in self.slots.iter().enumerate() {
+            if slot != NOT_MEMBER {
+                seen += 1;
+                if seen > self.count / 2 {
+                    let middle = self.low + offset as i64;
+                    return [(self.low, middle - 1), (middle, self.high)];
+                }
+            }
+        }
+        [(self.low, self.high), (self.high + 1, self.high)]
     }
 }
 
@@ -243,13 +305,13 @@ fn protected_index(items: &[ViewItem], protect_user_turns: usize) -> usize {
 
 /// Ids in first-seen order without repeats.
 #[derive(Default)]
-struct IdList {
+pub(super) struct IdList {
     seen: HashSet<String>,
-    ids: Vec<String>,
+    pub(super) ids: Vec<String>,
 }
 
 impl IdList {
-    fn extend<I: IntoIterator<Item = String>>(&mut self, ids: I) {
+    pub(super) fn extend<I: IntoIterator<Item = String>>(&mut self, ids: I) {
         for id in ids {
             if !self.seen.contains(&id) {
                 self.seen.insert(id.clone());
@@ -267,55 +329,6 @@ struct PruneCandidate {
     name: String,
     output_tokens: i64,
     file_ids: Option<String>,
-}
-
-/// A byte range of [`ExtractiveRows::text`].
-type TextSpan = (usize, usize);
-
-/// What a part is, as the extractive summariser reads it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum PartKind {
-    Text,
-    Tool,
-    FileRef,
-}
-
-/// One part as the extractive summariser reads it; its strings live in the arena.
-struct ExtractiveRow {
-    seq: i64,
-    ord: i64,
-    kind: PartKind,
-    file_ids: Option<TextSpan>,
-    /// The text, or the tool input.
-    body: TextSpan,
-    name: TextSpan,
-    status: TextSpan,
-    error: Option<TextSpan>,
-    /// The start of the output of a failed call without an error text.
-    output: Option<TextSpan>,
-    /// File id and path of a file reference.
-    file_ref: Option<(TextSpan, TextSpan)>,
-}
-
-/// The parts of a span as the extractive summariser reads them: all their text in
-/// one arena (one allocation rather than several per part).
-#[derive(Default)]
-struct ExtractiveRows {
-    text: String,
-    rows: Vec<ExtractiveRow>,
-    file_ids: Vec<String>,
-}
-
-impl ExtractiveRows {
-    fn push(&mut self, value: &str) -> TextSpan {
-        let start = self.text.len();
-        self.text.push_str(value);
-        (start, self.text.len())
-    }
-
-    fn get(&self, (start, end): TextSpan) -> &str {
-        &self.text[start..end]
-    }
 }
 
 impl Store {
@@ -528,6 +541,7 @@ impl Store {
             }
         }
         let mut span = SpanInfo {
+            session_id: session_id.to_string(),
             view_version: view.version,
             view_tokens: view.tokens,
             ..SpanInfo::default()
@@ -542,6 +556,8 @@ impl Store {
                     span.last_seq = item.seq;
                     span.tokens += item.tokens;
                     span.message_ids.push(item.id.clone());
+                    span.message_tokens.push(item.tokens);
+                    span.message_seqs.push(item.seq);
                 }
                 ItemKind::Message => {}
             }
@@ -550,7 +566,11 @@ impl Store {
     }
 
     /// The view messages named by `message_ids`, checked to be in the view once each.
-    fn span_members(&mut self, session_id: &str, message_ids: &[String]) -> Result<Members> {
+    pub(super) fn span_members(
+        &mut self,
+        session_id: &str,
+        message_ids: &[String],
+    ) -> Result<Members> {
         let view = self.fresh_view(session_id)?;
         let found = locate(
             &view.items,
@@ -577,40 +597,6 @@ impl Store {
             "SELECT {columns} FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter} ORDER BY msg_seq, ord"
         ))?;
         let mut rows = stmt.query(params![session_id, low, high])?;
-        while let Some(row) = rows.next()? {
-            each(row)?;
-        }
-        Ok(())
-    }
-
-    /// Calls `each` with the given columns of every part of the session with
-    /// `msg_seq` in `low..=high`, in storage (rowid) order: a walk along the table
-    /// instead of one index lookup per part, for the scans that read most columns.
-    fn scan_parts_in_rowid_order(
-        &self,
-        session_id: &str,
-        (low, high): (i64, i64),
-        columns: &str,
-        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
-    ) -> Result<()> {
-        let (first, last): (Option<i64>, Option<i64>) = self
-            .conn
-            .prepare_cached(
-                "SELECT min(rowid), max(rowid) FROM parts
-                 WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
-            )?
-            .query_row(params![session_id, low, high], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })?;
-        let (Some(first), Some(last)) = (first, last) else {
-            return Ok(());
-        };
-        let mut stmt = self.conn.prepare_cached(&format!(
-            // The unary + keeps SQLite on the rowid range rather than an index.
-            "SELECT {columns} FROM parts WHERE rowid BETWEEN ?1 AND ?2
-               AND +session_id = ?3 AND +msg_seq BETWEEN ?4 AND ?5"
-        ))?;
-        let mut rows = stmt.query(params![first, last, session_id, low, high])?;
         while let Some(row) = rows.next()? {
             each(row)?;
         }
@@ -693,7 +679,7 @@ impl Store {
         Ok(())
     }
 
-    fn session_of_message(&self, message_id: &str) -> Result<String> {
+    pub(super) fn session_of_message(&self, message_id: &str) -> Result<String> {
         self.conn
             .prepare_cached("SELECT session_id FROM messages WHERE id = ?1")?
             .query_row([message_id], |row| row.get(0))
@@ -818,153 +804,6 @@ impl Store {
             }
             kept.pop();
         }
-    }
-
-    /// The built-in extractive summary (no model) of view messages, within `max_tokens`.
-    pub fn extractive_summary(
-        &mut self,
-        message_ids: &[String],
-        max_tokens: i64,
-    ) -> Result<TextResult> {
-        let Some(first) = message_ids.first() else {
-            return Err(Error::invalid(
-                "message_ids",
-                "must name at least one message",
-            ));
-        };
-        let session_id = self.session_of_message(first)?;
-        let members = self.span_members(&session_id, message_ids)?;
-        let counter = self.counter(&session_id)?;
-        let parts = self.extractive_rows(&session_id, &members)?;
-        let mut messages: Vec<SourceMessage<'_>> = Vec::new();
-        for row in &parts.rows {
-            if messages
-                .last()
-                .is_none_or(|m: &SourceMessage<'_>| m.seq != row.seq)
-            {
-                messages.push(SourceMessage {
-                    role: members.role(row.seq).as_str(),
-                    seq: row.seq,
-                    texts: Vec::new(),
-                    tools: Vec::new(),
-                    file_refs: Vec::new(),
-                });
-            }
-            let message = messages.last_mut().expect("pushed above");
-            match row.kind {
-                PartKind::Text => message.texts.push(parts.get(row.body)),
-                PartKind::Tool => message.tools.push(SourceTool {
-                    name: parts.get(row.name),
-                    input: parts.get(row.body),
-                    status: parts.get(row.status),
-                    output: row.output.map(|span| parts.get(span)),
-                    error: row.error.map(|span| parts.get(span)),
-                }),
-                PartKind::FileRef => {
-                    if let Some((id, path)) = row.file_ref {
-                        message.file_refs.push(SourceFileRef {
-                            file_id: parts.get(id),
-                            path: parts.get(path),
-                        });
-                    }
-                }
-            }
-        }
-        let limit = max_tokens.max(0) as usize;
-        let body = extractive_summary(&messages, limit, &|text| counter.count(text));
-        let file_ids = parts.file_ids.clone();
-        let text = merge_file_id_footer(&body, &file_ids);
-        Ok(TextResult {
-            token_count: counter.count(&text) as i64,
-            text,
-            message_ids: message_ids.to_vec(),
-            file_ids,
-        })
-    }
-
-    /// The parts the extractive summariser reads, in message and part order, and
-    /// the file ids of every part.
-    fn extractive_rows(&self, session_id: &str, members: &Members) -> Result<ExtractiveRows> {
-        // Only what the summariser scans is loaded: loading every tool output would
-        // dominate the cost of a large span. Texts are read in place and cut here:
-        // an SQL expression over them would copy each one first.
-        let columns = format!(
-            "msg_seq, kind, body, tool_name, tool_status, tool_error,
-             CASE WHEN tool_status = 'error' AND tool_error IS NULL
-                  THEN (SELECT substr(output, 1, {EXTRACTIVE_ERROR_CHARS})
-                        FROM tool_outputs WHERE part_pk = parts.pk) END,
-             file_ids"
-        );
-        let mut parts = ExtractiveRows::default();
-        self.scan_parts_in_rowid_order(
-            session_id,
-            (members.low, members.high),
-            &format!("{columns}, ord"),
-            |row| {
-                let seq: i64 = row.get(0)?;
-                if members.slot(seq).is_none() {
-                    return Ok(());
-                }
-                let file_ids = row.get_ref(7)?.as_str_or_null()?.map(|ids| parts.push(ids));
-                let ord: i64 = row.get(8)?;
-                let body = row.get_ref(2)?.as_str()?;
-                let kind = match row.get_ref(1)?.as_str()? {
-                    "text" => PartKind::Text,
-                    "tool" => PartKind::Tool,
-                    _ => PartKind::FileRef,
-                };
-                let body = match kind {
-                    PartKind::Text => prefix_chars(body, EXTRACTIVE_TEXT_CHARS),
-                    PartKind::Tool => prefix_chars(body, EXTRACTIVE_INPUT_CHARS),
-                    PartKind::FileRef => body,
-                };
-                let file_ref = if kind == PartKind::FileRef {
-                    serde_json::from_str::<serde_json::Value>(body)
-                        .ok()
-                        .map(|value| {
-                            let id = parts.push(value["file_id"].as_str().unwrap_or_default());
-                            let path = parts.push(value["path"].as_str().unwrap_or_default());
-                            (id, path)
-                        })
-                } else {
-                    None
-                };
-                let optional =
-                    |parts: &mut ExtractiveRows, index: usize| -> Result<Option<TextSpan>> {
-                        Ok(row
-                            .get_ref(index)?
-                            .as_str_or_null()?
-                            .map(|text| parts.push(prefix_chars(text, EXTRACTIVE_ERROR_CHARS))))
-                    };
-                let row = ExtractiveRow {
-                    seq,
-                    ord,
-                    kind,
-                    file_ids,
-                    body: parts.push(body),
-                    name: parts.push(row.get_ref(3)?.as_str_or_null()?.unwrap_or_default()),
-                    status: parts.push(row.get_ref(4)?.as_str_or_null()?.unwrap_or_default()),
-                    error: optional(&mut parts, 5)?,
-                    output: optional(&mut parts, 6)?,
-                    file_ref,
-                };
-                parts.rows.push(row);
-                Ok(())
-            },
-        )?;
-        // Rows come in storage order, which is message order unless a streamed
-        // message was finished after a later one was stored.
-        if !parts.rows.is_sorted_by_key(|row| (row.seq, row.ord)) {
-            parts.rows.sort_by_key(|row| (row.seq, row.ord));
-        }
-        let mut file_ids = IdList::default();
-        for row in &parts.rows {
-            if let Some(ids) = row.file_ids {
-                file_ids.extend(split_ids(Some(parts.get(ids))));
-            }
-        }
-        parts.file_ids = file_ids.ids;
-        Ok(parts)
     }
 
     /// The summaries currently in a session's view, in view order.
@@ -1395,17 +1234,6 @@ fn remove_sources(
         }
     }
     Ok(())
-}
-
-/// The first `limit` characters of `text` (all of it when shorter).
-fn prefix_chars(text: &str, limit: usize) -> &str {
-    if text.len() <= limit {
-        return text;
-    }
-    match text.char_indices().nth(limit) {
-        Some((end, _)) => &text[..end],
-        None => text,
-    }
 }
 
 /// The prune candidates outside the rolling window: newest first, outputs are kept

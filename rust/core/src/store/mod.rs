@@ -2,6 +2,7 @@
 
 mod compaction;
 mod events;
+mod extractive;
 mod messages;
 mod recall;
 pub mod schema;
@@ -11,9 +12,9 @@ mod view;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::error::{Error, Result};
 use crate::tokens::TokenCounter;
@@ -71,6 +72,11 @@ pub struct Store {
     path: String,
     sessions: HashMap<String, SessionInfo>,
     views: view::ViewCache,
+    /// A second, read-only connection to the same file, opened the first time a
+    /// read is split across two threads.
+    reader: Option<Connection>,
+    /// Opening `reader` failed (or the database is not a file): reads stay on `conn`.
+    reader_failed: bool,
 }
 
 impl Store {
@@ -85,7 +91,7 @@ impl Store {
         let mut conn = Connection::open(path).map_err(|err| open_error(path, err))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|err| open_error(path, err))?;
-        configure(&conn, options).map_err(|err| open_error(path, err))?;
+        configure_waiting(&conn, options).map_err(|err| open_error(path, err))?;
         schema::migrate(&mut conn, path).map_err(|err| match err {
             Error::NotADatabase { reason, .. } => Error::NotADatabase {
                 path: path.into(),
@@ -98,6 +104,8 @@ impl Store {
             path: path.to_string(),
             sessions: HashMap::new(),
             views: view::ViewCache::default(),
+            reader: None,
+            reader_failed: false,
         })
     }
 
@@ -120,6 +128,25 @@ impl Store {
     }
 }
 
+/// [`configure`], tried again while another connection holds the lock it needs, for
+/// up to the busy timeout: switching a new file to WAL takes the write lock from
+/// inside a read, which SQLite refuses at once, without waiting, to rule out a
+/// deadlock between two connections doing the same.
+fn configure_waiting(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + options.busy_timeout;
+    loop {
+        match configure(conn, options) {
+            Err(err)
+                if err.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            result => return result,
+        }
+    }
+}
+
 fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
     // The first statement reads the file header: a non-database fails here.
     conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
@@ -138,6 +165,27 @@ fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
     ))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
+}
+
+/// A read-only connection to the database file at `path`, configured like the
+/// store's own; `None` when `path` is not a file on disk (`:memory:`, a temporary
+/// database) or it cannot be opened.
+fn open_reader(path: &str) -> Option<Connection> {
+    if !Path::new(path).is_file() {
+        return None;
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).ok()?;
+    conn.execute_batch(
+        "PRAGMA temp_store = MEMORY;
+         PRAGMA cache_size = -65536;
+         PRAGMA mmap_size = 268435456;",
+    )
+    .ok()?;
+    conn.set_prepared_statement_cache_capacity(16);
+    Some(conn)
 }
 
 fn open_error(path: &str, err: rusqlite::Error) -> Error {
