@@ -11,6 +11,7 @@ pub mod ids;
 pub mod parts;
 pub mod render;
 pub mod store;
+mod threads;
 pub mod tokens;
 
 pub use error::{Error, Result};

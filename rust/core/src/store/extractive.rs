@@ -2,8 +2,6 @@
 //! a span's parts and gathering from them, the older and the newer half of a large
 //! span at once, each on its own connection and thread.
 
-use std::thread;
-
 use rusqlite::{params, Connection};
 
 use super::compaction::{IdList, Members, TextResult};
@@ -12,6 +10,7 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::extractive::{Collection, SourceFileRef, SourceMessage, SourceTool};
 use crate::fileids::merge_file_id_footer;
+use crate::threads::beside;
 
 /// Characters of each part the extractive summariser reads (it scans no more):
 /// of a text, of a tool input, of an error, and of the output of a failed call
@@ -112,22 +111,19 @@ impl Store {
             let (conn, reader) = (&self.conn, self.reader.as_mut().expect("opened above"));
             let (session, members) = (session_id.as_str(), &members);
             let (text, messages) = (&mut newer_text, &mut newer_messages);
-            let (older, newer) = thread::scope(|scope| {
-                let newer =
-                    scope.spawn(move || gather(reader, session, members, newer, text, messages));
-                let older = gather(
-                    conn,
-                    session,
-                    members,
-                    older,
-                    &mut older_text,
-                    &mut older_messages,
-                );
-                (
-                    older,
-                    newer.join().expect("the reading thread does not panic"),
-                )
-            });
+            let (older, newer) = beside(
+                || {
+                    gather(
+                        conn,
+                        session,
+                        members,
+                        older,
+                        &mut older_text,
+                        &mut older_messages,
+                    )
+                },
+                move || gather(reader, session, members, newer, text, messages),
+            );
             let (older, newer) = (older?, newer?);
             let mut file_ids = IdList::default();
             file_ids.extend(older.file_ids);
