@@ -70,7 +70,7 @@ mod tests {
 
     #[test]
     fn both_results_come_back() {
-        let data = vec![1, 2, 3];
+        let data = [1, 2, 3];
         let (sum, len) = beside(|| data.iter().sum::<i32>(), || data.len());
         assert_eq!((sum, len), (6, 3));
     }
