@@ -144,3 +144,74 @@ fn a_failed_upgrade_leaves_the_version_1_file_as_it_was() {
         .iter()
         .any(|name| name.ends_with("_v1")));
 }
+
+const SCHEMA_V2: &str = include_str!("fixtures/schema_v2.sql");
+
+/// A version-2 file: a session of four messages, two tool calls among them.
+fn version_2_file(path: &str) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA_V2).unwrap();
+    conn.execute_batch(
+        r#"
+        INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+            VALUES ('ses_2', 'gpt-4o', 1, '{}', 4, 5, 5);
+        INSERT INTO messages (id, session_id, seq, role, created_at, status, token_count) VALUES
+            ('msg_1', 'ses_2', 1, 'user', 1, 'complete', 10),
+            ('msg_2', 'ses_2', 2, 'assistant', 2, 'complete', 5010),
+            ('msg_3', 'ses_2', 3, 'assistant', 3, 'complete', 5010),
+            ('msg_4', 'ses_2', 4, 'user', 4, 'complete', 8);
+        INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, tool_name,
+                           call_id, tool_status, token_count, output_tokens, file_ids) VALUES
+            (1, 'prt_1', 'msg_1', 'ses_2', 1, 0, 'text', 'read both ledgers', NULL, NULL, NULL,
+             4, 0, NULL),
+            (2, 'prt_2', 'msg_2', 'ses_2', 2, 0, 'tool', '{"path": "a.py"}', 'read', 'c1',
+             'completed', 5010, 5000, 'file_0a1b2c3d'),
+            (3, 'prt_3', 'msg_3', 'ses_2', 3, 0, 'tool', '{"path": "b.py"}', 'read', 'c2',
+             'completed', 5010, 5000, NULL),
+            (4, 'prt_4', 'msg_4', 'ses_2', 4, 0, 'text', 'thanks', NULL, NULL, NULL, 2, 0, NULL);
+        INSERT INTO tool_outputs (part_pk, output) VALUES
+            (2, 'ledger a file_0a1b2c3d'), (3, 'ledger b');
+        INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES
+            ('ses_2', 1, 'message', 'msg_1', 10), ('ses_2', 2, 'message', 'msg_2', 5010),
+            ('ses_2', 3, 'message', 'msg_3', 5010), ('ses_2', 4, 'message', 'msg_4', 8);
+        INSERT INTO search_backlog (fts_rowid) VALUES (1), (2), (3), (4);
+        "#,
+    )
+    .unwrap();
+}
+
+fn index_sql(path: &str, name: &str) -> String {
+    Connection::open(path)
+        .unwrap()
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?1",
+            [name],
+            |row| row.get(0),
+        )
+        .unwrap()
+}
+
+#[test]
+fn a_version_2_file_gets_the_covering_prune_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    let path = path.to_str().unwrap();
+    version_2_file(path);
+    assert!(!index_sql(path, "parts_prunable").contains("output_tokens"));
+
+    let mut store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert!(index_sql(path, "parts_prunable").contains("output_tokens"));
+    // Both outputs are found through the new index; the older is tombstoned.
+    let pruned = store
+        .prune("ses_2", 5_000, 100, &[], 1)
+        .expect("prune after the upgrade");
+    assert_eq!((pruned.candidates, pruned.pruned_parts), (1, 1));
+    let history = store.history("ses_2").unwrap();
+    assert_eq!(history.len(), 4);
+    // Both outputs stay searchable, the tombstoned one too.
+    let hits = store
+        .grep("ledger", Some("ses_2"), GrepMode::Text, 10)
+        .unwrap();
+    assert_eq!(hits.len(), 2);
+}

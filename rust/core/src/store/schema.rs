@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -156,7 +156,10 @@ CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
 const INDEXES: &str = r"
 -- Unique: a message's (session, seq) names it, so this also keeps its part order unique.
 CREATE UNIQUE INDEX IF NOT EXISTS parts_by_seq ON parts (session_id, msg_seq, ord);
-CREATE INDEX IF NOT EXISTS parts_prunable ON parts (session_id, msg_seq)
+-- Covering (as of version 3): the prune scan reads every column it needs here,
+-- without a lookup of each tool part in the table.
+CREATE INDEX IF NOT EXISTS parts_prunable
+    ON parts (session_id, msg_seq, ord, output_tokens, tool_name, id, file_ids)
     WHERE kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed';
 -- Tool calls waiting for their result, by call id: what a result is matched
 -- against. A call leaves the index when it finishes, so an append of a finished
@@ -320,6 +323,12 @@ INSERT INTO search_backlog (fts_rowid)
     SELECT rowid FROM parts UNION ALL SELECT -rowid FROM summaries;
 ";
 
+/// From version 2: the index of prunable tool outputs holds every column the prune
+/// scan reads; [`INDEXES`] builds it again.
+const MIGRATE_FROM_2: &str = r"
+DROP INDEX IF EXISTS parts_prunable;
+";
+
 /// Creates the schema on an empty database, upgrades an older one in one
 /// transaction, accepts the current one, and refuses one written by a newer build.
 pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
@@ -340,6 +349,7 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
     match again {
         0 => create(&tx, path)?,
         1 => upgrade_from_1(&tx)?,
+        2 => tx.execute_batch(MIGRATE_FROM_2)?,
         _ => {}
     }
     if again < SCHEMA_VERSION {
