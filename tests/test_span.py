@@ -78,7 +78,7 @@ def test_a_span_names_the_unprotected_view_messages(native: _native.Store, sid: 
     assert span.view_tokens == sum(item["tokens"] for item in items)
     assert span.view_version == native.view_stats(sid)["version"]
     assert (span.first_seq, span.last_seq) == (1, 36)
-    assert span.summary_ids == []
+    assert (span.summary_ids, span.summary_tokens) == ([], 0)
     assert "messages=36" in repr(span)
 
 
@@ -136,6 +136,7 @@ def test_a_span_commits_and_cannot_commit_twice(native: _native.Store, sid: str)
     rest = native.compaction_span(sid, 2)
     assert rest.message_ids == span.message_ids[20:]
     assert rest.summary_ids == [committed["summary_id"]]
+    assert rest.summary_tokens == items[0]["tokens"] == committed["token_count"]
 
 
 def test_an_empty_span_is_refused(native: _native.Store, sid: str) -> None:

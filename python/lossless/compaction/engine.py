@@ -59,6 +59,14 @@ class CompactionResult:
     attempts: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """What one summary commit changed in the view."""
+
+    saved: int
+    view_tokens: int
+
+
 class CompactionEngine:
     """Keeps one session's view within its budget.
 
@@ -239,9 +247,8 @@ class CompactionEngine:
                 )
 
     async def _rounds(self, result: CompactionResult, force: bool) -> None:
-        result.tokens_before = await self._view_tokens()
+        before = result.tokens_before = await self._view_tokens()
         for _ in range(self._config.compaction.max_rounds):
-            before = await self._view_tokens()
             soft = self._budget().soft_limit
             forced = force and result.rounds == 0
             if before <= soft and not forced:
@@ -253,10 +260,11 @@ class CompactionEngine:
                 return
             result.rounds += 1
             try:
-                saved = await self._one_round(result, forced)
+                saved = await self._one_round(result, forced, before)
             except CompactionBusyError as err:
                 # The view changed under the round (another writer): plan again.
                 result.reason = str(err)
+                before = await self._view_tokens()
                 continue
             if self._abort:
                 result.status, result.reason = (
@@ -273,7 +281,8 @@ class CompactionEngine:
                 else:
                     result.status, result.reason = "stalled", self._stall_reason(before, result)
                 return
-        after = await self._view_tokens()
+            before = await self._view_tokens()
+        after = before
         soft = self._budget().soft_limit
         if after > soft:
             result.status = "stalled"
@@ -295,12 +304,12 @@ class CompactionEngine:
             reason += f"; last summariser attempt: {result.attempts[-1]}"
         return reason
 
-    async def _one_round(self, result: CompactionResult, forced: bool) -> int:
+    async def _one_round(self, result: CompactionResult, forced: bool, before: int) -> int:
         """Prune, summarise the span before the protected tail, condense: each step
-        committed in its own transaction. Returns the tokens taken out of the view."""
+        committed in its own transaction. ``before`` is the view's size as the round
+        starts. Returns the tokens taken out of the view."""
         compaction = self._config.compaction
         goal = self._goal()
-        before = await self._view_tokens()
         # A tombstone rewrites its whole part row. When pruning alone cannot bring the
         # view to the goal, the span is summarised this round anyway and tombstoning
         # outputs that are about to leave the view would be wasted writes.
@@ -326,7 +335,7 @@ class CompactionEngine:
             self._store.compaction_span, self._session_id, compaction.protect_user_turns
         )
         if span.message_count:
-            target = await self._leaf_target(span)
+            target = self._leaf_target(span)
             candidate = await self._abortable(self._summariser.summarise, span, target)
             if candidate is None or self._abort:
                 return saved
@@ -334,7 +343,10 @@ class CompactionEngine:
             # What the summary replaces: the span, or (a capped transcript) its head.
             covered = span.tokens if candidate.span is None else candidate.span.tokens
             if candidate.token_count + SUMMARY_FRAMING_TOKENS < covered:
-                saved += await self._commit(candidate, result)
+                committed = await self._commit(candidate, result)
+                saved += committed.saved
+                if committed.view_tokens <= goal:
+                    return saved
             else:
                 result.attempts.append(
                     f"level {candidate.level}: {candidate.token_count} tokens would not shrink "
@@ -342,7 +354,7 @@ class CompactionEngine:
                 )
         return saved + await self._condense(result)
 
-    async def _leaf_target(self, span: _native.Span) -> int:
+    def _leaf_target(self, span: _native.Span) -> int:
         """Tokens the span's summary may take.
 
         It fills what the goal leaves beside the protected tail and the earlier
@@ -350,10 +362,9 @@ class CompactionEngine:
         half, and the summaries are condensed after it. Either way the view stays
         under the soft limit.
         """
-        stats = await self._call(self._store.view_stats, self._session_id)
         goal = self._goal()
         rest = span.view_tokens - span.tokens
-        tail = rest - int(stats["summary_tokens"])
+        tail = rest - span.summary_tokens
         room = max(goal - rest, (goal - tail) // 2)
         room = min(room, self._budget().soft_limit - rest) - SUMMARY_FRAMING_TOKENS
         return min(self._config.compaction.summary_max_tokens, max(room, MIN_SUMMARY_TOKENS))
@@ -380,11 +391,11 @@ class CompactionEngine:
                     f"shrink {len(live)} summaries of {total} tokens; not committed"
                 )
                 break
-            saved += await self._commit(candidate, result)
+            saved += (await self._commit(candidate, result)).saved
         return saved
 
-    async def _commit(self, candidate: Candidate, result: CompactionResult) -> int:
-        """Commits ``candidate``; returns the tokens it took out of the view."""
+    async def _commit(self, candidate: Candidate, result: CompactionResult) -> _Committed:
+        """Commits ``candidate``: what it took out of the view, and the view's size after."""
         committed = await self._call(
             self._store.commit_summary,
             self._session_id,
@@ -396,4 +407,5 @@ class CompactionEngine:
         result.summary_ids.append(committed["summary_id"])
         result.levels.append(candidate.level)
         result.messages_covered += candidate.message_count
-        return int(committed["tokens_before"]) - int(committed["tokens_after"])
+        after = int(committed["tokens_after"])
+        return _Committed(saved=int(committed["tokens_before"]) - after, view_tokens=after)

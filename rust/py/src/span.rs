@@ -63,6 +63,12 @@ impl Span {
         self.inner.summary_ids.clone()
     }
 
+    /// View tokens of those summaries.
+    #[getter]
+    fn summary_tokens(&self) -> i64 {
+        self.inner.summary_tokens
+    }
+
     /// The oldest `count` messages of the span.
     fn head(&self, count: usize) -> Span {
         Span {

@@ -52,8 +52,9 @@ pub struct SpanInfo {
     /// The version and size of the view the span was read from.
     pub view_version: i64,
     pub view_tokens: i64,
-    /// The summaries in that view.
+    /// The summaries in that view, and their view tokens.
     pub summary_ids: Vec<String>,
+    pub summary_tokens: i64,
 }
 
 impl SpanInfo {
@@ -91,6 +92,7 @@ impl SpanInfo {
             view_version: self.view_version,
             view_tokens: self.view_tokens,
             summary_ids: self.summary_ids.clone(),
+            summary_tokens: self.summary_tokens,
         }
     }
 }
@@ -544,6 +546,7 @@ impl Store {
             session_id: session_id.to_string(),
             view_version: view.version,
             view_tokens: view.tokens,
+            summary_tokens: view.summary_tokens,
             ..SpanInfo::default()
         };
         for (index, item) in view.items.iter().enumerate() {

@@ -74,7 +74,7 @@ pub(super) struct CachedView {
     pub(super) version: i64,
     pub(super) items: Vec<ViewItem>,
     pub(super) tokens: i64,
-    summary_tokens: i64,
+    pub(super) summary_tokens: i64,
     /// Indices of the summary items, so assembly never scans the whole view for them.
     summaries: Vec<usize>,
     rendered: HashMap<String, Arc<Vec<ChatMessage>>>,
