@@ -387,7 +387,8 @@ async def test_run_compaction_never_raises_when_the_summariser_fails(
         async def broken(*args: Any) -> Any:
             raise RuntimeError("summariser exploded")
 
-        monkeypatch.setattr(session.compaction._summariser, "summarise", broken)
+        for method in ("summarise", "commit_extractive"):
+            monkeypatch.setattr(session.compaction._summariser, method, broken)
         result = await session.compact()
         assert result.status == "failed"
         assert result.error is not None and "summariser exploded" in result.error
@@ -416,7 +417,9 @@ class _FailingStore:
         return getattr(self._store, name)
 
 
-@pytest.mark.parametrize("method", ["prune", "compaction_span", "commit_summary", "live_summaries"])
+@pytest.mark.parametrize(
+    "method", ["prune", "compaction_span", "commit_extractive_summary", "live_summaries"]
+)
 async def test_run_compaction_never_raises_when_a_native_call_fails(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path, method: str
 ) -> None:
@@ -429,7 +432,9 @@ async def test_run_compaction_never_raises_when_a_native_call_fails(
                 session.store.commit_summary(session.id, prose(3, 3_500), 1, half, [])
         before = snapshot(session)
         events = recorder(session)
-        session.compaction._store = _FailingStore(session.store, method)  # type: ignore[assignment]
+        failing = _FailingStore(session.store, method)
+        session.compaction._store = failing  # type: ignore[assignment]
+        session.compaction._summariser._store = failing  # type: ignore[assignment]
         result = await session.compact()
         assert result.status == "failed", result
         assert result.error == f"StoreError: {method} failed (injected)"
@@ -437,6 +442,7 @@ async def test_run_compaction_never_raises_when_a_native_call_fails(
         if method != "live_summaries":
             assert snapshot(session) == before
         session.compaction._store = session.store
+        session.compaction._summariser._store = session.store
         assert (await session.compact()).status == "completed"
 
 

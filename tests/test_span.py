@@ -169,3 +169,61 @@ def test_a_large_span_reads_on_two_connections_with_the_same_summary(tmp_path: P
     half = len(summaries) // 2
     assert summaries[:half] == summaries[half:]
     assert any("file_" in text for _, text, _ in summaries)
+
+
+def test_an_extractive_summary_commits_in_the_call_that_reads_it(
+    native: _native.Store, sid: str
+) -> None:
+    span = native.compaction_span(sid, 2)
+    expected = native.extractive_summary(span, 400)
+    result = native.commit_extractive_summary(span, 400)
+    assert (result["text"], result["token_count"]) == (expected["text"], expected["token_count"])
+    assert result["file_ids"] == expected["file_ids"]
+    assert result["message_count"] == span.message_count
+    committed = result["committed"]
+    assert committed is not None and committed["messages_covered"] == span.message_count
+    assert committed["tokens_after"] < committed["tokens_before"]
+    (summary,) = native.live_summaries(sid)
+    assert summary["id"] == committed["summary_id"] and summary["text"] == result["text"]
+    assert summary["level"] == 1
+    (node,) = native.describe(None, committed["summary_id"])
+    assert node["sources"] == span.message_ids
+    assert native.view_items(sid)[0]["id"] == committed["summary_id"]
+    # Its messages left the view: the span cannot be committed twice.
+    with pytest.raises((InvalidInputError, CompactionBusyError)):
+        native.commit_extractive_summary(span, 400)
+
+
+def test_an_extractive_summary_that_does_not_fit_writes_nothing(native: _native.Store) -> None:
+    # Every file id of the span goes into the summary's footer: 60 of them do not
+    # fit 128 tokens.
+    sid = native.create_session(MODEL, "{}", None)
+    for index in range(60):
+        role = "user" if index % 2 == 0 else "assistant"
+        text = f"step {index} reads file_{index:08x}"
+        native.append_message(sid, role, [{"kind": "text", "text": text}])
+    span = native.compaction_span(sid, 2)
+    before = (native.view_items(sid), native.live_summaries(sid))
+    result = native.commit_extractive_summary(span, 128)
+    assert result["committed"] is None and result["token_count"] > 128
+    assert len(result["file_ids"]) == span.message_count
+    assert (native.view_items(sid), native.live_summaries(sid)) == before
+    assert native.commit_extractive_summary(span, 2_000)["committed"] is not None
+
+
+def test_a_large_span_commits_the_same_summary_from_two_connections(tmp_path: Path) -> None:
+    # On a file the writing connection reads part of the span beside its writes and
+    # a second connection reads the rest; in memory one connection does it all.
+    outcomes = []
+    for path in (str(tmp_path / "large.db"), ":memory:"):
+        store = _native.Store(path)
+        sid = store.create_session(MODEL, "{}", None)
+        agent_session(store, sid, 3_001, seed=13)
+        span = store.compaction_span(sid, 2)
+        result = store.commit_extractive_summary(span, 6_000)
+        assert result["committed"] is not None
+        (summary,) = store.live_summaries(sid)
+        (node,) = store.describe(None, summary["id"])
+        assert node["sources"] == span.message_ids
+        outcomes.append((result["text"], result["file_ids"], summary["text"]))
+    assert outcomes[0] == outcomes[1]

@@ -336,7 +336,21 @@ class CompactionEngine:
         )
         if span.message_count:
             target = self._leaf_target(span)
-            candidate = await self._abortable(self._summariser.summarise, span, target)
+            attempts: list[str] = []
+            if self._summariser.model is None:
+                extractive = await self._summariser.commit_extractive(span, target)
+                if extractive.committed is not None:
+                    committed = self._record(extractive.committed, 1, span.message_count, result)
+                    saved += committed.saved
+                    if committed.view_tokens <= goal or self._abort:
+                        return saved
+                    return saved + await self._condense(result)
+                attempts.append(extractive.attempt)
+                candidate: Candidate | None = await self._summariser.truncate(
+                    span, target, attempts
+                )
+            else:
+                candidate = await self._abortable(self._summariser.summarise, span, target)
             if candidate is None or self._abort:
                 return saved
             result.attempts.extend(candidate.attempts)
@@ -404,8 +418,15 @@ class CompactionEngine:
             [] if candidate.span is None else candidate.span,
             candidate.summary_ids,
         )
+        return self._record(committed, candidate.level, candidate.message_count, result)
+
+    @staticmethod
+    def _record(
+        committed: dict[str, Any], level: int, messages: int, result: CompactionResult
+    ) -> _Committed:
+        """Adds a commit (as ``Store.commit_summary`` reports it) to ``result``."""
         result.summary_ids.append(committed["summary_id"])
-        result.levels.append(candidate.level)
-        result.messages_covered += candidate.message_count
+        result.levels.append(level)
+        result.messages_covered += messages
         after = int(committed["tokens_after"])
         return _Committed(saved=int(committed["tokens_before"]) - after, view_tokens=after)

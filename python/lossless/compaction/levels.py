@@ -17,7 +17,7 @@ from lossless.config import Config
 from lossless.llm import complete_text
 from lossless.tokens import merge_file_id_footer
 
-__all__ = ["Candidate", "Summariser"]
+__all__ = ["Candidate", "ExtractiveCommit", "Summariser"]
 
 SummariserKind = Literal["llm", "extractive", "truncation"]
 
@@ -44,6 +44,19 @@ class Candidate:
     def message_count(self) -> int:
         """Messages the summary covers (0 for a condensed one)."""
         return 0 if self.span is None else self.span.message_count
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveCommit:
+    """What :meth:`Summariser.commit_extractive` did: the commit (as
+    ``Store.commit_summary`` reports it), or why nothing was committed."""
+
+    committed: dict[str, Any] | None
+    attempt: str
+
+
+def _extractive_attempt(result: dict[str, Any], span: _native.Span) -> str:
+    return f"extractive: {result['token_count']} tokens for a {span.tokens}-token span"
 
 
 class Summariser:
@@ -77,14 +90,27 @@ class Summariser:
             result = await self._native_call(self._store.extractive_summary, span, target)
             if result["token_count"] <= target and result["token_count"] < span.tokens:
                 return Candidate(result["text"], result["token_count"], 1, "extractive", span)
-            attempts.append(
-                f"extractive: {result['token_count']} tokens for a {span.tokens}-token span"
-            )
+            attempts.append(_extractive_attempt(result, span))
         else:
             for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
                 candidate = await self._llm_leaf(level, span, target, attempts)
                 if candidate is not None:
                     return candidate
+        return await self.truncate(span, target, attempts)
+
+    async def commit_extractive(self, span: _native.Span, target: int) -> ExtractiveCommit:
+        """The built-in summary of ``span`` within ``target`` tokens, committed in the
+        same native call when it fits and shrinks the view (the usual case)."""
+        target = max(target, MIN_SUMMARY_TOKENS)
+        result = await self._native_call(self._store.commit_extractive_summary, span, target)
+        committed = result["committed"]
+        if committed is not None:
+            return ExtractiveCommit(committed, "")
+        return ExtractiveCommit(None, _extractive_attempt(result, span))
+
+    async def truncate(self, span: _native.Span, target: int, attempts: list[str]) -> Candidate:
+        """Level 3: the newest messages of ``span`` that fit ``target``; always fits."""
+        target = max(target, MIN_SUMMARY_TOKENS)
         result = await self._native_call(self._store.truncate_summary, span, target)
         return Candidate(
             result["text"],

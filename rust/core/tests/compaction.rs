@@ -1003,3 +1003,50 @@ fn a_large_span_summarises_the_same_on_two_connections_as_on_one() {
         assert!(split.iter().any(|(_, file_ids)| !file_ids.is_empty()));
     }
 }
+
+#[test]
+fn an_extractive_commit_writes_what_the_two_step_commit_writes() {
+    // On a file the writing connection reads part of the span beside its writes and
+    // a second connection reads the rest; in memory one connection does it all.
+    let (_dir, _path, mut on_file) = temp_store();
+    let mut in_memory = Store::open(":memory:", &OpenOptions::default()).unwrap();
+    let mut outcomes = Vec::new();
+    for store in [&mut on_file, &mut in_memory] {
+        let session = session(store);
+        support::agent_session(store, &session, 3_001, 2, 9);
+        let span = store.compaction_span(&session, 2).unwrap();
+        let two_step = store.extractive_summary(&span.message_ids, 8_000).unwrap();
+        let done = store.commit_extractive_summary(&span, 8_000).unwrap();
+        assert_eq!(
+            (&done.text, done.token_count, &done.file_ids),
+            (&two_step.text, two_step.token_count, &two_step.file_ids)
+        );
+        let committed = done.committed.expect("a summary that fits is committed");
+        assert_eq!(committed.messages_covered, span.message_ids.len() as i64);
+        let view = store.view_items(&session).unwrap();
+        assert_eq!(view[0].id, committed.summary_id);
+        assert_eq!(view.len(), 4, "the summary and the protected tail");
+        let dag = store.describe(None, Some(&committed.summary_id)).unwrap();
+        assert_eq!(dag[0].sources, span.message_ids);
+        outcomes.push(done.text);
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+}
+
+#[test]
+fn an_extractive_commit_that_would_not_help_writes_nothing() {
+    let (_dir, path, mut store) = temp_store();
+    let session = session(&mut store);
+    support::agent_session(&mut store, &session, 1_500, 2, 3);
+    let span = store.compaction_span(&session, 2).unwrap();
+    let before = store.view_items(&session).unwrap().len();
+    // Far too small a budget: the file-id footer alone exceeds it.
+    let done = store.commit_extractive_summary(&span, 20).unwrap();
+    assert!(done.committed.is_none() && done.token_count > 20);
+    assert_eq!(store.view_items(&session).unwrap().len(), before);
+    let edges: i64 = raw(&path)
+        .query_row("SELECT count(*) FROM summary_sources", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(edges, 0);
+    assert!(store.live_summaries(&session).unwrap().is_empty());
+}

@@ -473,15 +473,31 @@ impl Store {
                 expected_view_version,
             )
         })?;
+        commit_result(py, &result)
+    }
+
+    fn commit_extractive_summary<'py>(
+        &self,
+        py: Python<'py>,
+        span: Bound<'py, Span>,
+        max_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let inner = &span.get().inner;
+        let result = self.with(py, |store| {
+            store.commit_extractive_summary(inner, max_tokens)
+        })?;
+        let committed = match &result.committed {
+            Some(commit) => commit_result(py, commit)?.into_any(),
+            None => py.None().into_bound(py),
+        };
         dict_of(
             py,
             &[
-                ("summary_id", obj(py, &result.summary_id)?),
+                ("text", obj(py, &result.text)?),
                 ("token_count", obj(py, result.token_count)?),
-                ("tokens_before", obj(py, result.tokens_before)?),
-                ("tokens_after", obj(py, result.tokens_after)?),
-                ("messages_covered", obj(py, result.messages_covered)?),
+                ("message_count", obj(py, inner.message_ids.len())?),
                 ("file_ids", obj(py, &result.file_ids)?),
+                ("committed", committed),
             ],
         )
     }
@@ -616,6 +632,24 @@ fn append_result<'py>(
             ("seq", obj(py, result.seq)?),
             ("token_count", obj(py, result.token_count)?),
             ("part_ids", obj(py, &result.part_ids)?),
+        ],
+    )
+}
+
+/// A commit's result as a dict.
+fn commit_result<'py>(
+    py: Python<'py>,
+    result: &core_store::CommitResult,
+) -> PyResult<Bound<'py, PyDict>> {
+    dict_of(
+        py,
+        &[
+            ("summary_id", obj(py, &result.summary_id)?),
+            ("token_count", obj(py, result.token_count)?),
+            ("tokens_before", obj(py, result.tokens_before)?),
+            ("tokens_after", obj(py, result.tokens_after)?),
+            ("messages_covered", obj(py, result.messages_covered)?),
+            ("file_ids", obj(py, &result.file_ids)?),
         ],
     )
 }

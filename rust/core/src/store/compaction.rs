@@ -10,14 +10,13 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-use super::messages::{join_ids, row_to_part, split_ids};
-use super::search::{bound_backlog, queue_summary};
+use super::messages::{row_to_part, split_ids};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
-use crate::fileids::{extract_file_ids, merge_file_id_footer, FOOTER_PREFIX};
-use crate::ids::{new_id, now_ms};
-use crate::parts::{check_content, Role};
+use crate::fileids::{merge_file_id_footer, FOOTER_PREFIX};
+use crate::ids::now_ms;
+use crate::parts::Role;
 use crate::render::{self, transcript_entry, StoredPart};
 
 /// Characters of one message a deterministic truncation keeps at most, so a single
@@ -124,17 +123,6 @@ pub struct SummaryRow {
     pub superseded_by: Option<String>,
 }
 
-/// What a summary commit changed.
-#[derive(Clone, Debug)]
-pub struct CommitResult {
-    pub summary_id: String,
-    pub token_count: i64,
-    pub tokens_before: i64,
-    pub tokens_after: i64,
-    pub messages_covered: i64,
-    pub file_ids: Vec<String>,
-}
-
 const SUMMARY_COLUMNS: &str =
     "id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
      message_count, depth, file_ids, created_at, superseded_by";
@@ -174,7 +162,7 @@ pub(super) struct Members {
 }
 
 impl Members {
-    fn new(items: &[ViewItem], found: &[usize]) -> Self {
+    pub(super) fn new(items: &[ViewItem], found: &[usize]) -> Self {
         let low = found
             .iter()
             .map(|&index| items[index].seq)
@@ -219,17 +207,16 @@ impl Members {
         self.count
     }
 
-    /// The sequence ranges of the older and the newer half of the members, by count
-    /// (the newer holds the extra one of an odd count).
-    pub(super) fn halves(&self) -> [(i64, i64); 2] {
+    /// The sequence ranges of the oldest `older_count` members and of the rest.
+    pub(super) fn split(&self, older_count: usize) -> [(i64, i64); 2] {
         let mut seen = 0;
         for (offset, &slot) in self.slots.iter().enumerate() {
             if slot != NOT_MEMBER {
-                seen += 1;
-                if seen > self.count / 2 {
+                if seen == older_count {
                     let middle = self.low + offset as i64;
                     return [(self.low, middle - 1), (middle, self.high)];
                 }
+                seen += 1;
             }
         }
         [(self.low, self.high), (self.high + 1, self.high)]
@@ -238,7 +225,7 @@ impl Members {
 
 /// Indices in `items` of the items of `kind` named by `ids`, in the order of `ids`.
 /// Fails if one is not in the view or is named twice.
-fn locate(
+pub(super) fn locate(
     items: &[ViewItem],
     kind: ItemKind,
     ids: &[String],
@@ -511,7 +498,7 @@ impl Store {
 
     /// Sequence numbers of the session's messages that hold a tool call still
     /// pending or running.
-    fn unfinished_seqs(&self, session_id: &str) -> Result<HashSet<i64>> {
+    pub(super) fn unfinished_seqs(&self, session_id: &str) -> Result<HashSet<i64>> {
         let mut stmt = self.conn.prepare_cached(
             // No DISTINCT: it would make SQLite walk parts_by_seq over the whole
             // session instead of the tiny partial index (the set dedupes).
@@ -608,7 +595,11 @@ impl Store {
 
     /// File ids of every part of the member messages, from the ids stored at write
     /// time, in message and part order.
-    fn members_file_ids(&self, session_id: &str, members: &Members) -> Result<Vec<String>> {
+    pub(super) fn members_file_ids(
+        &self,
+        session_id: &str,
+        members: &Members,
+    ) -> Result<Vec<String>> {
         let mut ids = IdList::default();
         self.scan_parts(
             session_id,
@@ -939,304 +930,6 @@ impl Store {
         )?;
         Ok(())
     }
-
-    /// Commits a summary in one transaction: the summary row with a file-id footer
-    /// covering all its sources, its DAG edges (one per source, in order),
-    /// superseded marks on condensed parents, and the swap of its sources for it in
-    /// the context view. Fails, changing nothing, if a source is not in the view
-    /// (invalid input) or left it meanwhile (conflict), if a source message holds a
-    /// tool call that has not finished, or, when `expected_version` is given, if
-    /// the view changed at all (conflict).
-    pub fn commit_summary(
-        &mut self,
-        session_id: &str,
-        text: &str,
-        level: i64,
-        source_message_ids: &[String],
-        source_summary_ids: &[String],
-        expected_version: Option<i64>,
-    ) -> Result<CommitResult> {
-        check_content("text", text)?;
-        if !(1..=3).contains(&level) {
-            return Err(Error::invalid(
-                "level",
-                format!("expected 1, 2 or 3, got {level}"),
-            ));
-        }
-        let counter = self.counter(session_id)?;
-        let plan = self.plan_commit(session_id, source_message_ids, source_summary_ids)?;
-        let mut file_ids = IdList::default();
-        if let Some(members) = &plan.members {
-            file_ids.extend(self.members_file_ids(session_id, members)?);
-        }
-        for parent in &plan.parents {
-            file_ids.extend(parent.file_ids.iter().cloned());
-        }
-        let text = merge_file_id_footer(text, &file_ids.ids);
-        let id = new_id("sum");
-        let summary = NewSummary {
-            tokens: render::summary_tokens(&counter, &id, plan.messages_covered, &text) as i64,
-            file_ids: extract_file_ids(&text),
-            id,
-            level,
-            text,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        write_commit(&tx, session_id, &plan, &summary, expected_version)?;
-        tx.commit()?;
-        self.views.forget(session_id);
-        Ok(CommitResult {
-            token_count: summary.tokens,
-            tokens_before: plan.view_tokens,
-            tokens_after: plan.view_tokens - plan.source_tokens + summary.tokens,
-            messages_covered: plan.messages_covered,
-            summary_id: summary.id,
-            file_ids: summary.file_ids,
-        })
-    }
-
-    /// Checks the sources of a summary and works out what it covers and where it goes.
-    fn plan_commit(
-        &mut self,
-        session_id: &str,
-        message_ids: &[String],
-        summary_ids: &[String],
-    ) -> Result<CommitPlan> {
-        let (kind, ids) = match (message_ids.is_empty(), summary_ids.is_empty()) {
-            (false, true) => (ItemKind::Message, message_ids),
-            (true, false) => (ItemKind::Summary, summary_ids),
-            _ => {
-                return Err(Error::invalid(
-                    "sources",
-                    "a summary covers either messages (leaf) or summaries (condensed), and at least one",
-                ))
-            }
-        };
-        let parents: Vec<SummaryRow> = summary_ids
-            .iter()
-            .map(|id| self.summary(id))
-            .collect::<Result<_>>()?;
-        let unfinished = if kind == ItemKind::Message {
-            self.unfinished_seqs(session_id)?
-        } else {
-            HashSet::new()
-        };
-        let view = self.fresh_view(session_id)?;
-        let found = locate(&view.items, kind, ids, "sources", session_id)?;
-        let mut order = found.clone();
-        order.sort_unstable();
-        let mut plan = CommitPlan {
-            kind,
-            sources: ids.to_vec(),
-            view_version: view.version,
-            view_tokens: view.tokens,
-            span: (i64::MAX, i64::MIN),
-            contiguous: order.windows(2).all(|pair| pair[1] == pair[0] + 1),
-            messages_covered: message_ids.len() as i64,
-            ..CommitPlan::default()
-        };
-        plan.positions.reserve(order.len());
-        for &index in &order {
-            let item = &view.items[index];
-            if unfinished.contains(&item.seq) && kind == ItemKind::Message {
-                return Err(Error::invalid(
-                    "source_message_ids",
-                    format!(
-                        "{} holds a tool call that has not finished: a summary could not carry its result",
-                        item.id
-                    ),
-                ));
-            }
-            plan.positions.push((item.position, item.id.clone()));
-            plan.source_tokens += item.tokens;
-            if item.kind == ItemKind::Message {
-                plan.span = (plan.span.0.min(item.seq), plan.span.1.max(item.seq));
-            }
-        }
-        if kind == ItemKind::Message {
-            plan.members = Some(Members::new(&view.items, &found));
-        }
-        for parent in &parents {
-            plan.messages_covered += parent.message_count;
-            plan.span = (
-                plan.span.0.min(parent.span_start_seq),
-                plan.span.1.max(parent.span_end_seq),
-            );
-            plan.depth = plan.depth.max(parent.depth + 1);
-        }
-        plan.parents = parents;
-        Ok(plan)
-    }
-}
-
-/// What a commit plans to change, worked out before its transaction.
-struct CommitPlan {
-    kind: ItemKind,
-    /// The sources as the caller named them: the order of the DAG edges.
-    sources: Vec<String>,
-    /// View positions and ids of the sources, in view order.
-    positions: Vec<(i64, String)>,
-    /// The sources are one unbroken run of view items.
-    contiguous: bool,
-    view_version: i64,
-    source_tokens: i64,
-    view_tokens: i64,
-    span: (i64, i64),
-    messages_covered: i64,
-    depth: i64,
-    parents: Vec<SummaryRow>,
-    members: Option<Members>,
-}
-
-impl Default for CommitPlan {
-    fn default() -> Self {
-        Self {
-            kind: ItemKind::Message,
-            sources: Vec::new(),
-            positions: Vec::new(),
-            contiguous: false,
-            view_version: 0,
-            source_tokens: 0,
-            view_tokens: 0,
-            span: (0, 0),
-            messages_covered: 0,
-            depth: 0,
-            parents: Vec::new(),
-            members: None,
-        }
-    }
-}
-
-/// A summary ready to insert.
-struct NewSummary {
-    id: String,
-    level: i64,
-    text: String,
-    tokens: i64,
-    file_ids: Vec<String>,
-}
-
-/// The writes of one summary commit, inside `tx`.
-fn write_commit(
-    tx: &rusqlite::Transaction<'_>,
-    session_id: &str,
-    plan: &CommitPlan,
-    summary: &NewSummary,
-    expected_version: Option<i64>,
-) -> Result<()> {
-    let version: i64 = tx.query_row(
-        "SELECT view_version FROM sessions WHERE id = ?1",
-        [session_id],
-        |row| row.get(0),
-    )?;
-    if expected_version.is_some_and(|expected| expected != version) {
-        return Err(Error::Conflict(format!(
-            "the view of {session_id} changed (now version {version})"
-        )));
-    }
-    let (kind, source_kind) = match plan.kind {
-        ItemKind::Message => ("leaf", "message"),
-        ItemKind::Summary => ("condensed", "summary"),
-    };
-    tx.prepare_cached(
-        "INSERT INTO summaries (id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
-                                message_count, depth, file_ids, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )?
-    .execute(params![
-        summary.id,
-        session_id,
-        kind,
-        summary.level,
-        summary.text,
-        summary.tokens,
-        plan.span.0,
-        plan.span.1,
-        plan.messages_covered,
-        plan.depth,
-        join_ids(&summary.file_ids),
-        now_ms(),
-    ])?;
-    queue_summary(tx, tx.last_insert_rowid())?;
-    bound_backlog(tx)?;
-    // One statement for every edge: a span can hold tens of thousands of messages.
-    let sources = serde_json::to_string(&plan.sources)
-        .map_err(|err| Error::invalid("sources", err.to_string()))?;
-    let edges = tx
-        .prepare_cached(
-            "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
-             SELECT ?1, key, ?2, value FROM json_each(?3)",
-        )?
-        .execute(params![summary.id, source_kind, sources])?;
-    if edges != plan.sources.len() {
-        return Err(Error::Sqlite(format!(
-            "wrote {edges} of {} summary sources",
-            plan.sources.len()
-        )));
-    }
-    let mut supersede = tx.prepare_cached(
-        "UPDATE summaries SET superseded_by = ?2 WHERE id = ?1 AND superseded_by IS NULL",
-    )?;
-    for parent in &plan.parents {
-        if supersede.execute(params![parent.id, summary.id])? != 1 {
-            return Err(Error::Conflict(format!(
-                "summary {} was already condensed",
-                parent.id
-            )));
-        }
-    }
-    remove_sources(tx, session_id, plan, version)?;
-    tx.prepare_cached(
-        "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
-    )?
-    .execute(params![session_id, plan.positions[0].0, summary.id, summary.tokens])?;
-    tx.execute(
-        "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
-        [session_id],
-    )?;
-    Ok(())
-}
-
-/// Takes a commit's sources out of the view; the view is at `version` now.
-fn remove_sources(
-    tx: &rusqlite::Transaction<'_>,
-    session_id: &str,
-    plan: &CommitPlan,
-    version: i64,
-) -> Result<()> {
-    let (first, last) = (
-        plan.positions[0].0,
-        plan.positions[plan.positions.len() - 1].0,
-    );
-    if version == plan.view_version && plan.contiguous {
-        // The view is exactly the one planned on and the sources are one run of it.
-        let removed = tx
-            .prepare_cached(
-                "DELETE FROM context_items WHERE session_id = ?1 AND position BETWEEN ?2 AND ?3",
-            )?
-            .execute(params![session_id, first, last])?;
-        if removed != plan.positions.len() {
-            return Err(Error::Conflict(format!(
-                "the view of {session_id} changed during the commit"
-            )));
-        }
-        return Ok(());
-    }
-    // Appends may land while a summary is being written; only the sources
-    // themselves must still be in the view.
-    let mut remove = tx.prepare_cached(
-        "DELETE FROM context_items WHERE session_id = ?1 AND position = ?2 AND item_id = ?3",
-    )?;
-    for (position, item_id) in &plan.positions {
-        if remove.execute(params![session_id, position, item_id])? != 1 {
-            return Err(Error::Conflict(format!(
-                "{item_id} left the view of {session_id}"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The prune candidates outside the rolling window: newest first, outputs are kept

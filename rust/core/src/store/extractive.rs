@@ -2,14 +2,16 @@
 //! a span's parts and gathering from them, the older and the newer half of a large
 //! span at once, each on its own connection and thread.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, TransactionBehavior};
 
-use super::compaction::{IdList, Members, TextResult};
+use super::commit::{write_sources, write_summary, CommitResult, NewSummary};
+use super::compaction::{IdList, Members, SpanInfo, TextResult};
 use super::messages::split_ids;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::extractive::{Collection, SourceFileRef, SourceMessage, SourceTool};
 use crate::fileids::merge_file_id_footer;
+use crate::ids::new_id;
 use crate::threads::beside;
 
 /// Characters of each part the extractive summariser reads (it scans no more):
@@ -22,6 +24,11 @@ const ERROR_CHARS: usize = 1024;
 /// Spans of fewer messages are read on one connection: a second thread saves
 /// less on them than it costs to start.
 const PARALLEL_MIN_MESSAGES: usize = 1_000;
+
+/// Percent of a span's messages that the connection writing a commit reads, beside
+/// its writes; the reader takes the rest. Removing 10,000 messages from the view
+/// and writing their edges takes about as long as gathering from a quarter of them.
+const WRITER_READ_PERCENT: usize = 38;
 
 /// A byte range of [`SpanText::text`].
 type TextSpan = (usize, usize);
@@ -88,6 +95,26 @@ struct Gathered<'a> {
     file_ids: Vec<String>,
 }
 
+/// What [`Store::commit_extractive_summary`] wrote, or would have.
+#[derive(Clone, Debug)]
+pub struct SpanCommit {
+    /// The summary with its file-id footer, and its token count.
+    pub text: String,
+    pub token_count: i64,
+    pub file_ids: Vec<String>,
+    /// The commit, when the summary fit its budget and shrank the view.
+    pub committed: Option<CommitResult>,
+}
+
+/// Where the messages of a span are read from.
+struct SpanRead<'m> {
+    session_id: &'m str,
+    members: &'m Members,
+}
+
+/// Buffers one run of a span is read into.
+type RunBuffers<'a> = (&'a mut SpanText, &'a mut Vec<SourceMessage<'a>>);
+
 impl Store {
     /// The built-in extractive summary (no model) of view messages, within `max_tokens`.
     pub fn extractive_summary(
@@ -104,45 +131,28 @@ impl Store {
         let session_id = self.session_of_message(first)?;
         let members = self.span_members(&session_id, message_ids)?;
         let counter = self.counter(&session_id)?;
+        let split = members.len() >= PARALLEL_MIN_MESSAGES && self.open_reader();
+        let older_count = if split {
+            members.len() / 2
+        } else {
+            members.len()
+        };
         let (mut older_text, mut newer_text) = (SpanText::default(), SpanText::default());
         let (mut older_messages, mut newer_messages) = (Vec::new(), Vec::new());
-        let gathered = if members.len() >= PARALLEL_MIN_MESSAGES && self.open_reader() {
-            let [older, newer] = members.halves();
-            let (conn, reader) = (&self.conn, self.reader.as_mut().expect("opened above"));
-            let (session, members) = (session_id.as_str(), &members);
-            let (text, messages) = (&mut newer_text, &mut newer_messages);
-            let (older, newer) = beside(
-                || {
-                    gather(
-                        conn,
-                        session,
-                        members,
-                        older,
-                        &mut older_text,
-                        &mut older_messages,
-                    )
-                },
-                move || gather(reader, session, members, newer, text, messages),
-            );
-            let (older, newer) = (older?, newer?);
-            let mut file_ids = IdList::default();
-            file_ids.extend(older.file_ids);
-            file_ids.extend(newer.file_ids);
-            Gathered {
-                collection: older.collection.merge(newer.collection),
-                file_ids: file_ids.ids,
-            }
-        } else {
-            let whole = (members.low, members.high);
-            gather(
-                &self.conn,
-                &session_id,
-                &members,
-                whole,
-                &mut older_text,
-                &mut older_messages,
-            )?
+        let read = SpanRead {
+            session_id: &session_id,
+            members: &members,
         };
+        let reader = if split { self.reader.as_mut() } else { None };
+        let gathered = gather_in_two(
+            &self.conn,
+            reader,
+            &read,
+            older_count,
+            || Ok(()),
+            (&mut older_text, &mut older_messages),
+            (&mut newer_text, &mut newer_messages),
+        )?;
         let limit = max_tokens.max(0) as usize;
         let body = gathered
             .collection
@@ -156,6 +166,79 @@ impl Store {
         })
     }
 
+    /// The built-in extractive summary of `span` within `max_tokens`, committed
+    /// (level 1) in the same call when it says something, fits, and costs the view
+    /// fewer tokens than the messages it replaces; otherwise nothing is written.
+    ///
+    /// The commit's transaction is open while the span is read: its writes that do
+    /// not depend on the summary (the DAG edges, the removal of the messages from
+    /// the view) run beside the read of the newer part of the span, and are rolled
+    /// back if the summary is not committed.
+    pub fn commit_extractive_summary(
+        &mut self,
+        span: &SpanInfo,
+        max_tokens: i64,
+    ) -> Result<SpanCommit> {
+        if span.message_ids.is_empty() {
+            return Err(Error::invalid("span", "holds no messages"));
+        }
+        let session_id = span.session_id.as_str();
+        let counter = self.counter(session_id)?;
+        let plan = self.plan_commit(session_id, &span.message_ids, &[])?;
+        let members = plan
+            .members
+            .as_ref()
+            .expect("a plan over messages has members");
+        let id = new_id("sum");
+        let split = members.len() >= PARALLEL_MIN_MESSAGES && self.open_reader();
+        let older_count = if split {
+            members.len() * WRITER_READ_PERCENT / 100
+        } else {
+            members.len()
+        };
+        let (mut older_text, mut newer_text) = (SpanText::default(), SpanText::default());
+        let (mut older_messages, mut newer_messages) = (Vec::new(), Vec::new());
+        let read = SpanRead {
+            session_id,
+            members,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let reader = if split { self.reader.as_mut() } else { None };
+        let gathered = gather_in_two(
+            &tx,
+            reader,
+            &read,
+            older_count,
+            || write_sources(&tx, session_id, &plan, &id, None),
+            (&mut older_text, &mut older_messages),
+            (&mut newer_text, &mut newer_messages),
+        )?;
+        let limit = max_tokens.max(0) as usize;
+        let body = gathered
+            .collection
+            .summary(limit, &|text| counter.count(text));
+        let text = merge_file_id_footer(&body, &gathered.file_ids);
+        let token_count = counter.count(&text) as i64;
+        let summary = NewSummary::new(&counter, id, &plan, text.clone(), 1);
+        let fits = !body.trim().is_empty() && token_count <= max_tokens;
+        let committed = if fits && summary.tokens < plan.source_tokens {
+            write_summary(&tx, session_id, &plan, &summary)?;
+            tx.commit()?;
+            self.views.forget(session_id);
+            Some(plan.result(summary))
+        } else {
+            None
+        };
+        Ok(SpanCommit {
+            text,
+            token_count,
+            file_ids: gathered.file_ids,
+            committed,
+        })
+    }
+
     /// Opens the second connection a large span is read with, once; false when
     /// the database is not a file another connection can open.
     fn open_reader(&mut self) -> bool {
@@ -165,6 +248,58 @@ impl Store {
         }
         self.reader.is_some()
     }
+}
+
+/// Reads and gathers the member messages: the oldest `older_count` on `conn`, after
+/// `first` ran there, and the rest at the same time on `reader`, or all of them on
+/// `conn` when there is no reader.
+fn gather_in_two<'a>(
+    conn: &Connection,
+    reader: Option<&mut Connection>,
+    read: &SpanRead<'_>,
+    older_count: usize,
+    first: impl FnOnce() -> Result<()>,
+    older: RunBuffers<'a>,
+    newer: RunBuffers<'a>,
+) -> Result<Gathered<'a>> {
+    let members = read.members;
+    let Some(reader) = reader.filter(|_| older_count < members.len()) else {
+        first()?;
+        let whole = (members.low, members.high);
+        return gather(conn, read.session_id, members, whole, older.0, older.1);
+    };
+    let [older_range, newer_range] = members.split(older_count);
+    let (older_run, newer_run) = beside(
+        move || {
+            first()?;
+            gather(
+                conn,
+                read.session_id,
+                members,
+                older_range,
+                older.0,
+                older.1,
+            )
+        },
+        move || {
+            gather(
+                reader,
+                read.session_id,
+                members,
+                newer_range,
+                newer.0,
+                newer.1,
+            )
+        },
+    );
+    let (older_run, newer_run) = (older_run?, newer_run?);
+    let mut file_ids = IdList::default();
+    file_ids.extend(older_run.file_ids);
+    file_ids.extend(newer_run.file_ids);
+    Ok(Gathered {
+        collection: older_run.collection.merge(newer_run.collection),
+        file_ids: file_ids.ids,
+    })
 }
 
 /// Reads the member messages with `msg_seq` in `range` into `text` and

@@ -1,5 +1,6 @@
 //! The append-only SQLite store: one [`Store`] per connection, any number per file.
 
+mod commit;
 mod compaction;
 mod events;
 mod extractive;
@@ -19,8 +20,10 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::error::{Error, Result};
 use crate::tokens::TokenCounter;
 
-pub use compaction::{CommitResult, PruneResult, SpanInfo, SummaryRow, TextResult};
+pub use commit::CommitResult;
+pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
 pub use events::EventRow;
+pub use extractive::SpanCommit;
 pub use messages::{AppendResult, MessageRecord, Usage};
 pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
 pub use search::BACKLOG_LIMIT;
