@@ -1050,3 +1050,49 @@ fn an_extractive_commit_that_would_not_help_writes_nothing() {
     assert_eq!(edges, 0);
     assert!(store.live_summaries(&session).unwrap().is_empty());
 }
+
+/// The extractive summary of a span holding a message that was streamed: begun
+/// after 200 messages, finished after 1,300 more were stored, then four more turns.
+fn summary_with_a_late_message(store: &mut Store) -> String {
+    let session = session(store);
+    support::agent_session(store, &session, 200, 2, 20);
+    let streamed = store.begin_message(&session, Role::User, None).unwrap();
+    support::agent_session(store, &session, 1_300, 2, 21);
+    store
+        .finish_message(
+            &streamed,
+            &[text("You must never rewrite the streamed ledger.")],
+            true,
+            &lossless_core::store::Usage::default(),
+        )
+        .unwrap();
+    for turn in 0..4 {
+        let role = if turn % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        append(store, &session, role, &[text("and then")]);
+    }
+    let span = store.compaction_span(&session, 2).unwrap();
+    assert!(span.message_ids.contains(&streamed));
+    store
+        .extractive_summary(&span.message_ids, 20_000)
+        .unwrap()
+        .text
+}
+
+#[test]
+fn a_message_finished_late_is_read_where_its_parts_were_stored() {
+    // Its parts come after those of every later message in storage order, outside
+    // the rows from the span's first part to its last.
+    let (_dir, _path, mut on_file) = temp_store();
+    let mut in_memory = Store::open(":memory:", &OpenOptions::default()).unwrap();
+    let split = summary_with_a_late_message(&mut on_file);
+    let whole = summary_with_a_late_message(&mut in_memory);
+    assert!(
+        split.contains("never rewrite the streamed ledger"),
+        "{split}"
+    );
+    assert_eq!(split, whole);
+}

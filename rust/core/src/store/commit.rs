@@ -74,12 +74,12 @@ impl Store {
     }
 
     /// Checks the sources of a summary and works out what it covers and where it goes.
-    pub(super) fn plan_commit(
+    pub(super) fn plan_commit<'s>(
         &mut self,
         session_id: &str,
-        message_ids: &[String],
-        summary_ids: &[String],
-    ) -> Result<CommitPlan> {
+        message_ids: &'s [String],
+        summary_ids: &'s [String],
+    ) -> Result<CommitPlan<'s>> {
         let (kind, ids) = match (message_ids.is_empty(), summary_ids.is_empty()) {
             (false, true) => (ItemKind::Message, message_ids),
             (true, false) => (ItemKind::Summary, summary_ids),
@@ -101,20 +101,24 @@ impl Store {
         };
         let view = self.fresh_view(session_id)?;
         let found = locate(&view.items, kind, ids, "sources", session_id)?;
-        let mut order = found.clone();
+        // (view index, index in `ids`), in view order.
+        let mut order: Vec<(usize, usize)> = found.iter().copied().zip(0..).collect();
         order.sort_unstable();
         let mut plan = CommitPlan {
             kind,
-            sources: ids.to_vec(),
+            sources: ids,
+            positions: Vec::with_capacity(order.len()),
+            contiguous: order.windows(2).all(|pair| pair[1].0 == pair[0].0 + 1),
             view_version: view.version,
+            source_tokens: 0,
             view_tokens: view.tokens,
             span: (i64::MAX, i64::MIN),
-            contiguous: order.windows(2).all(|pair| pair[1] == pair[0] + 1),
             messages_covered: message_ids.len() as i64,
-            ..CommitPlan::default()
+            depth: 0,
+            parents: Vec::new(),
+            members: None,
         };
-        plan.positions.reserve(order.len());
-        for &index in &order {
+        for &(index, source) in &order {
             let item = &view.items[index];
             if unfinished.contains(&item.seq) && kind == ItemKind::Message {
                 return Err(Error::invalid(
@@ -125,7 +129,7 @@ impl Store {
                     ),
                 ));
             }
-            plan.positions.push((item.position, item.id.clone()));
+            plan.positions.push((item.position, source));
             plan.source_tokens += item.tokens;
             if item.kind == ItemKind::Message {
                 plan.span = (plan.span.0.min(item.seq), plan.span.1.max(item.seq));
@@ -148,12 +152,12 @@ impl Store {
 }
 
 /// What a commit plans to change, worked out before its transaction.
-pub(super) struct CommitPlan {
+pub(super) struct CommitPlan<'s> {
     kind: ItemKind,
     /// The sources as the caller named them: the order of the DAG edges.
-    sources: Vec<String>,
-    /// View positions and ids of the sources, in view order.
-    positions: Vec<(i64, String)>,
+    sources: &'s [String],
+    /// View positions of the sources, each with its index in `sources`, in view order.
+    positions: Vec<(i64, usize)>,
     /// The sources are one unbroken run of view items.
     contiguous: bool,
     view_version: i64,
@@ -168,26 +172,7 @@ pub(super) struct CommitPlan {
     pub(super) members: Option<Members>,
 }
 
-impl Default for CommitPlan {
-    fn default() -> Self {
-        Self {
-            kind: ItemKind::Message,
-            sources: Vec::new(),
-            positions: Vec::new(),
-            contiguous: false,
-            view_version: 0,
-            source_tokens: 0,
-            view_tokens: 0,
-            span: (0, 0),
-            messages_covered: 0,
-            depth: 0,
-            parents: Vec::new(),
-            members: None,
-        }
-    }
-}
-
-impl CommitPlan {
+impl CommitPlan<'_> {
     /// What committing `summary` under this plan changed.
     pub(super) fn result(&self, summary: NewSummary) -> CommitResult {
         CommitResult {
@@ -216,7 +201,7 @@ impl NewSummary {
     pub(super) fn new(
         counter: &TokenCounter,
         id: String,
-        plan: &CommitPlan,
+        plan: &CommitPlan<'_>,
         text: String,
         level: i64,
     ) -> Self {
@@ -236,7 +221,7 @@ impl NewSummary {
 pub(super) fn write_sources(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
-    plan: &CommitPlan,
+    plan: &CommitPlan<'_>,
     summary_id: &str,
     expected_version: Option<i64>,
 ) -> Result<()> {
@@ -288,7 +273,7 @@ pub(super) fn write_sources(
 pub(super) fn write_summary(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
-    plan: &CommitPlan,
+    plan: &CommitPlan<'_>,
     summary: &NewSummary,
 ) -> Result<()> {
     let kind = match plan.kind {
@@ -331,7 +316,7 @@ pub(super) fn write_summary(
 fn remove_sources(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
-    plan: &CommitPlan,
+    plan: &CommitPlan<'_>,
     version: i64,
 ) -> Result<()> {
     let (first, last) = (
@@ -357,7 +342,8 @@ fn remove_sources(
     let mut remove = tx.prepare_cached(
         "DELETE FROM context_items WHERE session_id = ?1 AND position = ?2 AND item_id = ?3",
     )?;
-    for (position, item_id) in &plan.positions {
+    for &(position, source) in &plan.positions {
+        let item_id = &plan.sources[source];
         if remove.execute(params![session_id, position, item_id])? != 1 {
             return Err(Error::Conflict(format!(
                 "{item_id} left the view of {session_id}"

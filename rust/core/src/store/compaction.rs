@@ -207,6 +207,13 @@ impl Members {
         self.count
     }
 
+    /// How many members have a sequence number in `low..=high`.
+    pub(super) fn count_within(&self, (low, high): (i64, i64)) -> usize {
+        (low.max(self.low)..=high.min(self.high))
+            .filter(|&seq| self.slot(seq).is_some())
+            .count()
+    }
+
     /// The sequence ranges of the oldest `older_count` members and of the rest.
     pub(super) fn split(&self, older_count: usize) -> [(i64, i64); 2] {
         let mut seen = 0;

@@ -367,30 +367,108 @@ fn read_parts(
     range: (i64, i64),
     text: &mut SpanText,
 ) -> Result<()> {
+    let expected = members.count_within(range);
+    // Parts are stored in message order unless a streamed message was finished
+    // after a later one: then the rows from the first message's first part to the
+    // last message's last part miss some, and the exact bounds are looked up.
+    if let Some(bounds) = probe_rowid_bounds(conn, session_id, range)? {
+        if scan_parts(conn, session_id, members, range, bounds, text)? == expected {
+            sort_rows(text);
+            return Ok(());
+        }
+        *text = SpanText::default();
+    }
+    if let Some(bounds) = exact_rowid_bounds(conn, session_id, range)? {
+        scan_parts(conn, session_id, members, range, bounds, text)?;
+    }
+    sort_rows(text);
+    Ok(())
+}
+
+/// Rows in storage order are in message order unless a streamed message was
+/// finished after a later one was stored.
+fn sort_rows(text: &mut SpanText) {
+    if !text.rows.is_sorted_by_key(|row| (row.seq, row.ord)) {
+        text.rows.sort_by_key(|row| (row.seq, row.ord));
+    }
+}
+
+/// Reads the parts with rowids in `first..=last` of the member messages with
+/// `msg_seq` in `low..=high` into `text`, in storage order: a walk along the table
+/// instead of one index lookup per part. Returns how many messages it met.
+fn scan_parts(
+    conn: &Connection,
+    session_id: &str,
+    members: &Members,
+    (low, high): (i64, i64),
+    (first, last): (i64, i64),
+    text: &mut SpanText,
+) -> Result<usize> {
     // Only what the summariser scans is loaded: loading every tool output would
     // dominate the cost of a large span. Texts are read in place and cut here:
     // an SQL expression over them would copy each one first.
-    let columns = format!(
-        "msg_seq, ord, kind, body, tool_name, tool_status, tool_error,
-         CASE WHEN tool_status = 'error' AND tool_error IS NULL
-              THEN (SELECT substr(output, 1, {ERROR_CHARS})
-                    FROM tool_outputs WHERE part_pk = parts.pk) END,
-         file_ids"
-    );
-    scan_in_rowid_order(conn, session_id, range, &columns, |row| {
+    let mut stmt = conn.prepare_cached(&format!(
+        // The unary + keeps SQLite on the rowid range rather than an index.
+        "SELECT msg_seq, ord, kind, body, tool_name, tool_status, tool_error,
+                CASE WHEN tool_status = 'error' AND tool_error IS NULL
+                     THEN (SELECT substr(output, 1, {ERROR_CHARS})
+                           FROM tool_outputs WHERE part_pk = parts.pk) END,
+                file_ids
+         FROM parts WHERE rowid BETWEEN ?1 AND ?2
+           AND +session_id = ?3 AND +msg_seq BETWEEN ?4 AND ?5"
+    ))?;
+    let mut met = vec![false; usize::try_from(high - low + 1).unwrap_or(0)];
+    let mut messages = 0;
+    let mut rows = stmt.query(params![first, last, session_id, low, high])?;
+    while let Some(row) = rows.next()? {
         let seq: i64 = row.get(0)?;
         if members.slot(seq).is_some() {
             let part = part_row(row, seq, text)?;
             text.rows.push(part);
+            let offset = (seq - low) as usize;
+            messages += usize::from(!met[offset]);
+            met[offset] = true;
         }
-        Ok(())
-    })?;
-    // Rows come in storage order, which is message order unless a streamed
-    // message was finished after a later one was stored.
-    if !text.rows.is_sorted_by_key(|row| (row.seq, row.ord)) {
-        text.rows.sort_by_key(|row| (row.seq, row.ord));
     }
-    Ok(())
+    Ok(messages)
+}
+
+/// The rowids of the first part of the first message with `msg_seq` in `range`
+/// and of the last part of the last one: two index probes.
+fn probe_rowid_bounds(
+    conn: &Connection,
+    session_id: &str,
+    (low, high): (i64, i64),
+) -> Result<Option<(i64, i64)>> {
+    let (first, last): (Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq >= ?2
+                     ORDER BY msg_seq, ord LIMIT 1),
+                    (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq <= ?3
+                     ORDER BY msg_seq DESC, ord DESC LIMIT 1)",
+        )?
+        .query_row(params![session_id, low, high], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+    Ok(first.zip(last).filter(|(first, last)| first <= last))
+}
+
+/// The lowest and highest rowid of the parts with `msg_seq` in `range`: a walk
+/// over their index entries.
+fn exact_rowid_bounds(
+    conn: &Connection,
+    session_id: &str,
+    (low, high): (i64, i64),
+) -> Result<Option<(i64, i64)>> {
+    let (first, last): (Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT min(rowid), max(rowid) FROM parts
+             WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
+        )?
+        .query_row(params![session_id, low, high], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+    Ok(first.zip(last))
 }
 
 /// One row of [`read_parts`], its strings cut and copied into `text`.
@@ -432,39 +510,6 @@ fn part_row(row: &rusqlite::Row<'_>, seq: i64, text: &mut SpanText) -> Result<Pa
         file_ids: row.get_ref(8)?.as_str_or_null()?.map(|ids| text.push(ids)),
         file_ref,
     })
-}
-
-/// Calls `each` with the given columns of every part of the session with
-/// `msg_seq` in `low..=high`, in storage (rowid) order: a walk along the table
-/// instead of one index lookup per part, for scans that read most columns.
-fn scan_in_rowid_order(
-    conn: &Connection,
-    session_id: &str,
-    (low, high): (i64, i64),
-    columns: &str,
-    mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
-) -> Result<()> {
-    let (first, last): (Option<i64>, Option<i64>) = conn
-        .prepare_cached(
-            "SELECT min(rowid), max(rowid) FROM parts
-             WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
-        )?
-        .query_row(params![session_id, low, high], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?;
-    let (Some(first), Some(last)) = (first, last) else {
-        return Ok(());
-    };
-    let mut stmt = conn.prepare_cached(&format!(
-        // The unary + keeps SQLite on the rowid range rather than an index.
-        "SELECT {columns} FROM parts WHERE rowid BETWEEN ?1 AND ?2
-           AND +session_id = ?3 AND +msg_seq BETWEEN ?4 AND ?5"
-    ))?;
-    let mut rows = stmt.query(params![first, last, session_id, low, high])?;
-    while let Some(row) = rows.next()? {
-        each(row)?;
-    }
-    Ok(())
 }
 
 /// The first `limit` characters of `text` (all of it when shorter).
