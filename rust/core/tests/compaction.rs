@@ -1096,3 +1096,93 @@ fn a_message_finished_late_is_read_where_its_parts_were_stored() {
     );
     assert_eq!(split, whole);
 }
+
+/// A text of about `bytes` bytes mixing one-, two- and four-byte characters, with
+/// rule sentences throughout: some before the summariser's cut, some after.
+fn long_text(seed: u64, bytes: usize) -> String {
+    let mut text = String::new();
+    let mut n = seed;
+    while text.len() < bytes {
+        n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        text.push_str(match n >> 61 {
+            0 => "You must never touch the café ledger. ",
+            1 => "Résumé of step 🚀 done. ",
+            2 => "We found that the parser always fails. ",
+            3 => "Next we should fix src/ledger/ünïcode.rs soon. ",
+            _ => "plain words with nothing to see here ",
+        });
+    }
+    text
+}
+
+#[test]
+fn the_store_reads_what_the_summariser_scans_of_each_part() {
+    use lossless_core::extractive::{extractive_summary, SourceMessage, SourceTool};
+    use lossless_core::parts::{Part, ToolCallPart};
+
+    let (_dir, _path, mut store) = temp_store();
+    let session = session(&mut store);
+    let mut owned: Vec<(Role, String, Option<ToolCallPart>)> = Vec::new();
+    for index in 0..60u64 {
+        let role = if index % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        let body = long_text(index, 500 + (index as usize * 211) % 6_000);
+        let call = (role == Role::Assistant).then(|| ToolCallPart {
+            name: "read_file".into(),
+            call_id: format!("call_{index}"),
+            input: format!(
+                r#"{{"path": "src/{}/ledger_{index}.rs", "note": "{}"}}"#,
+                "é".repeat(index as usize * 40),
+                "x".repeat(5_000)
+            ),
+            output: Some(format!("{}\nsecond line", long_text(index + 7, 3_000))),
+            status: if index % 3 == 0 {
+                ToolStatus::Error
+            } else {
+                ToolStatus::Completed
+            },
+            error: (index % 6 == 0).then(|| long_text(index + 9, 2_000)),
+        });
+        let mut parts = vec![text(&body)];
+        parts.extend(call.clone().map(Part::Tool));
+        append(&mut store, &session, role, &parts);
+        owned.push((role, body, call));
+    }
+    let messages: Vec<SourceMessage<'_>> = owned
+        .iter()
+        .enumerate()
+        .map(|(index, (role, body, call))| SourceMessage {
+            role: role.as_str(),
+            seq: index as i64 + 1,
+            texts: vec![body.as_str()],
+            tools: call
+                .iter()
+                .map(|call| SourceTool {
+                    name: &call.name,
+                    input: &call.input,
+                    status: call.status.as_str(),
+                    output: (call.status == ToolStatus::Error && call.error.is_none())
+                        .then_some(call.output.as_deref())
+                        .flatten(),
+                    error: call.error.as_deref(),
+                })
+                .collect(),
+            file_refs: Vec::new(),
+        })
+        .collect();
+    let ids: Vec<String> = store
+        .view_items(&session)
+        .unwrap()
+        .into_iter()
+        .map(|item| item.id)
+        .collect();
+    let counter = counter();
+    for budget in [200, 1_500, 40_000] {
+        let stored = store.extractive_summary(&ids, budget as i64).unwrap();
+        let whole = extractive_summary(&messages, budget, &|text| counter.count(text));
+        assert_eq!(stored.text, whole, "budget {budget}");
+    }
+}

@@ -400,7 +400,8 @@ fn tool_count_line(counts: &HashMap<&str, usize>) -> String {
 // ---------------------------------------------------------------------------
 
 /// The longest prefix of `s` of at most `max` bytes ending on a char boundary.
-fn prefix(s: &str, max: usize) -> &str {
+/// The longest prefix of `s` within `max` bytes that ends on a character boundary.
+pub(crate) fn prefix(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }

@@ -16,6 +16,7 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use collect::prefix;
 pub use collect::Collection;
 
 /// One message of the transcript being summarised.
@@ -58,11 +59,11 @@ pub struct SourceFileRef<'a> {
 }
 
 /// Bytes of each text part that are scanned for sentences.
-const TEXT_SCAN_BYTES: usize = 2048;
+pub(crate) const TEXT_SCAN_BYTES: usize = 2048;
 /// Bytes of each tool input that are scanned for paths.
-const INPUT_SCAN_BYTES: usize = 4096;
+pub(crate) const INPUT_SCAN_BYTES: usize = 4096;
 /// Bytes of an error message searched for its first line.
-const ERROR_SCAN_BYTES: usize = 1024;
+pub(crate) const ERROR_SCAN_BYTES: usize = 1024;
 /// Maximum characters of one list item.
 const ITEM_CHARS: usize = 200;
 /// Maximum characters of the goal and the latest request.

@@ -9,17 +9,13 @@ use super::compaction::{IdList, Members, SpanInfo, TextResult};
 use super::messages::split_ids;
 use super::Store;
 use crate::error::{Error, Result};
-use crate::extractive::{Collection, SourceFileRef, SourceMessage, SourceTool};
+use crate::extractive::{
+    prefix, Collection, SourceFileRef, SourceMessage, SourceTool, ERROR_SCAN_BYTES,
+    INPUT_SCAN_BYTES, TEXT_SCAN_BYTES,
+};
 use crate::fileids::merge_file_id_footer;
 use crate::ids::new_id;
 use crate::threads::beside;
-
-/// Characters of each part the extractive summariser reads (it scans no more):
-/// of a text, of a tool input, of an error, and of the output of a failed call
-/// that has no error text. Other tool outputs are not read at all.
-const TEXT_CHARS: usize = 2048;
-const INPUT_CHARS: usize = 4096;
-const ERROR_CHARS: usize = 1024;
 
 /// Spans of fewer messages are read on one connection: a second thread saves
 /// less on them than it costs to start.
@@ -411,7 +407,7 @@ fn scan_parts(
         // The unary + keeps SQLite on the rowid range rather than an index.
         "SELECT msg_seq, ord, kind, body, tool_name, tool_status, tool_error,
                 CASE WHEN tool_status = 'error' AND tool_error IS NULL
-                     THEN (SELECT substr(output, 1, {ERROR_CHARS})
+                     THEN (SELECT substr(output, 1, {ERROR_SCAN_BYTES})
                            FROM tool_outputs WHERE part_pk = parts.pk) END,
                 file_ids
          FROM parts WHERE rowid BETWEEN ?1 AND ?2
@@ -479,9 +475,11 @@ fn part_row(row: &rusqlite::Row<'_>, seq: i64, text: &mut SpanText) -> Result<Pa
         _ => PartKind::FileRef,
     };
     let body = row.get_ref(3)?.as_str()?;
+    // The summariser scans no more than these bytes of a part; a byte cut on a
+    // character boundary is the same one it makes, without walking the characters.
     let body = match kind {
-        PartKind::Text => prefix_chars(body, TEXT_CHARS),
-        PartKind::Tool => prefix_chars(body, INPUT_CHARS),
+        PartKind::Text => prefix(body, TEXT_SCAN_BYTES),
+        PartKind::Tool => prefix(body, INPUT_SCAN_BYTES),
         PartKind::FileRef => body,
     };
     let file_ref = (kind == PartKind::FileRef)
@@ -496,7 +494,7 @@ fn part_row(row: &rusqlite::Row<'_>, seq: i64, text: &mut SpanText) -> Result<Pa
         Ok(row
             .get_ref(index)?
             .as_str_or_null()?
-            .map(|value| text.push(prefix_chars(value, ERROR_CHARS))))
+            .map(|value| text.push(prefix(value, ERROR_SCAN_BYTES))))
     };
     Ok(PartRow {
         seq,
@@ -510,15 +508,4 @@ fn part_row(row: &rusqlite::Row<'_>, seq: i64, text: &mut SpanText) -> Result<Pa
         file_ids: row.get_ref(8)?.as_str_or_null()?.map(|ids| text.push(ids)),
         file_ref,
     })
-}
-
-/// The first `limit` characters of `text` (all of it when shorter).
-fn prefix_chars(text: &str, limit: usize) -> &str {
-    if text.len() <= limit {
-        return text;
-    }
-    match text.char_indices().nth(limit) {
-        Some((end, _)) => &text[..end],
-        None => text,
-    }
 }
