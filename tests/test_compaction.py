@@ -387,8 +387,12 @@ async def test_run_compaction_never_raises_when_the_summariser_fails(
         async def broken(*args: Any) -> Any:
             raise RuntimeError("summariser exploded")
 
-        for method in ("summarise", "commit_extractive"):
-            monkeypatch.setattr(session.compaction._summariser, method, broken)
+        def broken_now(*args: Any) -> Any:
+            raise RuntimeError("summariser exploded")
+
+        summariser = session.compaction._summariser
+        monkeypatch.setattr(summariser, "summarise", broken)
+        monkeypatch.setattr(summariser, "commit_extractive_now", broken_now)
         result = await session.compact()
         assert result.status == "failed"
         assert result.error is not None and "summariser exploded" in result.error

@@ -14,7 +14,12 @@ import anyio
 from anyio.abc import TaskGroup
 
 from lossless import _native
-from lossless.compaction.levels import MIN_SUMMARY_TOKENS, Candidate, Summariser
+from lossless.compaction.levels import (
+    MIN_SUMMARY_TOKENS,
+    Candidate,
+    ExtractiveCommit,
+    Summariser,
+)
 from lossless.config import Config
 from lossless.errors import CompactionBusyError
 from lossless.events import EventBus, EventName
@@ -57,6 +62,17 @@ class CompactionResult:
     error: str | None = None
     # Why lower levels were skipped on the way to the ones in ``levels``.
     attempts: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _FirstSteps:
+    """What a round did before its first model call."""
+
+    pruned: dict[str, int]
+    # None when the prune reached the goal or the round was aborted.
+    span: _native.Span | None = None
+    # The built-in summariser's summary of the span, when no model is configured.
+    extractive: ExtractiveCommit | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,44 +324,30 @@ class CompactionEngine:
         """Prune, summarise the span before the protected tail, condense: each step
         committed in its own transaction. ``before`` is the view's size as the round
         starts. Returns the tokens taken out of the view."""
-        compaction = self._config.compaction
         goal = self._goal()
-        # A tombstone rewrites its whole part row. When pruning alone cannot bring the
-        # view to the goal, the span is summarised this round anyway and tombstoning
-        # outputs that are about to leave the view would be wasted writes.
-        minimum = max(compaction.prune_minimum_tokens, before - goal)
-        pruned = await self._call(
-            self._store.prune,
-            self._session_id,
-            compaction.prune_protect_tokens,
-            minimum,
-            list(compaction.protected_tools),
-            compaction.protect_user_turns,
-        )
+        steps = await self._call(self._first_steps, forced, before, goal)
+        pruned = steps.pruned
         saved = int(pruned["tokens_saved"])
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
             result.pruned_tokens += pruned["tokens_saved"]
             self._bus.publish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
-            if not forced and await self._view_tokens() <= goal:
-                return saved
-        if self._abort:
+        span = steps.span
+        if span is None:
             return saved
-        span = await self._call(
-            self._store.compaction_span, self._session_id, compaction.protect_user_turns
-        )
         if span.message_count:
             target = self._leaf_target(span)
             attempts: list[str] = []
-            if self._summariser.model is None:
-                extractive = await self._summariser.commit_extractive(span, target)
-                if extractive.committed is not None:
-                    committed = self._record(extractive.committed, 1, span.message_count, result)
+            if steps.extractive is not None:
+                if steps.extractive.committed is not None:
+                    committed = self._record(
+                        steps.extractive.committed, 1, span.message_count, result
+                    )
                     saved += committed.saved
                     if committed.view_tokens <= goal or self._abort:
                         return saved
                     return saved + await self._condense(result)
-                attempts.append(extractive.attempt)
+                attempts.append(steps.extractive.attempt)
                 candidate: Candidate | None = await self._summariser.truncate(
                     span, target, attempts
                 )
@@ -367,6 +369,35 @@ class CompactionEngine:
                     f"{covered} tokens of messages; not committed"
                 )
         return saved + await self._condense(result)
+
+    def _first_steps(self, forced: bool, before: int, goal: int) -> _FirstSteps:
+        """The steps of a round up to its first model call, in one worker thread:
+        the prune, then (unless it reached the goal) the span, then, with the built-in
+        summariser, its summary of the span, committed when it fits."""
+        compaction = self._config.compaction
+        # A tombstone rewrites its whole part row. When pruning alone cannot bring the
+        # view to the goal, the span is summarised this round anyway and tombstoning
+        # outputs that are about to leave the view would be wasted writes.
+        minimum = max(compaction.prune_minimum_tokens, before - goal)
+        pruned = self._store.prune(
+            self._session_id,
+            compaction.prune_protect_tokens,
+            minimum,
+            list(compaction.protected_tools),
+            compaction.protect_user_turns,
+        )
+        reached = (
+            pruned["pruned_parts"]
+            and not forced
+            and int(self._store.view_stats(self._session_id)["tokens"]) <= goal
+        )
+        if reached or self._abort:
+            return _FirstSteps(pruned)
+        span = self._store.compaction_span(self._session_id, compaction.protect_user_turns)
+        if not span.message_count or self._summariser.model is not None:
+            return _FirstSteps(pruned, span)
+        extractive = self._summariser.commit_extractive_now(span, self._leaf_target(span))
+        return _FirstSteps(pruned, span, extractive)
 
     def _leaf_target(self, span: _native.Span) -> int:
         """Tokens the span's summary may take.

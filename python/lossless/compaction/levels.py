@@ -48,7 +48,7 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class ExtractiveCommit:
-    """What :meth:`Summariser.commit_extractive` did: the commit (as
+    """What :meth:`Summariser.commit_extractive_now` did: the commit (as
     ``Store.commit_summary`` reports it), or why nothing was committed."""
 
     committed: dict[str, Any] | None
@@ -98,11 +98,12 @@ class Summariser:
                     return candidate
         return await self.truncate(span, target, attempts)
 
-    async def commit_extractive(self, span: _native.Span, target: int) -> ExtractiveCommit:
+    def commit_extractive_now(self, span: _native.Span, target: int) -> ExtractiveCommit:
         """The built-in summary of ``span`` within ``target`` tokens, committed in the
-        same native call when it fits and shrinks the view (the usual case)."""
+        same native call when it fits and shrinks the view (the usual case). Blocks:
+        call it from a worker thread, not on an event loop."""
         target = max(target, MIN_SUMMARY_TOKENS)
-        result = await self._native_call(self._store.commit_extractive_summary, span, target)
+        result = self._store.commit_extractive_summary(span, target)
         committed = result["committed"]
         if committed is not None:
             return ExtractiveCommit(committed, "")

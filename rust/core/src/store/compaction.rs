@@ -920,21 +920,22 @@ impl Store {
     ) -> Result<bool> {
         self.session(session_id)?;
         let now = now_ms();
-        let changed = self.conn.execute(
-            "INSERT INTO compaction_leases (session_id, holder, expires_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-             WHERE compaction_leases.expires_at < ?4 OR compaction_leases.holder = excluded.holder",
-            params![session_id, holder, now + ttl_ms, now],
-        )?;
+        let changed = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO compaction_leases (session_id, holder, expires_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+                 WHERE compaction_leases.expires_at < ?4 OR compaction_leases.holder = excluded.holder",
+            )?
+            .execute(params![session_id, holder, now + ttl_ms, now])?;
         Ok(changed == 1)
     }
 
     /// Gives the lease back, if `holder` has it.
     pub fn release_compaction_lease(&mut self, session_id: &str, holder: &str) -> Result<()> {
-        self.conn.execute(
-            "DELETE FROM compaction_leases WHERE session_id = ?1 AND holder = ?2",
-            params![session_id, holder],
-        )?;
+        self.conn
+            .prepare_cached("DELETE FROM compaction_leases WHERE session_id = ?1 AND holder = ?2")?
+            .execute(params![session_id, holder])?;
         Ok(())
     }
 }
