@@ -1,5 +1,6 @@
 //! Compaction at 10,000 messages: the prune scan, level-3 truncation, a commit,
-//! and a full round with the extractive summariser.
+//! and a full round with the extractive summariser (its summary committed in the
+//! call that reads the span, and as two calls).
 //!
 //! Run with `cargo bench -p lossless-core --bench compaction`. The fixture (an
 //! agent-like session of 10,000 messages, half of them user turns, 30% of the
@@ -13,13 +14,17 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion};
 use lossless_core::store::{OpenOptions, Store};
 
 const MESSAGES: usize = 10_000;
 const PROTECT_TOKENS: i64 = 40_000;
 const PRUNE_MINIMUM: i64 = 20_000;
 const SUMMARY_TOKENS: i64 = 2_048;
+/// The budget of a round's summary: the fixture's 200-odd file ids alone take
+/// more than `SUMMARY_TOKENS` in its footer.
+const ROUND_SUMMARY_TOKENS: i64 = 8_000;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -133,33 +138,60 @@ fn benches(c: &mut Criterion) {
             BatchSize::PerIteration,
         );
     });
-    // 3. A full round as the engine runs it: prune (written only if it alone would
-    //    bring the view to the goal), span, extractive summary, commit, live summaries.
+    rounds(&mut group, &fixture, scratch.path(), &tools);
+    group.finish();
+}
+
+/// 3. Full rounds with the built-in summariser.
+fn rounds(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    fixture: &Fixture,
+    scratch: &Path,
+    tools: &[String],
+) {
+    let session = fixture.session.as_str();
+    // A full round as the engine runs it with the built-in summariser: prune
+    //    (written only if it alone would bring the view to the goal), span, and the
+    //    extractive summary committed in the call that reads the span.
     group.bench_function("round_extractive", |b| {
         b.iter_batched(
-            || fresh_copy(&fixture, scratch.path()),
+            || fresh_copy(fixture, scratch),
             |mut store| {
                 // The engine's goal for a 200k window: half the soft limit.
                 let goal = 52_000;
                 let view = store.view_stats(session).unwrap().tokens;
                 let minimum = PRUNE_MINIMUM.max(view - goal);
                 store
-                    .prune(session, PROTECT_TOKENS, minimum, &tools, 2)
+                    .prune(session, PROTECT_TOKENS, minimum, tools, 2)
                     .unwrap();
                 let span = store.compaction_span(session, 2).unwrap();
-                let summary = store
-                    .extractive_summary(&span.message_ids, SUMMARY_TOKENS)
+                let done = store
+                    .commit_extractive_summary(&span, ROUND_SUMMARY_TOKENS)
                     .unwrap();
-                store
-                    .commit_summary(session, &summary.text, 1, &span.message_ids, &[], None)
-                    .unwrap();
-                let live = store.live_summaries(session).unwrap();
-                (store, live)
+                assert!(done.committed.is_some());
+                let after = store.view_stats(session).unwrap();
+                (store, after)
             },
             BatchSize::PerIteration,
         );
     });
-    group.finish();
+    // The same round with the summary and its commit as two calls.
+    group.bench_function("round_extractive_two_calls", |b| {
+        b.iter_batched(
+            || fresh_copy(fixture, scratch),
+            |mut store| {
+                let span = store.compaction_span(session, 2).unwrap();
+                let summary = store
+                    .extractive_summary(&span.message_ids, ROUND_SUMMARY_TOKENS)
+                    .unwrap();
+                store
+                    .commit_summary(session, &summary.text, 1, &span.message_ids, &[], None)
+                    .unwrap();
+                (store, summary)
+            },
+            BatchSize::PerIteration,
+        );
+    });
 }
 
 criterion_group!(compaction, benches);
