@@ -174,11 +174,12 @@ class CompactionEngine:
         """
         started = time.perf_counter()
         result = CompactionResult(self._session_id)
+        after: int | None = None
         try:
             async with self._lock:
                 self._running = True
                 try:
-                    await self._with_lease(result, force)
+                    after = await self._with_lease(result, force)
                 finally:
                     self._running = False
                     self._abort = False
@@ -190,7 +191,7 @@ class CompactionEngine:
             )
         result.duration_s = time.perf_counter() - started
         try:
-            result.tokens_after = await self._view_tokens()
+            result.tokens_after = await self._view_tokens() if after is None else after
         except Exception:
             result.tokens_after = result.tokens_before
         self.last_result = result
@@ -244,26 +245,39 @@ class CompactionEngine:
         """Where a round aims the view (see :data:`GOAL_FRACTION`)."""
         return int(self._budget().soft_limit * GOAL_FRACTION)
 
-    async def _with_lease(self, result: CompactionResult, force: bool) -> None:
+    async def _with_lease(self, result: CompactionResult, force: bool) -> int | None:
+        """Runs the rounds holding the session's compaction lease; returns the view's
+        size once the lease is given back (None when another process held it)."""
         ttl_ms = int(self._config.compaction.lease_ttl_s * 1000)
-        if not await self._call(
-            self._store.acquire_compaction_lease, self._session_id, self._holder, ttl_ms
-        ):
+        # Taking the lease and reading the view's size is one hop to a worker thread,
+        # as is giving it back and reading the size again.
+        before = await self._call(self._acquire_lease, ttl_ms)
+        if before is None:
             result.status, result.reason = (
                 "busy",
                 "another process holds this session's compaction lease",
             )
-            return
+            return None
         try:
-            await self._rounds(result, force)
+            await self._rounds(result, force, before)
         finally:
             with anyio.CancelScope(shield=True):
-                await self._call(
-                    self._store.release_compaction_lease, self._session_id, self._holder
-                )
+                after = await self._call(self._release_lease)
+        return after
 
-    async def _rounds(self, result: CompactionResult, force: bool) -> None:
-        before = result.tokens_before = await self._view_tokens()
+    def _acquire_lease(self, ttl_ms: int) -> int | None:
+        """The view's size, once this engine holds the lease; None if another does."""
+        if not self._store.acquire_compaction_lease(self._session_id, self._holder, ttl_ms):
+            return None
+        return int(self._store.view_stats(self._session_id)["tokens"])
+
+    def _release_lease(self) -> int:
+        """Gives the lease back; returns the view's size."""
+        self._store.release_compaction_lease(self._session_id, self._holder)
+        return int(self._store.view_stats(self._session_id)["tokens"])
+
+    async def _rounds(self, result: CompactionResult, force: bool, before: int) -> None:
+        result.tokens_before = before
         for _ in range(self._config.compaction.max_rounds):
             soft = self._budget().soft_limit
             forced = force and result.rounds == 0
