@@ -114,6 +114,8 @@ class CompactionEngine:
         self._abort = False
         self._scope: anyio.CancelScope | None = None
         self._holder = f"{uuid.uuid4().hex}"
+        # The view's size after the current round's last commit, as it reported it.
+        self._view_after_commit: int | None = None
         self.last_result: CompactionResult | None = None
 
     @property
@@ -289,6 +291,7 @@ class CompactionEngine:
                 result.status, result.reason = "aborted", "aborted before the next round"
                 return
             result.rounds += 1
+            self._view_after_commit = None
             try:
                 saved = await self._one_round(result, forced, before)
             except CompactionBusyError as err:
@@ -311,7 +314,12 @@ class CompactionEngine:
                 else:
                     result.status, result.reason = "stalled", self._stall_reason(before, result)
                 return
-            before = await self._view_tokens()
+            # The last commit reported the view's size; turns recorded since are
+            # seen at the next turn's threshold check.
+            if self._view_after_commit is not None:
+                before = self._view_after_commit
+            else:
+                before = await self._view_tokens()
         after = before
         soft = self._budget().soft_limit
         if after > soft:
@@ -465,13 +473,13 @@ class CompactionEngine:
         )
         return self._record(committed, candidate.level, candidate.message_count, result)
 
-    @staticmethod
     def _record(
-        committed: dict[str, Any], level: int, messages: int, result: CompactionResult
+        self, committed: dict[str, Any], level: int, messages: int, result: CompactionResult
     ) -> _Committed:
         """Adds a commit (as ``Store.commit_summary`` reports it) to ``result``."""
         result.summary_ids.append(committed["summary_id"])
         result.levels.append(level)
         result.messages_covered += messages
         after = int(committed["tokens_after"])
+        self._view_after_commit = after
         return _Committed(saved=int(committed["tokens_before"]) - after, view_tokens=after)
