@@ -562,21 +562,26 @@ impl Store {
         Ok(span)
     }
 
-    /// The view messages named by `message_ids`, checked to be in the view once each.
-    pub(super) fn span_members(
-        &mut self,
-        session_id: &str,
-        message_ids: &[String],
-    ) -> Result<Members> {
-        let view = self.fresh_view(session_id)?;
+    /// The session of the view messages named by `message_ids` (at least one), and
+    /// the messages, checked to be in its view once each.
+    pub(super) fn named_messages(&mut self, message_ids: &[String]) -> Result<(String, Members)> {
+        let Some(first) = message_ids.first() else {
+            return Err(Error::invalid(
+                "message_ids",
+                "must name at least one message",
+            ));
+        };
+        let session_id = self.session_of_message(first)?;
+        let view = self.fresh_view(&session_id)?;
         let found = locate(
             &view.items,
             ItemKind::Message,
             message_ids,
             "message_ids",
-            session_id,
+            &session_id,
         )?;
-        Ok(Members::new(&view.items, &found))
+        let members = Members::new(&view.items, &found);
+        Ok((session_id, members))
     }
 
     /// Calls `each` with the given columns of every part of the session with
@@ -680,7 +685,7 @@ impl Store {
         Ok(())
     }
 
-    pub(super) fn session_of_message(&self, message_id: &str) -> Result<String> {
+    fn session_of_message(&self, message_id: &str) -> Result<String> {
         self.conn
             .prepare_cached("SELECT session_id FROM messages WHERE id = ?1")?
             .query_row([message_id], |row| row.get(0))
@@ -700,14 +705,7 @@ impl Store {
         max_chars_per_message: Option<usize>,
         max_tokens: Option<i64>,
     ) -> Result<TextResult> {
-        let Some(first) = message_ids.first() else {
-            return Err(Error::invalid(
-                "message_ids",
-                "must name at least one message",
-            ));
-        };
-        let session_id = self.session_of_message(first)?;
-        let members = self.span_members(&session_id, message_ids)?;
+        let (session_id, members) = self.named_messages(message_ids)?;
         let counter = self.counter(&session_id)?;
         let at_least = 3.min(message_ids.len());
         let mut result = TextResult::default();
@@ -748,14 +746,7 @@ impl Store {
         message_ids: &[String],
         target_tokens: i64,
     ) -> Result<TextResult> {
-        let Some(first) = message_ids.first() else {
-            return Err(Error::invalid(
-                "message_ids",
-                "must name at least one message",
-            ));
-        };
-        let session_id = self.session_of_message(first)?;
-        let members = self.span_members(&session_id, message_ids)?;
+        let (session_id, members) = self.named_messages(message_ids)?;
         let file_ids = self.members_file_ids(&session_id, &members)?;
         let counter = self.counter(&session_id)?;
         let total = message_ids.len();

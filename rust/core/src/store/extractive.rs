@@ -16,6 +16,7 @@ use crate::extractive::{
 use crate::fileids::merge_file_id_footer;
 use crate::ids::new_id;
 use crate::threads::beside;
+use crate::tokens::TokenCounter;
 
 /// Spans of fewer messages are read on one connection: a second thread saves
 /// less on them than it costs to start.
@@ -91,6 +92,31 @@ struct Gathered<'a> {
     file_ids: Vec<String>,
 }
 
+/// A summary written from what was gathered.
+struct Written {
+    /// With the footer of every file id of the span's parts.
+    text: String,
+    token_count: i64,
+    file_ids: Vec<String>,
+    /// The summary has a body, not only a footer.
+    says_something: bool,
+}
+
+impl Gathered<'_> {
+    /// The summary within `max_tokens`, with its file-id footer.
+    fn write(self, max_tokens: i64, counter: &TokenCounter) -> Written {
+        let limit = max_tokens.max(0) as usize;
+        let body = self.collection.summary(limit, &|text| counter.count(text));
+        let text = merge_file_id_footer(&body, &self.file_ids);
+        Written {
+            token_count: counter.count(&text) as i64,
+            text,
+            file_ids: self.file_ids,
+            says_something: !body.trim().is_empty(),
+        }
+    }
+}
+
 /// What [`Store::commit_extractive_summary`] wrote, or would have.
 #[derive(Clone, Debug)]
 pub struct SpanCommit {
@@ -118,14 +144,7 @@ impl Store {
         message_ids: &[String],
         max_tokens: i64,
     ) -> Result<TextResult> {
-        let Some(first) = message_ids.first() else {
-            return Err(Error::invalid(
-                "message_ids",
-                "must name at least one message",
-            ));
-        };
-        let session_id = self.session_of_message(first)?;
-        let members = self.span_members(&session_id, message_ids)?;
+        let (session_id, members) = self.named_messages(message_ids)?;
         let counter = self.counter(&session_id)?;
         let split = members.len() >= PARALLEL_MIN_MESSAGES && self.open_reader();
         let older_count = if split {
@@ -149,16 +168,12 @@ impl Store {
             (&mut older_text, &mut older_messages),
             (&mut newer_text, &mut newer_messages),
         )?;
-        let limit = max_tokens.max(0) as usize;
-        let body = gathered
-            .collection
-            .summary(limit, &|text| counter.count(text));
-        let text = merge_file_id_footer(&body, &gathered.file_ids);
+        let written = gathered.write(max_tokens, &counter);
         Ok(TextResult {
-            token_count: counter.count(&text) as i64,
-            text,
+            token_count: written.token_count,
+            text: written.text,
             message_ids: message_ids.to_vec(),
-            file_ids: gathered.file_ids,
+            file_ids: written.file_ids,
         })
     }
 
@@ -211,14 +226,9 @@ impl Store {
             (&mut older_text, &mut older_messages),
             (&mut newer_text, &mut newer_messages),
         )?;
-        let limit = max_tokens.max(0) as usize;
-        let body = gathered
-            .collection
-            .summary(limit, &|text| counter.count(text));
-        let text = merge_file_id_footer(&body, &gathered.file_ids);
-        let token_count = counter.count(&text) as i64;
-        let summary = NewSummary::new(&counter, id, &plan, text.clone(), 1);
-        let fits = !body.trim().is_empty() && token_count <= max_tokens;
+        let written = gathered.write(max_tokens, &counter);
+        let summary = NewSummary::new(&counter, id, &plan, written.text.clone(), 1);
+        let fits = written.says_something && written.token_count <= max_tokens;
         let committed = if fits && summary.tokens < plan.source_tokens {
             write_summary(&tx, session_id, &plan, &summary)?;
             tx.commit()?;
@@ -228,9 +238,9 @@ impl Store {
             None
         };
         Ok(SpanCommit {
-            text,
-            token_count,
-            file_ids: gathered.file_ids,
+            text: written.text,
+            token_count: written.token_count,
+            file_ids: written.file_ids,
             committed,
         })
     }
