@@ -73,14 +73,8 @@ class _FirstSteps:
     span: _native.Span | None = None
     # The built-in summariser's summary of the span, when no model is configured.
     extractive: ExtractiveCommit | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Committed:
-    """What one summary commit changed in the view."""
-
-    saved: int
-    view_tokens: int
+    # The view's size read after that summary was committed.
+    view_after: int | None = None
 
 
 class CompactionEngine:
@@ -114,7 +108,8 @@ class CompactionEngine:
         self._abort = False
         self._scope: anyio.CancelScope | None = None
         self._holder = f"{uuid.uuid4().hex}"
-        # The view's size after the current round's last commit, as it reported it.
+        # The view's size read right after the current round's last commit, when the
+        # round ended there.
         self._view_after_commit: int | None = None
         self.last_result: CompactionResult | None = None
 
@@ -314,8 +309,8 @@ class CompactionEngine:
                 else:
                     result.status, result.reason = "stalled", self._stall_reason(before, result)
                 return
-            # The last commit reported the view's size; turns recorded since are
-            # seen at the next turn's threshold check.
+            # A round that ended on the built-in summary read the view right after
+            # committing it, in the same worker thread.
             if self._view_after_commit is not None:
                 before = self._view_after_commit
             else:
@@ -362,11 +357,11 @@ class CompactionEngine:
             attempts: list[str] = []
             if steps.extractive is not None:
                 if steps.extractive.committed is not None:
-                    committed = self._record(
-                        steps.extractive.committed, 1, span.message_count, result
-                    )
-                    saved += committed.saved
-                    if committed.view_tokens <= goal or self._abort:
+                    saved += self._record(steps.extractive.committed, 1, span.message_count, result)
+                    # Read after the commit, so it counts turns recorded meanwhile.
+                    assert steps.view_after is not None
+                    if steps.view_after <= goal or self._abort:
+                        self._view_after_commit = steps.view_after
                         return saved
                     return saved + await self._condense(result)
                 attempts.append(steps.extractive.attempt)
@@ -381,10 +376,7 @@ class CompactionEngine:
             # What the summary replaces: the span, or (a capped transcript) its head.
             covered = span.tokens if candidate.span is None else candidate.span.tokens
             if candidate.token_count + SUMMARY_FRAMING_TOKENS < covered:
-                committed = await self._commit(candidate, result)
-                saved += committed.saved
-                if committed.view_tokens <= goal:
-                    return saved
+                saved += await self._commit(candidate, result)
             else:
                 result.attempts.append(
                     f"level {candidate.level}: {candidate.token_count} tokens would not shrink "
@@ -419,7 +411,10 @@ class CompactionEngine:
         if not span.message_count or self._summariser.model is not None:
             return _FirstSteps(pruned, span)
         extractive = self._summariser.commit_extractive_now(span, self._leaf_target(span))
-        return _FirstSteps(pruned, span, extractive)
+        if extractive.committed is None:
+            return _FirstSteps(pruned, span, extractive)
+        view_after = int(self._store.view_stats(self._session_id)["tokens"])
+        return _FirstSteps(pruned, span, extractive, view_after)
 
     def _leaf_target(self, span: _native.Span) -> int:
         """Tokens the span's summary may take.
@@ -458,11 +453,11 @@ class CompactionEngine:
                     f"shrink {len(live)} summaries of {total} tokens; not committed"
                 )
                 break
-            saved += (await self._commit(candidate, result)).saved
+            saved += await self._commit(candidate, result)
         return saved
 
-    async def _commit(self, candidate: Candidate, result: CompactionResult) -> _Committed:
-        """Commits ``candidate``: what it took out of the view, and the view's size after."""
+    async def _commit(self, candidate: Candidate, result: CompactionResult) -> int:
+        """Commits ``candidate``; returns the tokens it took out of the view."""
         committed = await self._call(
             self._store.commit_summary,
             self._session_id,
@@ -475,11 +470,10 @@ class CompactionEngine:
 
     def _record(
         self, committed: dict[str, Any], level: int, messages: int, result: CompactionResult
-    ) -> _Committed:
-        """Adds a commit (as ``Store.commit_summary`` reports it) to ``result``."""
+    ) -> int:
+        """Adds a commit (as ``Store.commit_summary`` reports it) to ``result``; returns
+        the tokens it took out of the view."""
         result.summary_ids.append(committed["summary_id"])
         result.levels.append(level)
         result.messages_covered += messages
-        after = int(committed["tokens_after"])
-        self._view_after_commit = after
-        return _Committed(saved=int(committed["tokens_before"]) - after, view_tokens=after)
+        return int(committed["tokens_before"]) - int(committed["tokens_after"])
