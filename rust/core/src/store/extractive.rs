@@ -444,19 +444,18 @@ fn scan_parts(
 fn probe_rowid_bounds(
     conn: &Connection,
     session_id: &str,
-    (low, high): (i64, i64),
+    range: (i64, i64),
 ) -> Result<Option<(i64, i64)>> {
-    let (first, last): (Option<i64>, Option<i64>) = conn
-        .prepare_cached(
-            "SELECT (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq >= ?2
-                     ORDER BY msg_seq, ord LIMIT 1),
-                    (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq <= ?3
-                     ORDER BY msg_seq DESC, ord DESC LIMIT 1)",
-        )?
-        .query_row(params![session_id, low, high], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?;
-    Ok(first.zip(last).filter(|(first, last)| first <= last))
+    let bounds = rowid_pair(
+        conn,
+        "SELECT (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq >= ?2
+                 ORDER BY msg_seq, ord LIMIT 1),
+                (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq <= ?3
+                 ORDER BY msg_seq DESC, ord DESC LIMIT 1)",
+        session_id,
+        range,
+    )?;
+    Ok(bounds.filter(|(first, last)| first <= last))
 }
 
 /// The lowest and highest rowid of the parts with `msg_seq` in `range`: a walk
@@ -464,13 +463,26 @@ fn probe_rowid_bounds(
 fn exact_rowid_bounds(
     conn: &Connection,
     session_id: &str,
+    range: (i64, i64),
+) -> Result<Option<(i64, i64)>> {
+    rowid_pair(
+        conn,
+        "SELECT min(rowid), max(rowid) FROM parts
+         WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
+        session_id,
+        range,
+    )
+}
+
+/// The two rowids `sql` selects for `session_id` and `(low, high)`, if both exist.
+fn rowid_pair(
+    conn: &Connection,
+    sql: &str,
+    session_id: &str,
     (low, high): (i64, i64),
 ) -> Result<Option<(i64, i64)>> {
     let (first, last): (Option<i64>, Option<i64>) = conn
-        .prepare_cached(
-            "SELECT min(rowid), max(rowid) FROM parts
-             WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
-        )?
+        .prepare_cached(sql)?
         .query_row(params![session_id, low, high], |row| {
             Ok((row.get(0)?, row.get(1)?))
         })?;
