@@ -131,6 +131,23 @@ async def test_extractive_summariser_is_the_default_without_a_compaction_model(
         assert session.view_tokens() <= session.budget.soft_limit
 
 
+async def test_the_summariser_alone_writes_nothing(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    # The engine commits the built-in summary in the call that reads the span; the
+    # summariser's own summarise() only proposes one.
+    async with await open_session(config_for, db) as session:
+        stuff(session, 20, files_every=5)
+        before = snapshot(session)
+        span = session.store.compaction_span(session.id, 2)
+        candidate = await session.compaction._summariser.summarise(span, 2_000)
+        assert (candidate.summariser, candidate.level) == ("extractive", 1)
+        assert candidate.span is span and candidate.message_count == span.message_count
+        assert 0 < candidate.token_count < span.tokens
+        assert set(footer_ids(candidate.text)) >= {file_id(turn) for turn in range(0, 18, 5)}
+        assert snapshot(session) == before
+
+
 async def test_level1_is_a_structured_summary_from_the_compaction_model(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
