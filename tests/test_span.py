@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,18 @@ def agent_session(store: _native.Store, sid: str, messages: int, seed: int = 7) 
                 }
             )
         store.append_message(sid, role, parts)
+
+
+def large_spans(
+    tmp_path: Path, messages: int, seed: int
+) -> Iterator[tuple[_native.Store, str, _native.Span]]:
+    """The same agent session on a file (read on two connections) and in memory (on
+    one), each with the span of its next summary."""
+    for path in (str(tmp_path / "large.db"), ":memory:"):
+        store = _native.Store(path)
+        sid = store.create_session(MODEL, "{}", None)
+        agent_session(store, sid, messages, seed=seed)
+        yield store, sid, store.compaction_span(sid, 2)
 
 
 @pytest.fixture
@@ -157,11 +170,7 @@ def test_a_large_span_reads_on_two_connections_with_the_same_summary(tmp_path: P
     # connections and merges what it gathered; a private in-memory store cannot
     # open a second connection and reads it whole. The summaries must not differ.
     summaries = []
-    for path in (str(tmp_path / "large.db"), ":memory:"):
-        store = _native.Store(path)
-        sid = store.create_session(MODEL, "{}", None)
-        agent_session(store, sid, 2_501, seed=11)
-        span = store.compaction_span(sid, 2)
+    for store, _sid, span in large_spans(tmp_path, 2_501, seed=11):
         assert span.message_count == 2_498
         for budget in (300, 2_000, 20_000):
             summary = store.extractive_summary(span, budget)
@@ -215,11 +224,7 @@ def test_a_large_span_commits_the_same_summary_from_two_connections(tmp_path: Pa
     # On a file the writing connection reads part of the span beside its writes and
     # a second connection reads the rest; in memory one connection does it all.
     outcomes = []
-    for path in (str(tmp_path / "large.db"), ":memory:"):
-        store = _native.Store(path)
-        sid = store.create_session(MODEL, "{}", None)
-        agent_session(store, sid, 3_001, seed=13)
-        span = store.compaction_span(sid, 2)
+    for store, sid, span in large_spans(tmp_path, 3_001, seed=13):
         result = store.commit_extractive_summary(span, 6_000)
         assert result["committed"] is not None
         (summary,) = store.live_summaries(sid)
