@@ -87,6 +87,15 @@ def snapshot(session: Session) -> tuple[Any, ...]:
     )
 
 
+def lease_is_free(session: Session, db: Path) -> bool:
+    """Another store can take the session's compaction lease at once."""
+    other = _native.Store(str(db))
+    taken = other.acquire_compaction_lease(session.id, "another-holder", 60_000)
+    if taken:
+        other.release_compaction_lease(session.id, "another-holder")
+    return taken
+
+
 def recorder(session: Session) -> list[Event]:
     events: list[Event] = []
     session.events.subscribe(events.append)
@@ -462,6 +471,7 @@ async def test_run_compaction_never_raises_when_a_native_call_fails(
         assert named(events, EventName.COMPACTION_FAILED)
         if method != "live_summaries":
             assert snapshot(session) == before
+        assert lease_is_free(session, db)
         session.compaction._store = session.store
         session.compaction._summariser._store = session.store
         assert (await session.compact()).status == "completed"
@@ -562,6 +572,31 @@ async def test_two_compactions_of_one_session_never_overlap(
             group.start_soon(run)
         assert most[0] == 1
         assert sorted(result.status for result in results) == ["completed", "not_needed"]
+
+
+async def test_the_lease_is_given_back_however_a_compaction_ends(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    async with await open_session(config_for, db) as session:
+        # Nothing to do.
+        assert (await session.compaction.run_compaction()).status == "not_needed"
+        assert lease_is_free(session, db)
+        # One round, ended by the built-in summary.
+        stuff(session, 40)
+        assert session.view_tokens() > session.budget.soft_limit
+        result = await session.compaction.run_compaction()
+        assert result.status == "completed" and result.levels == [1]
+        assert result.tokens_after == session.view_tokens() < result.tokens_before
+        assert lease_is_free(session, db)
+        # A round that goes on to condense the summaries.
+        stuff(session, 40, start=100)
+        span = session.store.compaction_span(session.id, 2).message_ids
+        session.store.commit_summary(session.id, prose(3, 3_500), 1, span[:10], [])
+        assert session.view_tokens() > session.budget.soft_limit
+        result = await session.compaction.run_compaction()
+        assert result.status == "completed" and len(result.levels) >= 2, result
+        assert result.tokens_after == session.view_tokens() <= session.budget.soft_limit
+        assert lease_is_free(session, db)
 
 
 async def test_another_store_holding_the_lease_makes_compaction_busy(
@@ -681,6 +716,8 @@ async def test_pruning_alone_can_bring_the_view_under_the_threshold(
         assert result.status == "completed", result.reason
         assert result.pruned_parts >= 3 and result.summary_ids == []
         assert named(events, EventName.PRUNE_COMPLETED)
+        assert result.tokens_after == session.view_tokens() <= session.budget.soft_limit
+        assert lease_is_free(session, db)
         text = str(session.build_context().messages)
         for turn in range(8):
             assert file_id(turn) in text

@@ -73,8 +73,21 @@ class _FirstSteps:
     span: _native.Span | None = None
     # The built-in summariser's summary of the span, when no model is configured.
     extractive: ExtractiveCommit | None = None
-    # The view's size read after that summary was committed.
+    # The view's size read after the last write of these steps, when the round
+    # ended with them (the prune reached the goal, or the summary was committed).
     view_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Opening:
+    """What the first hop of a compaction did, holding the session's lease."""
+
+    # The view's size once the lease was taken.
+    before: int
+    # The first round's steps, when a round was due.
+    steps: _FirstSteps | None = None
+    # The view's size read as the lease was given back, when this hop gave it back.
+    after: int | None = None
 
 
 class CompactionEngine:
@@ -108,9 +121,9 @@ class CompactionEngine:
         self._abort = False
         self._scope: anyio.CancelScope | None = None
         self._holder = f"{uuid.uuid4().hex}"
-        # The view's size read right after the current round's last commit, when the
-        # round ended there.
-        self._view_after_commit: int | None = None
+        # The view's size read in the worker thread right after the current round's
+        # last write, when the round ended in its first steps.
+        self._view_after_round: int | None = None
         self.last_result: CompactionResult | None = None
 
     @property
@@ -246,35 +259,52 @@ class CompactionEngine:
         """Runs the rounds holding the session's compaction lease; returns the view's
         size once the lease is given back (None when another process held it)."""
         ttl_ms = int(self._config.compaction.lease_ttl_s * 1000)
-        # Taking the lease and reading the view's size is one hop to a worker thread,
-        # as is giving it back and reading the size again.
-        before = await self._call(self._acquire_lease, ttl_ms)
-        if before is None:
+        opening = await self._call(self._open, ttl_ms, force)
+        if opening is None:
             result.status, result.reason = (
                 "busy",
                 "another process holds this session's compaction lease",
             )
             return None
         try:
-            await self._rounds(result, force, before)
+            await self._rounds(result, force, opening)
         finally:
-            with anyio.CancelScope(shield=True):
-                after = await self._call(self._release_lease)
+            if opening.after is None:
+                with anyio.CancelScope(shield=True):
+                    after = await self._call(self._release_lease)
+            else:
+                after = opening.after
         return after
 
-    def _acquire_lease(self, ttl_ms: int) -> int | None:
-        """The view's size, once this engine holds the lease; None if another does."""
+    def _open(self, ttl_ms: int, force: bool) -> _Opening | None:
+        """The first hop of a compaction, in one worker thread: takes the lease (None if
+        another process holds it), reads the view's size and, when a round is due,
+        takes its first steps. When those end the compaction (the view is within the
+        round's goal, or no round is due) the lease is given back in the same hop."""
         if not self._store.acquire_compaction_lease(self._session_id, self._holder, ttl_ms):
             return None
-        return int(self._store.view_stats(self._session_id)["tokens"])
+        try:
+            before = int(self._store.view_stats(self._session_id)["tokens"])
+            if self._abort or (before <= self._budget().soft_limit and not force):
+                return _Opening(before, after=self._release_lease())
+            goal = self._goal()
+            steps = self._first_steps(force, before, goal)
+            if steps.view_after is not None and steps.view_after <= goal:
+                return _Opening(before, steps, self._release_lease())
+            return _Opening(before, steps)
+        except BaseException:
+            self._store.release_compaction_lease(self._session_id, self._holder)
+            raise
 
     def _release_lease(self) -> int:
         """Gives the lease back; returns the view's size."""
         self._store.release_compaction_lease(self._session_id, self._holder)
         return int(self._store.view_stats(self._session_id)["tokens"])
 
-    async def _rounds(self, result: CompactionResult, force: bool, before: int) -> None:
-        result.tokens_before = before
+    async def _rounds(self, result: CompactionResult, force: bool, opening: _Opening) -> None:
+        before = result.tokens_before = opening.before
+        # The first round's steps were taken in the opening hop.
+        steps = opening.steps
         for _ in range(self._config.compaction.max_rounds):
             soft = self._budget().soft_limit
             forced = force and result.rounds == 0
@@ -285,10 +315,20 @@ class CompactionEngine:
             if self._abort:
                 result.status, result.reason = "aborted", "aborted before the next round"
                 return
+            if steps is None and opening.after is not None:
+                # The opening hop found the view within the goal and gave the lease
+                # back; the budget has shrunk since. The next compaction starts here.
+                result.status = "completed" if result.rounds else "not_needed"
+                result.reason = (
+                    f"view holds {before} tokens; the soft limit fell to {soft} after this "
+                    "compaction gave its lease back"
+                )
+                return
             result.rounds += 1
-            self._view_after_commit = None
+            self._view_after_round = None
+            first, steps = steps, None
             try:
-                saved = await self._one_round(result, forced, before)
+                saved = await self._one_round(result, forced, before, first)
             except CompactionBusyError as err:
                 # The view changed under the round (another writer): plan again.
                 result.reason = str(err)
@@ -309,10 +349,10 @@ class CompactionEngine:
                 else:
                     result.status, result.reason = "stalled", self._stall_reason(before, result)
                 return
-            # A round that ended on the built-in summary read the view right after
-            # committing it, in the same worker thread.
-            if self._view_after_commit is not None:
-                before = self._view_after_commit
+            # A round that ended in its first steps read the view right after its
+            # last write, in the same worker thread.
+            if self._view_after_round is not None:
+                before = self._view_after_round
             else:
                 before = await self._view_tokens()
         after = before
@@ -337,12 +377,16 @@ class CompactionEngine:
             reason += f"; last summariser attempt: {result.attempts[-1]}"
         return reason
 
-    async def _one_round(self, result: CompactionResult, forced: bool, before: int) -> int:
+    async def _one_round(
+        self, result: CompactionResult, forced: bool, before: int, steps: _FirstSteps | None
+    ) -> int:
         """Prune, summarise the span before the protected tail, condense: each step
         committed in its own transaction. ``before`` is the view's size as the round
-        starts. Returns the tokens taken out of the view."""
+        starts; ``steps`` its first steps when they were already taken. Returns the
+        tokens taken out of the view."""
         goal = self._goal()
-        steps = await self._call(self._first_steps, forced, before, goal)
+        if steps is None:
+            steps = await self._call(self._first_steps, forced, before, goal)
         pruned = steps.pruned
         saved = int(pruned["tokens_saved"])
         if pruned["pruned_parts"]:
@@ -351,6 +395,7 @@ class CompactionEngine:
             self._bus.publish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
         span = steps.span
         if span is None:
+            self._view_after_round = steps.view_after
             return saved
         if span.message_count:
             target = self._leaf_target(span)
@@ -361,7 +406,7 @@ class CompactionEngine:
                     # Read after the commit, so it counts turns recorded meanwhile.
                     assert steps.view_after is not None
                     if steps.view_after <= goal or self._abort:
-                        self._view_after_commit = steps.view_after
+                        self._view_after_round = steps.view_after
                         return saved
                     return saved + await self._condense(result)
                 attempts.append(steps.extractive.attempt)
@@ -400,12 +445,11 @@ class CompactionEngine:
             list(compaction.protected_tools),
             compaction.protect_user_turns,
         )
-        reached = (
-            pruned["pruned_parts"]
-            and not forced
-            and int(self._store.view_stats(self._session_id)["tokens"]) <= goal
-        )
-        if reached or self._abort:
+        if pruned["pruned_parts"] and not forced:
+            view = int(self._store.view_stats(self._session_id)["tokens"])
+            if view <= goal:
+                return _FirstSteps(pruned, view_after=view)
+        if self._abort:
             return _FirstSteps(pruned)
         span = self._store.compaction_span(self._session_id, compaction.protect_user_turns)
         if not span.message_count or self._summariser.model is not None:
