@@ -183,7 +183,7 @@ def test_full_round_extractive(
         results.append(loop.run_until_complete(engine.run_compaction()))
 
     try:
-        benchmark.pedantic(round_, setup=setup, rounds=8 if benchmark.enabled else 1, iterations=1)
+        benchmark.pedantic(round_, setup=setup, rounds=15 if benchmark.enabled else 1, iterations=1)
     finally:
         loop.close()
     result = results[-1]
@@ -216,7 +216,7 @@ def test_full_round_native_calls(
         assert store.commit_extractive_summary(span, 2_048)["committed"] is not None
         store.view_stats(sid)
 
-    benchmark.pedantic(round_, setup=setup, rounds=8 if benchmark.enabled else 1, iterations=1)
+    benchmark.pedantic(round_, setup=setup, rounds=15 if benchmark.enabled else 1, iterations=1)
     record(benchmark, f"full round, native calls only, n={fixture_db.n:,}")
 
 
