@@ -23,7 +23,9 @@ fn sqlite_counts_no_memory_globally() {
         "allocation statistics are on: {options:?}"
     );
     assert!(
-        !options.iter().any(|option| option == "ENABLE_MEMORY_MANAGEMENT"),
+        !options
+            .iter()
+            .any(|option| option == "ENABLE_MEMORY_MANAGEMENT"),
         "page caches share one group: {options:?}"
     );
 }
