@@ -5,8 +5,9 @@ through either, so the view cache must notice the other's writes) and checks aft
 every step:
 
 - an assembled context never exceeds its budget, its token count is the sum of the view
-  items it includes, and it is valid OpenAI chat (every ``tool`` message answers a call
-  of the assistant message right before it);
+  items it includes, it is valid OpenAI chat (every ``tool`` message answers a call of
+  the assistant message right before it), and it equals what a store without cached
+  views assembles, though callers change the dicts they were given;
 - with a budget that holds the whole view, every file id that entered the session is
   in the context (raw, in a tombstone, or in a summary's ``[LCM File IDs: ...]`` footer);
 - every stored message is reachable exactly once from the view: directly, or through
@@ -142,7 +143,7 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tmp = tempfile.TemporaryDirectory()
-        path = Path(self.tmp.name) / "store.db"
+        self.path = path = Path(self.tmp.name) / "store.db"
         self.stores = [Store(path), Store(path)]
         self.sid = self.stores[0].create_session(MODEL)
         # What was stored: message id -> parts as appended (wire dicts), in order.
@@ -282,6 +283,11 @@ class StoreMachine(RuleBasedStateMachine):
             summaries = sum(by_id[i]["tokens"] for i in ids if by_id[i]["kind"] == "summary")
             assert by_id[message_ids[-1]]["tokens"] > budget - summaries
         check_chat_format(messages)
+        # The cached view and renderings serve what a store without them assembles,
+        # though the caller changes the dicts it was given.
+        assert (messages, tokens, ids, omitted) == Store(self.path).assemble(self.sid, budget)
+        for message in messages:
+            message["content"] = "changed by the caller"
 
     # --- invariants ----------------------------------------------------------------
 

@@ -317,9 +317,7 @@ fn tombstones_keep_file_ids_and_shrink_the_view_exactly() {
     // The stored counts agree with what is rendered now.
     let assembled = store.assemble(&session, 1_000_000).unwrap();
     let rendered: String = assembled
-        .messages
-        .iter()
-        .flat_map(|messages| messages.iter())
+        .messages()
         .filter_map(|message| message.content.clone())
         .collect::<Vec<_>>()
         .join("\n");
@@ -900,9 +898,7 @@ fn a_large_agent_session_compacts_into_a_valid_view() {
     );
     let assembled = store.assemble(&session, i64::MAX).unwrap();
     let rendered: String = assembled
-        .messages
-        .iter()
-        .flat_map(|messages| messages.iter())
+        .messages()
         .filter_map(|message| message.content.clone())
         .collect::<Vec<_>>()
         .join("\n");

@@ -85,7 +85,7 @@ fn a_version_1_file_is_upgraded_with_every_row_kept() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].covering_summary_id.as_deref(), Some("sum_1"));
     let assembled = store.assemble("ses_1", 10_000).unwrap();
-    assert_eq!(assembled.item_ids, ["sum_1", "msg_3"]);
+    assert_eq!(assembled.item_ids().collect::<Vec<_>>(), ["sum_1", "msg_3"]);
 
     // The old tables are gone, the new one is there, and the guards are back.
     let tables = objects(path, "table");

@@ -8,57 +8,127 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lossless_core::render::ChatMessage;
+use lossless_core::store::RenderedItem;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::convert;
 
 /// Sessions whose renderings are kept at once.
 const SESSIONS: usize = 16;
 
-type Entry = (Arc<Vec<ChatMessage>>, Vec<Py<PyDict>>);
+/// The Python objects built for one rendering.
+struct Entry {
+    /// Held so that its address is not reused while the entry lives.
+    rendered: Arc<RenderedItem>,
+    dicts: Vec<Py<PyDict>>,
+    id: Py<PyString>,
+}
+
+impl Entry {
+    fn key(&self) -> usize {
+        key(&self.rendered)
+    }
+}
+
+fn key(rendered: &Arc<RenderedItem>) -> usize {
+    Arc::as_ptr(rendered) as usize
+}
 
 #[derive(Default)]
 pub struct RenderCache {
-    sessions: HashMap<String, HashMap<usize, Entry>>,
+    /// Per session, the entries of its last assembly, in order.
+    sessions: HashMap<String, Vec<Entry>>,
+}
+
+/// An assembly as Python lists: the chat messages, and the ids of the view items.
+pub struct Lists<'py> {
+    pub messages: Bound<'py, PyList>,
+    pub item_ids: Bound<'py, PyList>,
 }
 
 impl RenderCache {
     /// The chat messages of `items` as a fresh list of fresh dicts (callers may mutate
     /// them), building only the dicts of renderings not seen in the last assembly.
-    pub fn build_list<'py>(
+    pub fn build_lists<'py>(
         &mut self,
         py: Python<'py>,
         session_id: &str,
-        items: &[Arc<Vec<ChatMessage>>],
-    ) -> PyResult<Bound<'py, PyList>> {
+        items: &[Arc<RenderedItem>],
+    ) -> PyResult<Lists<'py>> {
         if !self.sessions.contains_key(session_id) && self.sessions.len() >= SESSIONS {
             self.sessions.clear();
         }
-        let mut previous = self.sessions.remove(session_id).unwrap_or_default();
-        let mut current = HashMap::with_capacity(items.len());
-        let list = PyList::empty(py);
+        let mut previous = Previous::new(self.sessions.remove(session_id).unwrap_or_default());
+        let mut current = Vec::with_capacity(items.len());
+        let messages = PyList::empty(py);
         for rendered in items {
-            // Holding the Arc in the entry keeps its address from being reused.
-            let key = Arc::as_ptr(rendered) as usize;
-            let entry = match previous.remove(&key) {
+            let entry = match previous.take(key(rendered)) {
                 Some(entry) => entry,
-                None => (Arc::clone(rendered), build(py, rendered)?),
+                None => new_entry(py, rendered)?,
             };
-            for dict in &entry.1 {
-                list.append(dict.bind(py).copy()?)?;
+            for dict in &entry.dicts {
+                messages.append(dict.bind(py).copy()?)?;
             }
-            current.insert(key, entry);
+            current.push(entry);
         }
+        let item_ids = PyList::new(py, current.iter().map(|entry| entry.id.bind(py)))?;
         self.sessions.insert(session_id.to_string(), current);
-        Ok(list)
+        Ok(Lists { messages, item_ids })
     }
 }
 
-fn build(py: Python<'_>, rendered: &[ChatMessage]) -> PyResult<Vec<Py<PyDict>>> {
-    rendered
+/// The entries of the last assembly, taken out in the order the new one needs
+/// them. Consecutive assemblies mostly share a run of items in the same order, so
+/// the next entry is tried first; a lookup table is built only on the first miss.
+struct Previous {
+    entries: Vec<Option<Entry>>,
+    next: usize,
+    by_key: Option<HashMap<usize, usize>>,
+}
+
+impl Previous {
+    fn new(entries: Vec<Entry>) -> Self {
+        Self {
+            entries: entries.into_iter().map(Some).collect(),
+            next: 0,
+            by_key: None,
+        }
+    }
+
+    fn take(&mut self, key: usize) -> Option<Entry> {
+        let in_order = self
+            .entries
+            .get(self.next)
+            .and_then(Option::as_ref)
+            .is_some_and(|entry| entry.key() == key);
+        let index = if in_order {
+            self.next
+        } else {
+            let entries = &self.entries;
+            let by_key = self.by_key.get_or_insert_with(|| {
+                entries
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, entry)| Some((entry.as_ref()?.key(), index)))
+                    .collect()
+            });
+            *by_key.get(&key)?
+        };
+        self.next = index + 1;
+        self.entries[index].take()
+    }
+}
+
+fn new_entry(py: Python<'_>, rendered: &Arc<RenderedItem>) -> PyResult<Entry> {
+    let dicts = rendered
+        .messages
         .iter()
         .map(|message| convert::chat_message(py, message).map(Bound::unbind))
-        .collect()
+        .collect::<PyResult<_>>()?;
+    Ok(Entry {
+        rendered: Arc::clone(rendered),
+        dicts,
+        id: PyString::new(py, &rendered.id).unbind(),
+    })
 }

@@ -232,24 +232,23 @@ impl Store {
         let assembled = self.with(py, |store| store.assemble(session_id, budget_tokens))?;
         // Never wait for the cache while holding the interpreter: a thread that holds
         // the cache may be waiting for the interpreter. Busy means build afresh.
-        let messages = match self.rendered.try_lock() {
-            Ok(mut cache) => cache.build_list(py, session_id, &assembled.messages)?,
+        let lists = match self.rendered.try_lock() {
+            Ok(mut cache) => cache.build_lists(py, session_id, &assembled.items)?,
             Err(TryLockError::Poisoned(poisoned)) => {
                 poisoned
                     .into_inner()
-                    .build_list(py, session_id, &assembled.messages)?
+                    .build_lists(py, session_id, &assembled.items)?
             }
             Err(TryLockError::WouldBlock) => {
-                RenderCache::default().build_list(py, session_id, &assembled.messages)?
+                RenderCache::default().build_lists(py, session_id, &assembled.items)?
             }
         };
-        let ids = PyList::new(py, &assembled.item_ids)?;
         PyTuple::new(
             py,
             [
-                messages.into_any(),
+                lists.messages.into_any(),
                 obj(py, assembled.tokens)?,
-                ids.into_any(),
+                lists.item_ids.into_any(),
                 obj(py, assembled.omitted)?,
             ],
         )

@@ -28,7 +28,7 @@ pub use messages::{AppendResult, MessageRecord, Usage};
 pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
 pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
-pub use view::{Assembled, ItemKind, ViewItem, ViewStats};
+pub use view::{Assembled, ItemKind, RenderedItem, ViewItem, ViewStats};
 
 /// How hard a commit waits for the disk (`PRAGMA synchronous`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

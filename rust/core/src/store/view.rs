@@ -59,14 +59,33 @@ pub struct ViewStats {
     pub version: i64,
 }
 
+/// One view item rendered as chat messages. Assemblies share it (the same `Arc`)
+/// until the item changes, so its address identifies one rendering.
+#[derive(Debug)]
+pub struct RenderedItem {
+    pub id: String,
+    pub messages: Vec<ChatMessage>,
+}
+
 /// The assembled context: rendered items in view order, and what it holds.
 #[derive(Clone, Debug, Default)]
 pub struct Assembled {
-    pub messages: Vec<Arc<Vec<ChatMessage>>>,
+    pub items: Vec<Arc<RenderedItem>>,
     pub tokens: i64,
-    pub item_ids: Vec<String>,
     /// View items left out because the budget ran out.
     pub omitted: usize,
+}
+
+impl Assembled {
+    /// The ids of the included view items, in view order.
+    pub fn item_ids(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().map(|item| item.id.as_str())
+    }
+
+    /// Every chat message of the context, in order.
+    pub fn messages(&self) -> impl Iterator<Item = &ChatMessage> {
+        self.items.iter().flat_map(|item| item.messages.iter())
+    }
 }
 
 #[derive(Default)]
@@ -77,7 +96,40 @@ pub(super) struct CachedView {
     pub(super) summary_tokens: i64,
     /// Indices of the summary items, so assembly never scans the whole view for them.
     summaries: Vec<usize>,
-    rendered: HashMap<String, Arc<Vec<ChatMessage>>>,
+    /// The rendering of each item (by index), once an assembly needed it.
+    rendered: Vec<Option<Arc<RenderedItem>>>,
+    /// Items in `rendered` that hold a rendering.
+    rendered_count: usize,
+}
+
+impl CachedView {
+    fn push(&mut self, item: ViewItem) {
+        self.tokens += item.tokens;
+        if item.kind == ItemKind::Summary {
+            self.summary_tokens += item.tokens;
+            self.summaries.push(self.items.len());
+        }
+        self.items.push(item);
+        self.rendered.push(None);
+    }
+
+    /// Drops the renderings of every item but those at `kept`, once they outnumber
+    /// what the next assembly will take again.
+    fn trim_rendered(&mut self, kept: &[usize]) {
+        if self.rendered_count <= kept.len() * 2 + 16 {
+            return;
+        }
+        let mut keep = vec![false; self.rendered.len()];
+        for &index in kept {
+            keep[index] = true;
+        }
+        for (slot, keep) in self.rendered.iter_mut().zip(keep) {
+            if !keep {
+                *slot = None;
+            }
+        }
+        self.rendered_count = kept.len();
+    }
 }
 
 #[derive(Default)]
@@ -97,12 +149,7 @@ impl ViewCache {
             return;
         }
         view.version = version;
-        view.tokens += item.tokens;
-        if item.kind == ItemKind::Summary {
-            view.summary_tokens += item.tokens;
-            view.summaries.push(view.items.len());
-        }
-        view.items.push(item);
+        view.push(item);
     }
 
     /// Records a token change of one message item committed at `version`.
@@ -115,10 +162,12 @@ impl ViewCache {
             return;
         }
         view.version = version;
-        view.rendered.remove(id);
-        if let Some(item) = view.items.iter_mut().rev().find(|item| item.id == id) {
-            item.tokens += delta;
+        if let Some(index) = view.items.iter().rposition(|item| item.id == id) {
+            view.items[index].tokens += delta;
             view.tokens += delta;
+            if view.rendered[index].take().is_some() {
+                view.rendered_count -= 1;
+            }
         }
     }
 
@@ -184,12 +233,7 @@ impl Store {
                 role: role.as_deref().map(Role::parse).transpose()?,
                 seq: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
             };
-            view.tokens += item.tokens;
-            if kind == ItemKind::Summary {
-                view.summary_tokens += item.tokens;
-                view.summaries.push(view.items.len());
-            }
-            view.items.push(item);
+            view.push(item);
         }
         Ok(view)
     }
@@ -222,44 +266,37 @@ impl Store {
         let missing: Vec<(usize, ItemKind, String)> = selected
             .chosen
             .iter()
-            .filter(|&&index| !view.rendered.contains_key(&view.items[index].id))
+            .filter(|&&index| view.rendered[index].is_none())
             .map(|&index| (index, view.items[index].kind, view.items[index].id.clone()))
             .collect();
         let mut loaded = Vec::with_capacity(missing.len());
         for (index, kind, id) in missing {
-            let rendered = match kind {
+            let messages = match kind {
                 ItemKind::Message => self.render_stored_message(&id)?,
                 ItemKind::Summary => self.render_summary(&id)?,
             };
-            loaded.push((index, id, Arc::new(rendered)));
+            loaded.push((index, Arc::new(RenderedItem { id, messages })));
         }
         let view = self
             .views
             .views
             .get_mut(session_id)
             .expect("view was just ensured");
-        for (_, id, rendered) in loaded {
-            view.rendered.insert(id, rendered);
+        view.rendered_count += loaded.len();
+        for (index, rendered) in loaded {
+            view.rendered[index] = Some(rendered);
         }
-        let mut assembled = Assembled {
-            omitted: view.items.len() - selected.chosen.len(),
+        let items = selected
+            .chosen
+            .iter()
+            .map(|&index| Arc::clone(view.rendered[index].as_ref().expect("rendered above")))
+            .collect();
+        view.trim_rendered(&selected.chosen);
+        Ok(Assembled {
+            items,
             tokens: selected.tokens,
-            ..Assembled::default()
-        };
-        for &index in &selected.chosen {
-            let item = &view.items[index];
-            assembled
-                .messages
-                .push(Arc::clone(&view.rendered[&item.id]));
-            assembled.item_ids.push(item.id.clone());
-        }
-        // Keep rendered copies only of what the next turn will assemble again.
-        if view.rendered.len() > selected.chosen.len() * 2 + 16 {
-            let keep: std::collections::HashSet<&str> =
-                assembled.item_ids.iter().map(String::as_str).collect();
-            view.rendered.retain(|id, _| keep.contains(id.as_str()));
-        }
-        Ok(assembled)
+            omitted: view.items.len() - selected.chosen.len(),
+        })
     }
 
     fn render_stored_message(&self, message_id: &str) -> Result<Vec<ChatMessage>> {
