@@ -3,6 +3,7 @@ engine's thresholds, rounds, failures and leases, and session.compact()."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sqlite3
 import subprocess
@@ -22,6 +23,7 @@ from lossless.compaction import prompts
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.errors import StoreError
 from lossless.events import Event, EventName
+from lossless.models import Budget
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, SummaryResponder
 from lossless.tokens import TokenCounter
@@ -596,6 +598,32 @@ async def test_the_lease_is_given_back_however_a_compaction_ends(
         result = await session.compaction.run_compaction()
         assert result.status == "completed" and len(result.levels) >= 2, result
         assert result.tokens_after == session.view_tokens() <= session.budget.soft_limit
+        assert lease_is_free(session, db)
+
+
+async def test_no_round_runs_once_the_lease_was_given_back(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    async with await open_session(config_for, db) as session:
+        stuff(session, 5)
+        assert session.view_tokens() <= session.budget.soft_limit
+        engine = session.compaction
+        real = engine._budget
+        reads = 0
+
+        def shrinking() -> Budget:
+            # The first read (in the hop that takes the lease) sees the real budget;
+            # every later one a soft limit the view is far over.
+            nonlocal reads
+            reads += 1
+            return real() if reads == 1 else dataclasses.replace(real(), soft_fraction=0.01)
+
+        engine._budget = shrinking
+        before = snapshot(session)
+        result = await engine.run_compaction()
+        assert result.status == "not_needed" and result.rounds == 0, result
+        assert "gave its lease back" in result.reason
+        assert snapshot(session) == before
         assert lease_is_free(session, db)
 
 
