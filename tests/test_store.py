@@ -188,6 +188,25 @@ def test_history_round_trips_text_tool_and_file_ref_parts(store: Store, sid: str
     assert store.native.get_message(record["id"]) == record
 
 
+def test_history_gives_each_message_its_own_parts(store: Store, sid: str) -> None:
+    native = store.native
+    other = store.create_session("gpt-4o")
+    streamed = native.begin_message(sid, "assistant")
+    for turn in range(3):
+        native.append_message(sid, "user", [{"kind": "text", "text": f"question {turn}"}])
+        native.append_message(other, "user", [{"kind": "text", "text": f"elsewhere {turn}"}])
+    native.begin_message(sid, "assistant")  # no parts yet
+    # Finished after later messages were stored: its parts come last on disk.
+    native.finish_message(
+        streamed, [{"kind": "text", "text": "late answer"}, tool_wire("call_late", "out")], True
+    )
+    history = store.history(sid)
+    assert history[0]["id"] == streamed
+    assert [len(record["parts"]) for record in history] == [2, 1, 1, 1, 0]
+    assert history == [native.get_message(record["id"]) for record in history]
+    assert [part["text"] for part in store.history(other)[0]["parts"]] == ["elsewhere 0"]
+
+
 def test_assembly_renders_openai_tool_turns(store: Store, sid: str) -> None:
     store.append(sid, "user", "read both files")
     store.native.append_message(

@@ -540,14 +540,53 @@ impl Store {
     /// Every message of a session, in order, with parts.
     pub fn history(&mut self, session_id: &str) -> Result<Vec<MessageRecord>> {
         self.session(session_id)?;
-        self.query_messages(
+        let mut records = self.message_heads(
             "SELECT id, session_id, seq, role, status, created_at, model, token_count, input_tokens,
                     output_tokens, cost, finish_reason FROM messages WHERE session_id = ?1 ORDER BY seq",
             &[&session_id],
-        )
+        )?;
+        // Every part of the session in one walk, in message order: one query per
+        // message would cost more than reading the parts.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT p.id, p.kind, p.body, p.tool_name, p.call_id, p.tool_status, o.output,
+                    p.tool_error, p.compacted_at, p.file_ids, p.msg_seq
+             FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE p.session_id = ?1 ORDER BY p.msg_seq, p.ord",
+        )?;
+        let mut rows = stmt.query([session_id])?;
+        let mut next = 0;
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(10)?;
+            // Both runs are in `seq` order, so the owner is at or after the last one.
+            while records.get(next).is_some_and(|record| record.seq < seq) {
+                next += 1;
+            }
+            match records.get_mut(next) {
+                Some(record) if record.seq == seq => record.parts.push(row_to_part(row)??),
+                _ => {
+                    return Err(Error::Sqlite(format!(
+                        "a part of {session_id} belongs to no message (seq {seq})"
+                    )))
+                }
+            }
+        }
+        Ok(records)
     }
 
     fn query_messages(
+        &self,
+        sql: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<MessageRecord>> {
+        let mut records = self.message_heads(sql, args)?;
+        for record in &mut records {
+            record.parts = self.load_parts(&record.id)?;
+        }
+        Ok(records)
+    }
+
+    /// The messages `sql` selects, without their parts.
+    fn message_heads(
         &self,
         sql: &str,
         args: &[&dyn rusqlite::ToSql],
@@ -574,11 +613,7 @@ impl Store {
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut records = heads;
-        for record in &mut records {
-            record.parts = self.load_parts(&record.id)?;
-        }
-        Ok(records)
+        Ok(heads)
     }
 
     /// The parts of one message, in order, with tombstones applied.
