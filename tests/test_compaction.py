@@ -21,7 +21,7 @@ from conftest import TEST_MODEL
 from lossless import _native
 from lossless.compaction import prompts
 from lossless.config import CompactionConfig, Config, ModelConfig
-from lossless.errors import StoreError
+from lossless.errors import CompactionBusyError, StoreError
 from lossless.events import Event, EventName
 from lossless.models import Budget
 from lossless.session import Session
@@ -477,6 +477,38 @@ async def test_run_compaction_never_raises_when_a_native_call_fails(
         session.compaction._store = session.store
         session.compaction._summariser._store = session.store
         assert (await session.compact()).status == "completed"
+
+
+class _BusyOnce:
+    """The native store, its first extractive commit refused as if the view changed."""
+
+    def __init__(self, store: _native.Store) -> None:
+        self._store = store
+        self.refused = 0
+
+    def commit_extractive_summary(self, *args: Any) -> Any:
+        if not self.refused:
+            self.refused += 1
+            raise CompactionBusyError("the view changed during the commit (injected)")
+        return self._store.commit_extractive_summary(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+async def test_a_round_that_finds_the_view_changed_plans_again(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    async with await open_session(config_for, db) as session:
+        stuff(session, 40)
+        busy = _BusyOnce(session.store)
+        session.compaction._store = busy  # type: ignore[assignment]
+        session.compaction._summariser._store = busy  # type: ignore[assignment]
+        result = await session.compaction.run_compaction()
+        assert busy.refused == 1
+        assert result.status == "completed" and result.rounds == 2, result
+        assert result.levels == [1] and session.view_tokens() <= session.budget.soft_limit
+        assert lease_is_free(session, db)
 
 
 async def test_a_commit_failing_inside_its_transaction_leaves_the_store_unchanged(

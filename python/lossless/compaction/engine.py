@@ -88,6 +88,9 @@ class _Opening:
     steps: _FirstSteps | None = None
     # The view's size read as the lease was given back, when this hop gave it back.
     after: int | None = None
+    # Why the first round stopped when the view changed under it; the round loop
+    # plans again, still holding the lease.
+    busy: CompactionBusyError | None = None
 
 
 class CompactionEngine:
@@ -288,7 +291,10 @@ class CompactionEngine:
             if self._abort or (before <= self._budget().soft_limit and not force):
                 return _Opening(before, after=self._release_lease())
             goal = self._goal()
-            steps = self._first_steps(force, before, goal)
+            try:
+                steps = self._first_steps(force, before, goal)
+            except CompactionBusyError as err:
+                return _Opening(before, busy=err)
             if steps.view_after is not None and steps.view_after <= goal:
                 return _Opening(before, steps, self._release_lease())
             return _Opening(before, steps)
@@ -304,7 +310,7 @@ class CompactionEngine:
     async def _rounds(self, result: CompactionResult, force: bool, opening: _Opening) -> None:
         before = result.tokens_before = opening.before
         # The first round's steps were taken in the opening hop.
-        steps = opening.steps
+        steps, busy = opening.steps, opening.busy
         for _ in range(self._config.compaction.max_rounds):
             soft = self._budget().soft_limit
             forced = force and result.rounds == 0
@@ -328,6 +334,9 @@ class CompactionEngine:
             self._view_after_round = None
             first, steps = steps, None
             try:
+                if busy is not None:
+                    err, busy = busy, None
+                    raise err
                 saved = await self._one_round(result, forced, before, first)
             except CompactionBusyError as err:
                 # The view changed under the round (another writer): plan again.
