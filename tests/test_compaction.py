@@ -21,7 +21,7 @@ from conftest import TEST_MODEL
 from lossless import _native
 from lossless.compaction import prompts
 from lossless.config import CompactionConfig, Config, ModelConfig
-from lossless.errors import CompactionBusyError, StoreError
+from lossless.errors import CompactionBusyError, LosslessError, StoreError
 from lossless.events import Event, EventName
 from lossless.models import Budget
 from lossless.session import Session
@@ -433,17 +433,28 @@ async def test_run_compaction_never_raises_when_the_summariser_fails(
 
 
 class _FailingStore:
-    """The native store with one method replaced."""
+    """The native store with one method failing: on every call, or on its first
+    ``times`` calls."""
 
-    def __init__(self, store: _native.Store, name: str) -> None:
+    def __init__(
+        self,
+        store: _native.Store,
+        name: str,
+        error: type[LosslessError] = StoreError,
+        times: int | None = None,
+    ) -> None:
         self._store = store
         self._name = name
+        self._error = error
+        self._times = times
+        self.failures = 0
 
     def __getattr__(self, name: str) -> Any:
-        if name == self._name:
+        if name == self._name and (self._times is None or self.failures < self._times):
 
             def fail(*args: Any) -> Any:
-                raise StoreError(f"{name} failed (injected)")
+                self.failures += 1
+                raise self._error(f"{name} failed (injected)")
 
             return fail
         return getattr(self._store, name)
@@ -479,33 +490,19 @@ async def test_run_compaction_never_raises_when_a_native_call_fails(
         assert (await session.compact()).status == "completed"
 
 
-class _BusyOnce:
-    """The native store, its first extractive commit refused as if the view changed."""
-
-    def __init__(self, store: _native.Store) -> None:
-        self._store = store
-        self.refused = 0
-
-    def commit_extractive_summary(self, *args: Any) -> Any:
-        if not self.refused:
-            self.refused += 1
-            raise CompactionBusyError("the view changed during the commit (injected)")
-        return self._store.commit_extractive_summary(*args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-
 async def test_a_round_that_finds_the_view_changed_plans_again(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
     async with await open_session(config_for, db) as session:
         stuff(session, 40)
-        busy = _BusyOnce(session.store)
+        # The first extractive commit is refused as if the view changed under it.
+        busy = _FailingStore(
+            session.store, "commit_extractive_summary", CompactionBusyError, times=1
+        )
         session.compaction._store = busy  # type: ignore[assignment]
         session.compaction._summariser._store = busy  # type: ignore[assignment]
         result = await session.compaction.run_compaction()
-        assert busy.refused == 1
+        assert busy.failures == 1
         assert result.status == "completed" and result.rounds == 2, result
         assert result.levels == [1] and session.view_tokens() <= session.budget.soft_limit
         assert lease_is_free(session, db)
