@@ -385,11 +385,11 @@ async def test_a_round_without_progress_stops_and_says_why(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
     async with await open_session(config_for, db) as session:
-        # One user turn and a long answer: all of it is the protected tail.
-        session.store.append_message(session.id, "user", [{"kind": "text", "text": "write it all"}])
-        for index in range(20):
-            text = prose(index, 400)
-            session.store.append_message(session.id, "assistant", [{"kind": "text", "text": text}])
+        # The newest user message stays verbatim and the newest message is always in
+        # the tail: an instruction larger than the soft limit leaves nothing to compact.
+        instruction = prose(1, 7_000)
+        session.store.append_message(session.id, "user", [{"kind": "text", "text": instruction}])
+        session.store.append_message(session.id, "assistant", [{"kind": "text", "text": "ok"}])
         assert session.view_tokens() > session.budget.soft_limit
         events = recorder(session)
         before = snapshot(session)

@@ -442,9 +442,11 @@ async def test_record_of_a_finished_tool_call_and_its_result(session: Session) -
         "assistant",
         [ToolPart("grep", "call_g", {"q": "x"}, output="3 hits", status="completed")],
     )
-    messages = session.build_context().messages
-    assert messages[0]["tool_calls"][0]["id"] == "call_g"
-    assert messages[1] == {"role": "tool", "content": "3 hits", "tool_call_id": "call_g"}
+    # The conversation opens with the assistant: a lead marker comes first.
+    marker, call, result = session.build_context().messages
+    assert marker["role"] == "user"
+    assert call["tool_calls"][0]["id"] == "call_g"
+    assert result == {"role": "tool", "content": "3 hits", "tool_call_id": "call_g"}
 
 
 async def test_update_tool_rejects_unknown_ids_and_statuses(session: Session) -> None:

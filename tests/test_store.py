@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from lossless import FileRefPart, Store, TextPart, ToolPart
+from lossless._native import MARKER_TOKENS
 from lossless.errors import (
     InvalidInputError,
     LosslessError,
@@ -275,12 +276,14 @@ def test_walk_stops_at_the_first_message_that_does_not_fit(store: Store, sid: st
     small = [items[0]["tokens"], items[2]["tokens"], items[3]["tokens"]]
     # Room for every small message but not the big one: the oldest small one stays out,
     # because the included history is one unbroken tail.
-    budget = sum(small) + 1
+    budget = sum(small) + 1 + MARKER_TOKENS
     assert budget < items[1]["tokens"]
     messages, tokens, ids, omitted = store.assemble(sid, budget)
-    assert [m["content"] for m in messages] == ["recent one", "recent two"]
+    # A lead marker says what was left out; it is no view item.
+    assert [m["content"] for m in messages[1:]] == ["recent one", "recent two"]
+    assert messages[0]["role"] == "user" and "2 earlier messages" in messages[0]["content"]
     assert ids == [items[2]["id"], items[3]["id"]]
-    assert tokens == small[1] + small[2]
+    assert tokens == small[1] + small[2] + MARKER_TOKENS
     assert omitted == 2
 
 
@@ -293,12 +296,15 @@ def test_budget_zero_and_negative_give_an_empty_context(store: Store, sid: str) 
 def test_tool_call_and_result_are_never_split(store: Store, sid: str) -> None:
     store.native.append_message(sid, "assistant", [tool_wire("call_big", "result " * 300)])
     (item,) = store.native.view_items(sid)
-    messages, tokens, _, omitted = store.assemble(sid, item["tokens"] - 1)
-    assert (messages, tokens, omitted) == ([], 0, 1)
-    messages, tokens, _, omitted = store.assemble(sid, item["tokens"])
-    assert [m["role"] for m in messages] == ["assistant", "tool"]
-    assert messages[0]["tool_calls"][0]["id"] == messages[1]["tool_call_id"] == "call_big"
-    assert (tokens, omitted) == (item["tokens"], 0)
+    # The conversation opens with an assistant message: a lead marker comes first.
+    room = item["tokens"] + MARKER_TOKENS
+    messages, tokens, _, omitted = store.assemble(sid, room - 1)
+    assert [m["role"] for m in messages] == ["user"]
+    assert (tokens, omitted) == (MARKER_TOKENS, 1)
+    messages, tokens, _, omitted = store.assemble(sid, room)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+    assert messages[1]["tool_calls"][0]["id"] == messages[2]["tool_call_id"] == "call_big"
+    assert (tokens, omitted) == (room, 0)
 
 
 def commit_truncation(
@@ -320,11 +326,12 @@ def test_summaries_come_first_and_are_reserved_before_messages(store: Store, sid
     assert items[0]["kind"] == "summary"
     assert items[0]["id"] == committed["summary_id"]
     assert all(item["kind"] == "message" for item in items[1:])
-    # Budget: the summary plus the newest two messages.
-    budget = items[0]["tokens"] + items[-1]["tokens"] + items[-2]["tokens"]
+    # Budget: the summary, the lead marker and the newest two messages.
+    budget = items[0]["tokens"] + items[-1]["tokens"] + items[-2]["tokens"] + MARKER_TOKENS
     messages, tokens, ids, omitted = store.assemble(sid, budget)
     assert ids == [items[0]["id"], items[-2]["id"], items[-1]["id"]]
-    assert messages[0]["role"] == "user"
+    assert messages[0]["role"] == messages[1]["role"] == "user"
+    assert "earlier messages are left out" in messages[1]["content"]
     assert messages[0]["content"].startswith(
         f"[summary {committed['summary_id']} of 6 earlier messages"
     )
@@ -358,19 +365,20 @@ def test_cache_sees_tool_updates_prunes_and_commits_through_another_store(db_pat
     a, b = Store(db_path), Store(db_path)
     sid = a.create_session(MODEL)
     a.native.append_message(sid, "assistant", [tool_wire("call_1", None, status="pending")])
+    # The conversation opens with the assistant: the context opens with a lead marker.
     first = a.assemble(sid, 100_000)
-    assert "no result yet" in first[0][1]["content"]
+    assert "no result yet" in first[0][2]["content"]
     b.native.update_tool(sid, "call_1", "completed", output="the output " * 200)
     messages, tokens, _, _ = a.assemble(sid, 100_000)
-    assert messages[1]["content"] == "the output " * 200
-    assert tokens == b.view_stats(sid)["tokens"] > first[1]
+    assert messages[2]["content"] == "the output " * 200
+    assert tokens == b.view_stats(sid)["tokens"] + MARKER_TOKENS > first[1]
     for turn in range(4):
         b.append(sid, "user", f"turn {turn}")
     pruned = b.native.prune(sid, 0, 0, [])
     assert pruned["pruned_parts"] == 1
     messages, tokens, _, _ = a.assemble(sid, 100_000)
-    assert "pruned from context" in messages[1]["content"]
-    assert tokens == b.view_stats(sid)["tokens"]
+    assert "pruned from context" in messages[2]["content"]
+    assert tokens == b.view_stats(sid)["tokens"] + MARKER_TOKENS
     committed = commit_truncation(b, sid)
     messages, _, ids, _ = a.assemble(sid, 100_000)
     assert ids[0] == committed["summary_id"]
@@ -420,9 +428,12 @@ def test_processes_append_concurrently_to_one_session(db_path: Path) -> None:
     items = store.native.view_items(sid)
     assert [item["id"] for item in items] == [row["id"] for row in history]
     assert len({item["position"] for item in items}) == len(items)
-    _, tokens, ids, omitted = store.assemble(sid, 10**9)
+    messages, tokens, ids, omitted = store.assemble(sid, 10**9)
     assert (len(ids), omitted) == (workers * count, 0)
-    assert tokens == sum(row["token_count"] for row in history)
+    # A conversation opened by the assistant gets a lead marker.
+    marker = MARKER_TOKENS if history[0]["role"] == "assistant" else 0
+    assert messages[0]["role"] == "user"
+    assert tokens == sum(row["token_count"] for row in history) + marker
 
 
 def test_processes_create_a_new_file_concurrently(db_path: Path) -> None:
@@ -606,9 +617,10 @@ def test_nul_inside_text_is_stored_and_read_back_exactly(store: Store, sid: str)
     (record,) = store.history(sid)
     assert record["parts"][0]["text"] == text
     assert record["parts"][1]["output"] == output
+    # The conversation opens with the assistant: a lead marker comes first.
     messages, _, _, _ = store.assemble(sid, 10_000)
-    assert messages[0]["content"] == text
-    assert messages[1]["content"] == output
+    assert messages[1]["content"] == text
+    assert messages[2]["content"] == output
 
 
 def test_non_bmp_and_combining_text_round_trips(store: Store, sid: str) -> None:
@@ -633,7 +645,7 @@ def test_tool_lifecycle_moves_forward_and_then_freezes(store: Store, sid: str) -
     assert (tool()["status"], tool()["output"]) == ("running", None)
     native.update_tool(sid, "call_1", "completed", output="42 files")
     assert (tool()["status"], tool()["output"]) == ("completed", "42 files")
-    assert store.assemble(sid, 10_000)[0][1]["content"] == "42 files"
+    assert store.assemble(sid, 10_000)[0][2]["content"] == "42 files"
     tokens = store.view_stats(sid)["tokens"]
     for status, output, error in [
         ("completed", "43 files", None),
@@ -662,7 +674,7 @@ def test_tool_error_result_is_rendered_and_searchable(store: Store, sid: str) ->
     native.append_message(sid, "assistant", [tool_wire("call_3", None, status="running")])
     native.update_tool(sid, "call_3", "error", error="permission denied for quokka.txt")
     messages, _, _, _ = store.assemble(sid, 10_000)
-    assert "permission denied" in messages[1]["content"]
+    assert "permission denied" in messages[2]["content"]
     hits = store.grep("quokka", session_id=sid)
     assert [hit["owner_id"] for hit in hits] == [store.history(sid)[0]["id"]]
 
@@ -674,8 +686,9 @@ def test_tool_update_counts_tokens_of_the_new_output(store: Store, sid: str) -> 
     native.update_tool(sid, "call_4", "completed", output="word " * 1000)
     after = store.view_stats(sid)["tokens"]
     assert after - before >= 990
-    assert store.assemble(sid, after)[1] == after
-    assert store.assemble(sid, after - 1)[0] == []
+    # With the lead marker the conversation opens with (it starts with the assistant).
+    assert store.assemble(sid, after + MARKER_TOKENS)[1] == after + MARKER_TOKENS
+    assert [m["role"] for m in store.assemble(sid, after + MARKER_TOKENS - 1)[0]] == ["user"]
 
 
 def test_a_tool_call_cannot_go_back_to_pending(store: Store, sid: str) -> None:
@@ -694,7 +707,7 @@ def test_an_error_is_shown_whatever_the_status(store: Store, sid: str) -> None:
         sid, "assistant", [tool_wire("call_6", "built", error="warning in file_0000beef")]
     )
     messages, _, _, _ = store.assemble(sid, 10_000)
-    assert messages[1]["content"] == "built\n[error] warning in file_0000beef"
+    assert messages[2]["content"] == "built\n[error] warning in file_0000beef"
     assert store.file_ids(sid) == ["file_0000beef"]
 
 
@@ -714,26 +727,28 @@ def test_newest_call_with_a_reused_call_id_is_updated(store: Store, sid: str) ->
 
 def test_a_summary_never_covers_an_unfinished_tool_call(store: Store, sid: str) -> None:
     # The call's output (and any file id in it) arrives later; a summary written now
-    # could not carry it, so the span stops before the message holding the call.
+    # could not carry it, so the span leaves out the message holding the call. The
+    # newest user message and the newest message stay out of spans too.
     first = store.append(sid, "user", "start")["id"]
     slow = store.native.append_message(
         sid, "assistant", [tool_wire("call_slow", None, status="running")]
     )
     last = store.append(sid, "assistant", "meanwhile")["id"]
-    span = store.native.compaction_span(sid, 0)
-    assert span.message_ids == [first]
+    span = store.native.compaction_span(sid, 0, tail_messages=1)
+    assert span.message_ids == []
     with pytest.raises(InvalidInputError, match=slow["id"]):
         store.native.commit_summary(
             sid, "all of it", 3, [first, slow["id"], last], [], span.view_version
         )
     assert store.native.view_items(sid)[1]["id"] == slow["id"]
     store.native.update_tool(sid, "call_slow", "completed", output="wrote file_0badc0de")
-    span = store.native.compaction_span(sid, 0)
-    assert span.message_ids == [first, slow["id"], last]
+    span = store.native.compaction_span(sid, 0, tail_messages=1)
+    assert span.message_ids == [slow["id"]]
     summary = store.native.truncate_summary(span.message_ids, 500)
     committed = store.native.commit_summary(
         sid, summary["text"], 3, span.message_ids, [], span.view_version
     )
     assert "file_0badc0de" in committed["file_ids"]
-    messages, _, _, _ = store.assemble(sid, 10_000)
-    assert "file_0badc0de" in messages[0]["content"]
+    messages, _, ids, _ = store.assemble(sid, 10_000)
+    assert ids[1] == committed["summary_id"]
+    assert "file_0badc0de" in messages[1]["content"]

@@ -28,6 +28,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from lossless import Store
+from lossless._native import MARKER_TOKENS
+from lossless.testing.conformance import check_request
 
 MODEL = "gpt-4o"
 FILE_IDS = [f"file_{n:08x}{'ab' * (n % 5)}" for n in range(1, 13)]
@@ -119,6 +121,14 @@ def content_of(messages: list[dict[str, Any]]) -> str:
             pieces.append(call["function"]["name"])
             pieces.append(call["function"]["arguments"])
     return "\n".join(pieces)
+
+
+def is_marker(message: dict[str, Any]) -> bool:
+    """Whether ``message`` is the lead marker of an assembly."""
+    content = message.get("content") or ""
+    return message["role"] == "user" and (
+        content.startswith("[the conversation begins") or "earlier messages are left out" in content
+    )
 
 
 def check_chat_format(messages: list[dict[str, Any]]) -> None:
@@ -271,7 +281,10 @@ class StoreMachine(RuleBasedStateMachine):
         messages, tokens, ids, omitted = store.assemble(self.sid, budget)
         assert tokens <= max(budget, 0)
         by_id = {item["id"]: item for item in items}
-        assert tokens == sum(by_id[item_id]["tokens"] for item_id in ids)
+        # A lead marker (no view item) costs what it reserves.
+        marker = tokens - sum(by_id[item_id]["tokens"] for item_id in ids)
+        assert marker in (0, MARKER_TOKENS)
+        assert (marker > 0) == any(is_marker(message) for message in messages)
         assert omitted == len(items) - len(ids)
         # Included items keep view order; included messages are one unbroken newest tail.
         order = [item["id"] for item in items]
@@ -281,13 +294,20 @@ class StoreMachine(RuleBasedStateMachine):
         assert included == message_ids[len(message_ids) - len(included) :]
         if not included and message_ids and budget >= 0:
             summaries = sum(by_id[i]["tokens"] for i in ids if by_id[i]["kind"] == "summary")
-            assert by_id[message_ids[-1]]["tokens"] > budget - summaries
+            # Messages were left out, so a marker took its share when there was room.
+            reserved = MARKER_TOKENS if budget >= MARKER_TOKENS else 0
+            assert by_id[message_ids[-1]]["tokens"] > budget - summaries - reserved
         check_chat_format(messages)
+        if messages:
+            check_request(messages)
         # The cached view and renderings serve what a store without them assembles,
-        # though the caller changes the dicts it was given.
+        # though the caller changes the dicts it was given, nested ones included.
         assert (messages, tokens, ids, omitted) == Store(self.path).assemble(self.sid, budget)
         for message in messages:
             message["content"] = "changed by the caller"
+            for call in message.get("tool_calls", []):
+                call["id"] = "changed"
+                call["function"]["arguments"] = "changed"
 
     # --- invariants ----------------------------------------------------------------
 
@@ -295,9 +315,11 @@ class StoreMachine(RuleBasedStateMachine):
     def whole_view_holds_every_file_id(self) -> None:
         for store in self.stores:
             total = store.view_stats(self.sid)["tokens"]
-            messages, tokens, _, omitted = store.assemble(self.sid, total)
-            assert (tokens, omitted) == (total, 0)
+            messages, tokens, _, omitted = store.assemble(self.sid, total + MARKER_TOKENS)
+            assert omitted == 0 and tokens in (total, total + MARKER_TOKENS)
             check_chat_format(messages)
+            if messages:
+                check_request(messages)
             text = content_of(messages)
             for file_id in store.file_ids(self.sid):
                 assert file_id in text, f"{file_id} fell out of the context"

@@ -7,6 +7,7 @@ format of :func:`lossless.parts.part_to_wire`.
 from typing import Any, Self, final
 
 __all__ = [
+    "MARKER_TOKENS",
     "Span",
     "Store",
     "TokenCounter",
@@ -18,6 +19,9 @@ __all__ = [
 ]
 
 __version__: str
+# Tokens an assembly reserves for its lead marker (messages left out, or a
+# conversation that does not open with a user message).
+MARKER_TOKENS: int
 
 def count_tokens(text: str, model: str) -> int:
     """Tokens in ``text`` under the encoding of ``model``."""
@@ -129,8 +133,16 @@ class Store:
         minimum_tokens: int,
         protected_tools: list[str],
         protect_user_turns: int = 2,
+        tail_tokens: int | None = None,
+        tail_messages: int | None = None,
     ) -> dict[str, int]: ...
-    def compaction_span(self, session_id: str, protect_user_turns: int = 2) -> Span: ...
+    def compaction_span(
+        self,
+        session_id: str,
+        protect_user_turns: int = 2,
+        tail_tokens: int | None = None,
+        tail_messages: int | None = None,
+    ) -> Span: ...
     def transcript(
         self,
         message_ids: list[str] | Span,

@@ -92,7 +92,20 @@ class CompactionConfig(_Section):
     condense_level3_max_tokens: int = Field(default=512, gt=0)
     max_rounds: int = Field(default=4, ge=1, description="Rounds one compaction may run.")
     protect_user_turns: int = Field(
-        default=2, ge=1, description="Newest user turns never compacted."
+        default=2,
+        ge=1,
+        description="The protected tail reaches back at most to this many newest user turns.",
+    )
+    tail_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Tokens of the newest messages never compacted; None: a quarter of the soft "
+            "limit. The newest message is always kept, whatever its size."
+        ),
+    )
+    tail_messages: int = Field(
+        default=40, ge=1, description="Newest messages the protected tail may hold at most."
     )
     prune_protect_tokens: int = Field(
         default=40_000, ge=0, description="Newest tool output never pruned."

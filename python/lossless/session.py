@@ -11,7 +11,8 @@ import inspect
 import json
 import os
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, Self
@@ -33,6 +34,7 @@ from lossless.errors import (
 from lossless.events import EventBus, EventName
 from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
 from lossless.models import Budget, ModelLimits, resolve_limits
+from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
 from lossless.parts import (
     Part,
     PartsInput,
@@ -212,6 +214,45 @@ class Session:
         session.events.publish(EventName.SESSION_LOADED, session_id, interrupted_flagged=flagged)
         return session
 
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        *,
+        model: str,
+        db: str | os.PathLike[str] = "lossless.db",
+        session_id: str | None = None,
+        config: Config | None = None,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[Session]:
+        """Create a session (``session_id=None``) or load a stored one, closed on exit.
+
+        ``async with Session.open(model=..., db=..., session_id=saved_id) as session:``.
+        When loading, ``config=None`` keeps the stored configuration, and ``model`` and
+        a given ``system_prompt`` must match the stored ones: both are fixed when the
+        session is created, so a different value raises :class:`InvalidInputError`
+        instead of being silently ignored.
+        """
+        if session_id is None:
+            session = await cls.create(
+                model=model, db=db, config=config, system_prompt=system_prompt
+            )
+        else:
+            session = await cls.load(session_id, db=db, config=config)
+        try:
+            if session.model != model:
+                raise InvalidInputError(
+                    f"model: session {session.id} was created for {session.model!r}, not {model!r}"
+                )
+            if system_prompt is not None and system_prompt != session.system_prompt:
+                raise InvalidInputError(
+                    f"system_prompt: session {session.id} was created with another "
+                    "system prompt; it cannot change"
+                )
+            yield session
+        finally:
+            await session.close()
+
     async def _start(self) -> None:
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
@@ -314,6 +355,49 @@ class Session:
         return RecordResult(
             appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered
         )
+
+    async def record_messages(self, messages: Sequence[OpenAIMessage]) -> list[RecordResult]:
+        """Append turns an agent loop holds as OpenAI chat messages, in order.
+
+        ``messages`` are dicts (``openai.types.chat`` message params) or models with
+        ``model_dump()`` (openai or litellm message objects). Each ``user``, ``system``
+        and ``assistant`` message becomes one stored turn; list content keeps its text
+        parts as separate parts, and image, audio or file parts are rejected. An
+        assistant's ``tool_calls`` become :class:`ToolPart` s with the arguments text
+        exactly as given, completed with the content of the ``tool`` message that
+        answers each call later in the list, or left ``"pending"``. A ``tool`` message
+        that answers a call an earlier ``record_messages`` or :meth:`record` left open
+        sets that call's result through :meth:`update_tool` rather than storing a turn.
+
+        System messages: a leading one equal to this session's ``system_prompt`` is
+        skipped, since the session already sends that prompt first in every request.
+        Any other system message is stored as a ``system`` turn where it stands, so
+        nothing said is lost and the context shows it in its place. Unlike the session's
+        prompt, a stored system turn is history: compaction may summarise it like any
+        turn. To keep a prompt verbatim in every request, open the session with it as
+        ``system_prompt``.
+
+        The whole list is checked before anything is stored: an unknown role, a missing
+        field, a non-string ``arguments``, a non-text content part or a ``tool`` message
+        that answers no call raises :class:`InvalidInputError` naming the message's
+        index, and stores nothing. Each call appends: hand over only messages not
+        recorded yet. Returns one :class:`RecordResult` per stored turn.
+        """
+        self._check_open()
+        steps = to_turns(
+            messages,
+            system_prompt=self.system_prompt,
+            open_calls=lambda: open_call_ids(
+                part for message in self.history() for part in message.parts
+            ),
+        )
+        results: list[RecordResult] = []
+        for step in steps:
+            if isinstance(step, Turn):
+                results.append(await self.record(step.role, step.parts))
+            else:
+                await self.update_tool(step.call_id, status="completed", output=step.output)
+        return results
 
     async def update_tool(
         self,

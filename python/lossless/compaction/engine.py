@@ -376,11 +376,14 @@ class CompactionEngine:
             result.reason = f"view holds {after} tokens, within the soft limit of {soft}"
 
     def _stall_reason(self, tokens: int, result: CompactionResult) -> str:
+        compaction = self._config.compaction
         reason = (
             f"no progress: the view holds {tokens} tokens (soft limit "
-            f"{self._budget().soft_limit}) and what remains is the protected tail of the last "
-            f"{self._config.compaction.protect_user_turns} user turns, messages after a tool "
-            "call still running, summaries that cannot shrink further, or a mix of these"
+            f"{self._budget().soft_limit}) and what remains is the protected tail (at most "
+            f"{self._tail_tokens()} tokens, {compaction.tail_messages} messages and "
+            f"{compaction.protect_user_turns} user turns, and always the newest message), the "
+            "newest user message, tool calls still running, summaries that cannot shrink "
+            "further, or a mix of these"
         )
         if result.attempts:
             reason += f"; last summariser attempt: {result.attempts[-1]}"
@@ -447,12 +450,15 @@ class CompactionEngine:
         # view to the goal, the span is summarised this round anyway and tombstoning
         # outputs that are about to leave the view would be wasted writes.
         minimum = max(compaction.prune_minimum_tokens, before - goal)
+        tail_tokens = self._tail_tokens()
         pruned = self._store.prune(
             self._session_id,
-            compaction.prune_protect_tokens,
+            min(compaction.prune_protect_tokens, tail_tokens),
             minimum,
             list(compaction.protected_tools),
             compaction.protect_user_turns,
+            tail_tokens,
+            compaction.tail_messages,
         )
         if pruned["pruned_parts"] and not forced:
             view = int(self._store.view_stats(self._session_id)["tokens"])
@@ -460,7 +466,9 @@ class CompactionEngine:
                 return _FirstSteps(pruned, view_after=view)
         if self._abort:
             return _FirstSteps(pruned)
-        span = self._store.compaction_span(self._session_id, compaction.protect_user_turns)
+        span = self._store.compaction_span(
+            self._session_id, compaction.protect_user_turns, tail_tokens, compaction.tail_messages
+        )
         if not span.message_count or self._summariser.model is not None:
             return _FirstSteps(pruned, span)
         extractive = self._summariser.commit_extractive_now(span, self._leaf_target(span))
@@ -468,6 +476,12 @@ class CompactionEngine:
             return _FirstSteps(pruned, span, extractive)
         view_after = int(self._store.view_stats(self._session_id)["tokens"])
         return _FirstSteps(pruned, span, extractive, view_after)
+
+    def _tail_tokens(self) -> int:
+        """Tokens of the protected tail: the configured bound, else a quarter of the soft
+        limit, which leaves the summaries half of the round's goal."""
+        configured = self._config.compaction.tail_tokens
+        return configured if configured is not None else max(1, self._budget().soft_limit // 4)
 
     def _leaf_target(self, span: _native.Span) -> int:
         """Tokens the span's summary may take.

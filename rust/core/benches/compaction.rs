@@ -11,6 +11,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use lossless_core::plan::Tail;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -78,7 +79,7 @@ fn benches(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(2));
 
     let mut store = fresh_copy(&fixture, scratch.path());
-    let span = store.compaction_span(session, 2).unwrap();
+    let span = store.compaction_span(session, Tail::user_turns(2)).unwrap();
     assert!(span.message_ids.len() > 9_990);
 
     // 1. The prune scan: which outputs lie outside the protected tail and the window,
@@ -86,7 +87,13 @@ fn benches(c: &mut Criterion) {
     group.bench_function("prune_scan", |b| {
         b.iter(|| {
             store
-                .prune(session, PROTECT_TOKENS, i64::MAX, &tools, 2)
+                .prune(
+                    session,
+                    PROTECT_TOKENS,
+                    i64::MAX,
+                    &tools,
+                    Tail::user_turns(2),
+                )
                 .unwrap()
         });
     });
@@ -96,7 +103,13 @@ fn benches(c: &mut Criterion) {
             || fresh_copy(&fixture, scratch.path()),
             |mut store| {
                 let result = store
-                    .prune(session, PROTECT_TOKENS, PRUNE_MINIMUM, &tools, 2)
+                    .prune(
+                        session,
+                        PROTECT_TOKENS,
+                        PRUNE_MINIMUM,
+                        &tools,
+                        Tail::user_turns(2),
+                    )
                     .unwrap();
                 // Returned, so that closing the store (a WAL checkpoint) is not timed.
                 (store, result)
@@ -162,9 +175,9 @@ fn rounds(
                 let view = store.view_stats(session).unwrap().tokens;
                 let minimum = PRUNE_MINIMUM.max(view - goal);
                 store
-                    .prune(session, PROTECT_TOKENS, minimum, tools, 2)
+                    .prune(session, PROTECT_TOKENS, minimum, tools, Tail::user_turns(2))
                     .unwrap();
-                let span = store.compaction_span(session, 2).unwrap();
+                let span = store.compaction_span(session, Tail::user_turns(2)).unwrap();
                 let done = store
                     .commit_extractive_summary(&span, ROUND_SUMMARY_TOKENS)
                     .unwrap();
@@ -180,7 +193,7 @@ fn rounds(
         b.iter_batched(
             || fresh_copy(fixture, scratch),
             |mut store| {
-                let span = store.compaction_span(session, 2).unwrap();
+                let span = store.compaction_span(session, Tail::user_turns(2)).unwrap();
                 let summary = store
                     .extractive_summary(&span.message_ids, ROUND_SUMMARY_TOKENS)
                     .unwrap();

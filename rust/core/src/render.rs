@@ -3,6 +3,8 @@
 //! Costs are computed once, when a row is written, from the same strings this
 //! module renders; assembly only adds the stored numbers.
 
+use serde::de::IgnoredAny;
+
 use crate::parts::{FileRef, Part, ToolCallPart, ToolStatus};
 use crate::tokens::TokenCounter;
 
@@ -48,17 +50,60 @@ pub struct StoredPart {
     pub tombstone: Option<String>,
 }
 
+/// Characters of unusable arguments quoted back in the call's result.
+const QUOTED_ARGUMENT_CHARS: usize = 1_000;
+
+/// Whether `text` is one JSON object, the only arguments every provider accepts
+/// (Anthropic and Gemini take the arguments as an object, not as text). Nesting
+/// deeper than the parser's limit counts as not usable: the providers' own parsers
+/// would fail on it too.
+#[must_use]
+pub fn is_json_object(text: &str) -> bool {
+    text.trim_start().starts_with('{') && serde_json::from_str::<IgnoredAny>(text).is_ok()
+}
+
+/// The arguments a call is rendered with: as stored when they are a JSON object,
+/// else an empty object (the stored text is kept whole, and the result says so
+/// unless it was blank: no arguments at all).
+#[must_use]
+pub fn call_arguments(tool: &ToolCallPart) -> &str {
+    if is_json_object(&tool.input) {
+        &tool.input
+    } else {
+        "{}"
+    }
+}
+
 /// What the model reads as the result of a tool call that has no tombstone. An
 /// error is shown whatever the status: it is part of what the tool said (and may
-/// name file ids that must stay in the context).
+/// name file ids that must stay in the context). Arguments that are not a JSON
+/// object (a call cut off by the output limit, say) are quoted here, since the call
+/// itself goes out with empty arguments.
 #[must_use]
 pub fn tool_result_text(tool: &ToolCallPart) -> String {
-    match (&tool.output, &tool.error) {
+    let result = match (&tool.output, &tool.error) {
         (Some(output), Some(error)) => format!("{output}\n[error] {error}"),
         (Some(output), None) => output.clone(),
         (None, Some(error)) => format!("[error] {error}"),
         (None, None) if tool.status == ToolStatus::Error => "[error] tool failed".to_string(),
         (None, None) => format!("[tool call {}: no result yet]", tool.status.as_str()),
+    };
+    let result = non_empty(result, "[empty output]");
+    if tool.input.trim().is_empty() || is_json_object(&tool.input) {
+        return result;
+    }
+    let mut quoted = tool.input.clone();
+    truncate_chars(&mut quoted, QUOTED_ARGUMENT_CHARS);
+    format!("[the arguments of this call were not a JSON object (cut off?); as recorded: {quoted}]\n{result}")
+}
+
+/// `text`, or `placeholder` when it holds nothing but white space: providers
+/// reject empty and blank text blocks.
+fn non_empty(text: String, placeholder: &str) -> String {
+    if text.trim().is_empty() {
+        placeholder.to_string()
+    } else {
+        text
     }
 }
 
@@ -105,10 +150,13 @@ pub fn summary_tokens(counter: &TokenCounter, summary_id: &str, covered: i64, te
 #[must_use]
 pub fn part_tokens(counter: &TokenCounter, part: &Part) -> (usize, usize) {
     match part {
+        // A blank text may render as a placeholder; counting it keeps the budget safe.
+        Part::Text(text) if text.trim().is_empty() => (counter.count(empty_text("user")), 0),
         Part::Text(text) => (counter.count(text), 0),
         Part::Tool(tool) => {
             let result = counter.count(&tool_result_text(tool));
-            let call = counter.count(&tool.name) + counter.count(&tool.input) + TOOL_OVERHEAD;
+            let call =
+                counter.count(&tool.name) + counter.count(call_arguments(tool)) + TOOL_OVERHEAD;
             (call + result, result)
         }
         Part::FileRef(file) => (counter.count(&file_ref_block(file)), 0),
@@ -130,7 +178,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                 calls.push(ToolCall {
                     id: tool.call_id.clone(),
                     name: tool.name.clone(),
-                    arguments: tool.input.clone(),
+                    arguments: call_arguments(tool).to_string(),
                 });
                 let result = stored
                     .tombstone
@@ -158,11 +206,14 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
             );
             push_block(&mut content, &text);
         }
-        return vec![ChatMessage::plain(role, content)];
+        return vec![ChatMessage::plain(
+            role,
+            non_empty(content, empty_text(role)),
+        )];
     }
     let head = ChatMessage {
         role,
-        content: (!content.is_empty()).then_some(content),
+        content: (!content.trim().is_empty()).then_some(content),
         tool_calls: calls,
         tool_call_id: None,
     };
@@ -170,6 +221,15 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
     out.push(head);
     out.extend(results);
     out
+}
+
+/// What a message with no text says in its place.
+fn empty_text(role: &str) -> &'static str {
+    if role == "assistant" {
+        "[empty reply]"
+    } else {
+        "[empty message]"
+    }
 }
 
 fn push_block(content: &mut String, block: &str) {

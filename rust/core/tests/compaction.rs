@@ -3,6 +3,7 @@
 
 mod support;
 
+use lossless_core::plan::Tail;
 use std::collections::HashSet;
 
 use lossless_core::parts::{Role, ToolStatus};
@@ -117,7 +118,9 @@ fn prune_protects_the_two_most_recent_user_turns() {
     let (_dir, path, mut store) = temp_store();
     let session = session(&mut store);
     let assistants = tool_turns(&mut store, &session, 5, 400);
-    let result = store.prune(&session, 0, 0, NO_TOOLS, 2).unwrap();
+    let result = store
+        .prune(&session, 0, 0, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(result.pruned_parts, 3);
     let pruned = compacted_parts(&path);
     for (turn, id) in assistants.iter().enumerate() {
@@ -126,7 +129,9 @@ fn prune_protects_the_two_most_recent_user_turns() {
         assert_eq!(pruned.contains(&parts[0]), turn < 3, "turn {turn}");
     }
     // Protecting one user turn opens turn 3 too.
-    let result = store.prune(&session, 0, 0, NO_TOOLS, 1).unwrap();
+    let result = store
+        .prune(&session, 0, 0, NO_TOOLS, Tail::user_turns(1))
+        .unwrap();
     assert_eq!(result.pruned_parts, 1);
     assert!(compacted_parts(&path).contains(&tool_part_ids(&store, &assistants[3])[0]));
 }
@@ -140,7 +145,9 @@ fn prune_keeps_a_rolling_window_of_the_newest_output() {
         .map(|turn| output_tokens(&words(turn as u64, 500)))
         .collect();
     let window = 4_000;
-    let result = store.prune(&session, window, 0, NO_TOOLS, 2).unwrap();
+    let result = store
+        .prune(&session, window, 0, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
     // Newest first, outside the two protected turns: parts are kept while the running
     // total stays within the window; the one that crosses it and all older go.
     let mut total = 0;
@@ -162,7 +169,9 @@ fn prune_skips_when_it_would_save_less_than_the_minimum() {
     let session = session(&mut store);
     tool_turns(&mut store, &session, 10, 300);
     let before = store.view_stats(&session).unwrap();
-    let result = store.prune(&session, 0, 1_000_000, NO_TOOLS, 2).unwrap();
+    let result = store
+        .prune(&session, 0, 1_000_000, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(result.pruned_parts, 0);
     assert_eq!(result.tokens_saved, 0);
     assert_eq!(result.candidates, 8);
@@ -173,7 +182,9 @@ fn prune_skips_when_it_would_save_less_than_the_minimum() {
         "nothing written, not even the version"
     );
     // With a reachable minimum the same scan writes.
-    let result = store.prune(&session, 0, 1_000, NO_TOOLS, 2).unwrap();
+    let result = store
+        .prune(&session, 0, 1_000, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(result.pruned_parts, 8);
     let after = store.view_stats(&session).unwrap();
     assert_eq!(after.tokens, before.tokens - result.tokens_saved);
@@ -205,7 +216,7 @@ fn prune_leaves_protected_tools_and_unfinished_calls_alone() {
     );
     tool_turns(&mut store, &session, 2, 10);
     let result = store
-        .prune(&session, 0, 0, &["skill".to_string()], 2)
+        .prune(&session, 0, 0, &["skill".to_string()], Tail::user_turns(2))
         .unwrap();
     assert_eq!(result.pruned_parts, 1);
     assert_eq!(
@@ -221,7 +232,7 @@ fn prune_leaves_protected_tools_and_unfinished_calls_alone() {
         .unwrap();
     assert_eq!(
         store
-            .prune(&session, 0, 0, &["skill".to_string()], 2)
+            .prune(&session, 0, 0, &["skill".to_string()], Tail::user_turns(2))
             .unwrap()
             .pruned_parts,
         1
@@ -243,14 +254,18 @@ fn prune_writes_every_tombstone_in_one_transaction() {
              BEGIN SELECT RAISE(ABORT, 'injected failure'); END;"
         ))
         .unwrap();
-    assert!(store.prune(&session, 0, 0, NO_TOOLS, 2).is_err());
+    assert!(store
+        .prune(&session, 0, 0, NO_TOOLS, Tail::user_turns(2))
+        .is_err());
     assert!(
         compacted_parts(&path).is_empty(),
         "no tombstone of the failed prune survives"
     );
     assert_eq!(store.view_stats(&session).unwrap(), before);
     raw(&path).execute_batch("DROP TRIGGER fail_prune").unwrap();
-    let result = store.prune(&session, 0, 0, NO_TOOLS, 2).unwrap();
+    let result = store
+        .prune(&session, 0, 0, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(result.pruned_parts, 6);
     assert_eq!(
         history_without_tombstones(&mut store, &session),
@@ -269,7 +284,9 @@ fn outputs_left_in_the_view_after_a_summary_stay_prunable() {
     store
         .commit_summary(&session, "the first four turns", 1, &items[..8], &[], None)
         .unwrap();
-    let result = store.prune(&session, 0, 0, NO_TOOLS, 2).unwrap();
+    let result = store
+        .prune(&session, 0, 0, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(
         result.pruned_parts, 4,
         "turns 4 to 7 are in the view and unprotected"
@@ -285,7 +302,7 @@ fn outputs_left_in_the_view_after_a_summary_stay_prunable() {
     // Pruned again: nothing left to do.
     assert_eq!(
         store
-            .prune(&session, 0, 0, NO_TOOLS, 2)
+            .prune(&session, 0, 0, NO_TOOLS, Tail::user_turns(2))
             .unwrap()
             .pruned_parts,
         0
@@ -310,7 +327,9 @@ fn tombstones_keep_file_ids_and_shrink_the_view_exactly() {
     );
     tool_turns(&mut store, &session, 2, 5);
     let before = store.view_stats(&session).unwrap().tokens;
-    let result = store.prune(&session, 0, 0, NO_TOOLS, 2).unwrap();
+    let result = store
+        .prune(&session, 0, 0, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(result.pruned_parts, 1);
     let after = store.view_stats(&session).unwrap().tokens;
     assert_eq!(after, before - result.tokens_saved);
@@ -334,19 +353,23 @@ fn compaction_span_is_everything_before_the_protected_tail() {
     let session = session(&mut store);
     tool_turns(&mut store, &session, 6, 20);
     let items = view_ids(&mut store, &session);
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(span.message_ids, items[..8].to_vec());
     assert_eq!(span.first_seq, 1);
     assert_eq!(span.last_seq, 8);
     store
         .commit_summary(&session, "early", 1, &items[..4], &[], None)
         .unwrap();
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(span.message_ids, items[4..8].to_vec());
     assert_eq!(span.summary_ids.len(), 1);
     // Fewer user turns than protected: nothing to summarise.
     assert!(store
-        .compaction_span(&session, 10)
+        .compaction_span(&session, Tail::user_turns(10))
         .unwrap()
         .message_ids
         .is_empty());
@@ -364,7 +387,9 @@ fn transcript_takes_the_oldest_messages_that_fit() {
         &[text(&format!("first, with {secret}"))],
     );
     tool_turns(&mut store, &session, 20, 100);
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     let full = store.transcript(&span.message_ids, None, None).unwrap();
     assert_eq!(full.message_ids, span.message_ids);
     let capped = store
@@ -865,14 +890,20 @@ fn a_large_agent_session_compacts_into_a_valid_view() {
     support::agent_session(&mut store, &session, 600, 10, 42);
     let all_files = store.session_file_ids(&session).unwrap();
     let history = history_without_tombstones(&mut store, &session);
-    store.prune(&session, 4_000, 1_000, NO_TOOLS, 2).unwrap();
-    let span = store.compaction_span(&session, 2).unwrap();
+    store
+        .prune(&session, 4_000, 1_000, NO_TOOLS, Tail::user_turns(2))
+        .unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     let l3 = store.truncate_summary(&span.message_ids, 2_000).unwrap();
     store
         .commit_summary(&session, &l3.text, 3, &span.message_ids, &[], None)
         .unwrap();
     support::agent_session(&mut store, &session, 300, 10, 43);
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     let extractive = store.extractive_summary(&span.message_ids, 1_000).unwrap();
     store
         .commit_summary(&session, &extractive.text, 1, &span.message_ids, &[], None)
@@ -935,9 +966,15 @@ fn unfinished_tool_calls_stay_out_of_summaries() {
         &[tool_with("read_file", "slow", None, ToolStatus::Running)],
     );
     tool_turns(&mut store, &session, 3, 10);
-    let span = store.compaction_span(&session, 2).unwrap();
-    assert_eq!(span.message_ids, vec![first.clone()]);
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     let items = view_ids(&mut store, &session);
+    // The running call stays in the view; what is around it can be summarised.
+    assert_eq!(
+        span.message_ids,
+        vec![first.clone(), items[2].clone(), items[3].clone()]
+    );
     let refused = store.commit_summary(&session, "x", 3, &items[..4], &[], None);
     assert!(matches!(refused, Err(Error::InvalidInput { reason, .. }) if reason.contains(&slow)));
     let secret = file_id(77);
@@ -950,7 +987,9 @@ fn unfinished_tool_calls_stay_out_of_summaries() {
             None,
         )
         .unwrap();
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     assert_eq!(span.message_ids, items[..4].to_vec());
     let result = store
         .commit_summary(&session, "x", 3, &span.message_ids, &[], None)
@@ -963,7 +1002,9 @@ fn unfinished_tool_calls_stay_out_of_summaries() {
 fn extractive_texts(store: &mut Store, committed: usize) -> Vec<(String, Vec<String>)> {
     let session = session(store);
     support::agent_session(store, &session, 3_001, 2, 5);
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     store
         .commit_summary(
             &session,
@@ -974,7 +1015,9 @@ fn extractive_texts(store: &mut Store, committed: usize) -> Vec<(String, Vec<Str
             None,
         )
         .unwrap();
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     assert!(span.message_ids.len() > 2_000);
     [300, 2_000, 20_000]
         .into_iter()
@@ -1010,7 +1053,9 @@ fn an_extractive_commit_writes_what_the_two_step_commit_writes() {
     for store in [&mut on_file, &mut in_memory] {
         let session = session(store);
         support::agent_session(store, &session, 3_001, 2, 9);
-        let span = store.compaction_span(&session, 2).unwrap();
+        let span = store
+            .compaction_span(&session, Tail::user_turns(2))
+            .unwrap();
         let two_step = store.extractive_summary(&span.message_ids, 8_000).unwrap();
         let done = store.commit_extractive_summary(&span, 8_000).unwrap();
         assert_eq!(
@@ -1034,7 +1079,9 @@ fn an_extractive_commit_that_would_not_help_writes_nothing() {
     let (_dir, path, mut store) = temp_store();
     let session = session(&mut store);
     support::agent_session(&mut store, &session, 1_500, 2, 3);
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     let before = store.view_items(&session).unwrap().len();
     // Far too small a budget: the file-id footer alone exceeds it.
     let done = store.commit_extractive_summary(&span, 20).unwrap();
@@ -1070,7 +1117,9 @@ fn summary_with_a_late_message(store: &mut Store) -> String {
         };
         append(store, &session, role, &[text("and then")]);
     }
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     assert!(span.message_ids.contains(&streamed));
     store
         .extractive_summary(&span.message_ids, 20_000)

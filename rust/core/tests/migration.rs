@@ -1,5 +1,6 @@
 //! Opening a file written by an older schema upgrades it in place, keeping every row.
 
+use lossless_core::plan::Tail;
 use lossless_core::store::schema::SCHEMA_VERSION;
 use lossless_core::store::{GrepMode, OpenOptions, Store};
 use rusqlite::Connection;
@@ -204,7 +205,7 @@ fn a_version_2_file_gets_the_covering_prune_index() {
     assert!(index_sql(path, "parts_prunable").contains("output_tokens"));
     // Both outputs are found through the new index; the older is tombstoned.
     let pruned = store
-        .prune("ses_2", 5_000, 100, &[], 1)
+        .prune("ses_2", 5_000, 100, &[], Tail::user_turns(1))
         .expect("prune after the upgrade");
     assert_eq!((pruned.candidates, pruned.pruned_parts), (1, 1));
     let history = store.history("ses_2").unwrap();

@@ -3,6 +3,7 @@
 mod support;
 
 use lossless_core::parts::{Role, ToolStatus};
+use lossless_core::plan::Tail;
 use lossless_core::store::{GrepMode, OpenOptions, Store, BACKLOG_LIMIT};
 use support::{append, raw, temp_store, text, tool_with};
 
@@ -109,7 +110,9 @@ fn a_committed_summary_is_searchable_and_covers_its_messages() {
             &[text(&format!("later {turn}"))],
         );
     }
-    let span = store.compaction_span(&session, 2).unwrap();
+    let span = store
+        .compaction_span(&session, Tail::user_turns(2))
+        .unwrap();
     let summary = store
         .commit_summary(&session, "summary: tusk", 3, &span.message_ids, &[], None)
         .unwrap();

@@ -1,7 +1,7 @@
 //! Argument extraction and result conversion: builtins in, builtins out.
 
 use lossless_core::parts::{FileRef, Part, ToolCallPart, ToolStatus};
-use lossless_core::render::{ChatMessage, StoredPart};
+use lossless_core::render::{ChatMessage, StoredPart, ToolCall};
 use lossless_core::store::{MessageRecord, SummaryRow, Usage};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -122,23 +122,28 @@ pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bou
     dict.set_item("role", message.role)?;
     dict.set_item("content", message.content.as_deref())?;
     if !message.tool_calls.is_empty() {
-        let calls = PyList::empty(py);
-        for call in &message.tool_calls {
-            let function = PyDict::new(py);
-            function.set_item("name", &call.name)?;
-            function.set_item("arguments", &call.arguments)?;
-            let entry = PyDict::new(py);
-            entry.set_item("id", &call.id)?;
-            entry.set_item("type", "function")?;
-            entry.set_item("function", function)?;
-            calls.append(entry)?;
-        }
-        dict.set_item("tool_calls", calls)?;
+        dict.set_item("tool_calls", tool_calls(py, &message.tool_calls)?)?;
     }
     if let Some(id) = &message.tool_call_id {
         dict.set_item("tool_call_id", id)?;
     }
     Ok(dict)
+}
+
+/// The `tool_calls` list of an assistant message.
+pub fn tool_calls<'py>(py: Python<'py>, calls: &[ToolCall]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for call in calls {
+        let function = PyDict::new(py);
+        function.set_item("name", &call.name)?;
+        function.set_item("arguments", &call.arguments)?;
+        let entry = PyDict::new(py);
+        entry.set_item("id", &call.id)?;
+        entry.set_item("type", "function")?;
+        entry.set_item("function", function)?;
+        list.append(entry)?;
+    }
+    Ok(list)
 }
 
 /// A stored part as its wire dict, with `id` and `compacted`.

@@ -28,6 +28,7 @@ where
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("MARKER_TOKENS", lossless_core::request::MARKER_TOKENS)?;
     module.add_class::<store::Store>()?;
     module.add_class::<span::Span>()?;
     module.add_class::<tokens::TokenCounter>()?;

@@ -26,6 +26,24 @@ struct Entry {
 }
 
 impl Entry {
+    /// Fresh copies of the dicts, nested `tool_calls` included, so a caller that
+    /// changes what it got cannot change the cache or another assembly.
+    fn copies<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.dicts
+            .iter()
+            .zip(&self.rendered.messages)
+            .map(|(dict, message)| {
+                let copy = dict.bind(py).copy()?;
+                if !message.tool_calls.is_empty() {
+                    copy.set_item("tool_calls", convert::tool_calls(py, &message.tool_calls)?)?;
+                }
+                Ok(copy)
+            })
+            .collect()
+    }
+}
+
+impl Entry {
     fn key(&self) -> usize {
         key(&self.rendered)
     }
@@ -50,11 +68,13 @@ pub struct Lists<'py> {
 impl RenderCache {
     /// The chat messages of `items` as a fresh list of fresh dicts (callers may mutate
     /// them), building only the dicts of renderings not seen in the last assembly.
+    /// The item at `marker` is no view item: its id is not listed.
     pub fn build_lists<'py>(
         &mut self,
         py: Python<'py>,
         session_id: &str,
         items: &[Arc<RenderedItem>],
+        marker: Option<usize>,
     ) -> PyResult<Lists<'py>> {
         if !self.sessions.contains_key(session_id) && self.sessions.len() >= SESSIONS {
             self.sessions.clear();
@@ -67,12 +87,17 @@ impl RenderCache {
                 Some(entry) => entry,
                 None => new_entry(py, rendered)?,
             };
-            for dict in &entry.dicts {
-                messages.append(dict.bind(py).copy()?)?;
+            for copy in entry.copies(py)? {
+                messages.append(copy)?;
             }
             current.push(entry);
         }
-        let item_ids = PyList::new(py, current.iter().map(|entry| entry.id.bind(py)))?;
+        let item_ids = PyList::empty(py);
+        for (position, entry) in current.iter().enumerate() {
+            if Some(position) != marker {
+                item_ids.append(entry.id.bind(py))?;
+            }
+        }
         self.sessions.insert(session_id.to_string(), current);
         Ok(Lists { messages, item_ids })
     }

@@ -4,6 +4,7 @@
 use std::sync::{Mutex, PoisonError, TryLockError};
 
 use lossless_core::parts::{Role, ToolStatus};
+use lossless_core::plan::Tail;
 use lossless_core::store::{self as core_store, GrepMode, OpenOptions};
 use lossless_core::Result;
 use pyo3::prelude::*;
@@ -233,15 +234,21 @@ impl Store {
         // Never wait for the cache while holding the interpreter: a thread that holds
         // the cache may be waiting for the interpreter. Busy means build afresh.
         let lists = match self.rendered.try_lock() {
-            Ok(mut cache) => cache.build_lists(py, session_id, &assembled.items)?,
-            Err(TryLockError::Poisoned(poisoned)) => {
-                poisoned
-                    .into_inner()
-                    .build_lists(py, session_id, &assembled.items)?
+            Ok(mut cache) => {
+                cache.build_lists(py, session_id, &assembled.items, assembled.marker)?
             }
-            Err(TryLockError::WouldBlock) => {
-                RenderCache::default().build_lists(py, session_id, &assembled.items)?
-            }
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().build_lists(
+                py,
+                session_id,
+                &assembled.items,
+                assembled.marker,
+            )?,
+            Err(TryLockError::WouldBlock) => RenderCache::default().build_lists(
+                py,
+                session_id,
+                &assembled.items,
+                assembled.marker,
+            )?,
         };
         PyTuple::new(
             py,
@@ -341,7 +348,14 @@ impl Store {
         })
     }
 
-    #[pyo3(signature = (session_id, protect_tokens, minimum_tokens, protected_tools, protect_user_turns = 2))]
+    #[pyo3(signature = (
+        session_id, protect_tokens, minimum_tokens, protected_tools,
+        protect_user_turns = 2, tail_tokens = None, tail_messages = None,
+    ))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the keyword arguments of the Python call"
+    )]
     fn prune<'py>(
         &self,
         py: Python<'py>,
@@ -350,14 +364,17 @@ impl Store {
         minimum_tokens: i64,
         protected_tools: Vec<String>,
         protect_user_turns: usize,
+        tail_tokens: Option<i64>,
+        tail_messages: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let tail = tail_rule(protect_user_turns, tail_tokens, tail_messages);
         let result = self.with(py, |store| {
             store.prune(
                 session_id,
                 protect_tokens,
                 minimum_tokens,
                 &protected_tools,
-                protect_user_turns,
+                tail,
             )
         })?;
         dict_of(
@@ -370,16 +387,17 @@ impl Store {
         )
     }
 
-    #[pyo3(signature = (session_id, protect_user_turns = 2))]
+    #[pyo3(signature = (session_id, protect_user_turns = 2, tail_tokens = None, tail_messages = None))]
     fn compaction_span(
         &self,
         py: Python<'_>,
         session_id: &str,
         protect_user_turns: usize,
+        tail_tokens: Option<i64>,
+        tail_messages: Option<usize>,
     ) -> PyResult<Span> {
-        let inner = self.with(py, |store| {
-            store.compaction_span(session_id, protect_user_turns)
-        })?;
+        let tail = tail_rule(protect_user_turns, tail_tokens, tail_messages);
+        let inner = self.with(py, |store| store.compaction_span(session_id, tail))?;
         Ok(Span { inner })
     }
 
@@ -673,4 +691,13 @@ fn text_result<'py>(
         dict.set_item("message_ids", &result.message_ids)?;
     }
     Ok(dict)
+}
+
+/// The protected tail a round leaves alone; an absent bound is no bound.
+fn tail_rule(user_turns: usize, tokens: Option<i64>, messages: Option<usize>) -> Tail {
+    Tail {
+        user_turns,
+        max_tokens: tokens.unwrap_or(i64::MAX),
+        max_messages: messages.unwrap_or(usize::MAX),
+    }
 }

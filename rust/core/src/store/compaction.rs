@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::fileids::{merge_file_id_footer, FOOTER_PREFIX};
 use crate::ids::now_ms;
 use crate::parts::Role;
+use crate::plan::{self, Tail};
 use crate::render::{self, transcript_entry, StoredPart};
 
 /// Characters of one message a deterministic truncation keeps at most, so a single
@@ -281,24 +282,6 @@ pub(super) fn locate(
     Ok(found)
 }
 
-/// Index of the first protected view item: the `protect_user_turns`-th user
-/// message from the end. Everything from there on is never pruned or summarised.
-fn protected_index(items: &[ViewItem], protect_user_turns: usize) -> usize {
-    if protect_user_turns == 0 {
-        return items.len();
-    }
-    let mut seen = 0;
-    for (index, item) in items.iter().enumerate().rev() {
-        if item.role == Some(Role::User) {
-            seen += 1;
-            if seen == protect_user_turns {
-                return index;
-            }
-        }
-    }
-    0
-}
-
 /// Ids in first-seen order without repeats.
 #[derive(Default)]
 pub(super) struct IdList {
@@ -342,10 +325,10 @@ impl Store {
         protect_tokens: i64,
         minimum_tokens: i64,
         protected_tools: &[String],
-        protect_user_turns: usize,
+        tail: Tail,
     ) -> Result<PruneResult> {
         let counter = self.counter(session_id)?;
-        let (version, found) = self.prune_scan(session_id, protected_tools, protect_user_turns)?;
+        let (version, found) = self.prune_scan(session_id, protected_tools, tail)?;
         let beyond = outside_window(found, protect_tokens);
         let mut result = PruneResult {
             candidates: beyond.len() as i64,
@@ -386,11 +369,11 @@ impl Store {
         &mut self,
         session_id: &str,
         protected_tools: &[String],
-        protect_user_turns: usize,
+        tail: Tail,
     ) -> Result<(i64, Vec<PruneCandidate>)> {
         let (version, low, high, index_of) = {
             let view = self.fresh_view(session_id)?;
-            let boundary = protected_index(&view.items, protect_user_turns);
+            let boundary = tail.start(&view.items);
             let open: Vec<usize> = (0..boundary)
                 .filter(|&i| view.items[i].kind == ItemKind::Message)
                 .collect();
@@ -516,26 +499,14 @@ impl Store {
         Ok(seqs.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The messages the next summary should cover: every message item of the
-    /// view before the protected tail, and before the first message holding a tool
-    /// call that has not finished (its result, and the file ids in it, arrive later:
-    /// a summary written now could not carry them).
-    pub fn compaction_span(
-        &mut self,
-        session_id: &str,
-        protect_user_turns: usize,
-    ) -> Result<SpanInfo> {
+    /// The messages the next summary should cover (see [`plan::span_indices`]):
+    /// those before the protected tail, except the newest user message and messages
+    /// holding a tool call that has not finished (its result, and the file ids in
+    /// it, arrive later: a summary written now could not carry them).
+    pub fn compaction_span(&mut self, session_id: &str, tail: Tail) -> Result<SpanInfo> {
         let unfinished = self.unfinished_seqs(session_id)?;
         let view = self.fresh_view(session_id)?;
-        let mut boundary = protected_index(&view.items, protect_user_turns);
-        if !unfinished.is_empty() {
-            if let Some(index) = view.items[..boundary]
-                .iter()
-                .position(|item| item.kind == ItemKind::Message && unfinished.contains(&item.seq))
-            {
-                boundary = index;
-            }
-        }
+        let chosen = plan::span_indices(&view.items, tail, |item| unfinished.contains(&item.seq));
         let mut span = SpanInfo {
             session_id: session_id.to_string(),
             view_version: view.version,
@@ -543,21 +514,22 @@ impl Store {
             summary_tokens: view.summary_tokens,
             ..SpanInfo::default()
         };
-        for (index, item) in view.items.iter().enumerate() {
-            match item.kind {
-                ItemKind::Summary => span.summary_ids.push(item.id.clone()),
-                ItemKind::Message if index < boundary => {
-                    if span.message_ids.is_empty() {
-                        span.first_seq = item.seq;
-                    }
-                    span.last_seq = item.seq;
-                    span.tokens += item.tokens;
-                    span.message_ids.push(item.id.clone());
-                    span.message_tokens.push(item.tokens);
-                    span.message_seqs.push(item.seq);
-                }
-                ItemKind::Message => {}
+        span.summary_ids.extend(
+            view.items
+                .iter()
+                .filter(|item| item.kind == ItemKind::Summary)
+                .map(|item| item.id.clone()),
+        );
+        for index in chosen {
+            let item = &view.items[index];
+            if span.message_ids.is_empty() {
+                span.first_seq = item.seq;
             }
+            span.last_seq = item.seq;
+            span.tokens += item.tokens;
+            span.message_ids.push(item.id.clone());
+            span.message_tokens.push(item.tokens);
+            span.message_seqs.push(item.seq);
         }
         Ok(span)
     }

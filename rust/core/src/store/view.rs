@@ -14,6 +14,7 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::parts::Role;
 use crate::render::{self, ChatMessage};
+use crate::request;
 
 /// Sessions whose views a store keeps decoded at once.
 const CACHED_SESSIONS: usize = 32;
@@ -74,12 +75,19 @@ pub struct Assembled {
     pub tokens: i64,
     /// View items left out because the budget ran out.
     pub omitted: usize,
+    /// The position in `items` of the lead marker, which is no view item (see
+    /// [`crate::request`]).
+    pub marker: Option<usize>,
 }
 
 impl Assembled {
     /// The ids of the included view items, in view order.
     pub fn item_ids(&self) -> impl Iterator<Item = &str> {
-        self.items.iter().map(|item| item.id.as_str())
+        self.items
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| Some(*position) != self.marker)
+            .map(|(_, item)| item.id.as_str())
     }
 
     /// Every chat message of the context, in order.
@@ -100,9 +108,26 @@ pub(super) struct CachedView {
     rendered: Vec<Option<Arc<RenderedItem>>>,
     /// Items in `rendered` that hold a rendering.
     rendered_count: usize,
+    /// The last lead marker, kept so an unchanged one is the same `Arc`.
+    marker: Option<Arc<RenderedItem>>,
 }
 
 impl CachedView {
+    /// The lead marker for `omitted` left-out items, the same `Arc` while unchanged.
+    fn marker_for(&mut self, omitted: usize) -> Arc<RenderedItem> {
+        let text = request::marker_text(omitted);
+        match &self.marker {
+            Some(marker) if marker.messages[0].content.as_deref() == Some(text.as_str()) => {
+                Arc::clone(marker)
+            }
+            _ => {
+                let marker = Arc::new(request::marker_item(omitted));
+                self.marker = Some(Arc::clone(&marker));
+                marker
+            }
+        }
+    }
+
     fn push(&mut self, item: ViewItem) {
         self.tokens += item.tokens;
         if item.kind == ItemKind::Summary {
@@ -259,12 +284,54 @@ impl Store {
 
     /// Assembles the context that fits `budget` tokens: every summary first (newest
     /// first if even they do not fit), then messages from the newest back until the
-    /// next one does not fit. Cost grows with the items included, not the session length.
+    /// next one does not fit. A lead marker opens the messages when some were left
+    /// out or the first is not a user message, and repeated tool-call ids are
+    /// renamed (see [`crate::request`]). Cost grows with the items included, not the
+    /// session length.
     pub fn assemble(&mut self, session_id: &str, budget: i64) -> Result<Assembled> {
         let view = self.fresh_view(session_id)?;
-        let selected = select_items(&view.items, &view.summaries, view.summary_tokens, budget);
-        let missing: Vec<(usize, ItemKind, String)> = selected
-            .chosen
+        let mut selected = select_items(&view.items, &view.summaries, view.summary_tokens, budget);
+        // With less room than a marker takes, nothing is sendable anyway.
+        let mut marker = (budget >= request::MARKER_TOKENS)
+            .then(|| request::marker_position(&view.items, &selected.chosen))
+            .flatten();
+        if marker.is_some() && selected.tokens + request::MARKER_TOKENS > budget {
+            let room = budget - request::MARKER_TOKENS;
+            selected = select_items(&view.items, &view.summaries, view.summary_tokens, room);
+            marker = request::marker_position(&view.items, &selected.chosen);
+        }
+        let mut items = self.rendered_items(session_id, &selected.chosen)?;
+        let view = self.cached(session_id);
+        unique_call_ids(view, &selected.chosen, &mut items);
+        let omitted = view.items.len() - selected.chosen.len();
+        let mut tokens = selected.tokens;
+        if let Some(position) = marker {
+            items.insert(position, view.marker_for(omitted));
+            tokens += request::MARKER_TOKENS;
+        }
+        Ok(Assembled {
+            items,
+            tokens,
+            omitted,
+            marker,
+        })
+    }
+
+    fn cached(&mut self, session_id: &str) -> &mut CachedView {
+        self.views
+            .views
+            .get_mut(session_id)
+            .expect("view was just ensured")
+    }
+
+    /// The renderings of the view items at `chosen`, rendering those not cached.
+    fn rendered_items(
+        &mut self,
+        session_id: &str,
+        chosen: &[usize],
+    ) -> Result<Vec<Arc<RenderedItem>>> {
+        let view = self.cached(session_id);
+        let missing: Vec<(usize, ItemKind, String)> = chosen
             .iter()
             .filter(|&&index| view.rendered[index].is_none())
             .map(|&index| (index, view.items[index].kind, view.items[index].id.clone()))
@@ -277,26 +344,17 @@ impl Store {
             };
             loaded.push((index, Arc::new(RenderedItem { id, messages })));
         }
-        let view = self
-            .views
-            .views
-            .get_mut(session_id)
-            .expect("view was just ensured");
+        let view = self.cached(session_id);
         view.rendered_count += loaded.len();
         for (index, rendered) in loaded {
             view.rendered[index] = Some(rendered);
         }
-        let items = selected
-            .chosen
+        let items = chosen
             .iter()
             .map(|&index| Arc::clone(view.rendered[index].as_ref().expect("rendered above")))
             .collect();
-        view.trim_rendered(&selected.chosen);
-        Ok(Assembled {
-            items,
-            tokens: selected.tokens,
-            omitted: view.items.len() - selected.chosen.len(),
-        })
+        view.trim_rendered(chosen);
+        Ok(items)
     }
 
     fn render_stored_message(&self, message_id: &str) -> Result<Vec<ChatMessage>> {
@@ -314,6 +372,21 @@ impl Store {
             .prepare_cached("SELECT text, message_count FROM summaries WHERE id = ?1")?
             .query_row([summary_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(vec![render::summary_message(summary_id, covered, &text)])
+    }
+}
+
+/// Renames repeated tool-call ids in `items` (the renderings of the view items at
+/// `chosen`). A renamed rendering replaces the cached one, so later assemblies
+/// send the same ids.
+fn unique_call_ids(view: &mut CachedView, chosen: &[usize], items: &mut [Arc<RenderedItem>]) {
+    let borrowed: Vec<&RenderedItem> = items.iter().map(AsRef::as_ref).collect();
+    if !request::has_repeated_call_ids(&borrowed) {
+        return;
+    }
+    for (position, renamed) in request::renamed_call_ids(&borrowed) {
+        let renamed = Arc::new(renamed);
+        view.rendered[chosen[position]] = Some(Arc::clone(&renamed));
+        items[position] = renamed;
     }
 }
 

@@ -1,0 +1,330 @@
+"""OpenAI chat messages in: the conversion behind :meth:`Session.record_messages`.
+
+An agent loop holds its turns as OpenAI chat messages. :func:`to_turns` turns such a
+list into the steps that store it: one :class:`Turn` per stored message, tool results
+folded into the assistant turn that made the call, and a :class:`ToolResult` for each
+result that answers a call an earlier list left open. The whole list is checked
+before any step is returned, so a bad message stores nothing.
+
+What is read: ``role``, ``content``, ``tool_calls`` and ``tool_call_id``. Other fields
+(``name``, ``refusal``, ``annotations``, provider extras) are not stored; a legacy
+``function_call`` is rejected rather than dropped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+from lossless.errors import InvalidInputError
+from lossless.parts import Part, Role, TextPart, ToolPart
+
+__all__ = [
+    "OpenAIMessage",
+    "SupportsModelDump",
+    "ToolResult",
+    "Turn",
+    "open_call_ids",
+    "to_turns",
+]
+
+# The store rejects these per write; checking them here keeps a bad list from
+# leaving its first turns stored. Same limits as rust/core/src/parts.rs.
+_MAX_PART_BYTES = 8 * 1024 * 1024
+_MAX_IDENTIFIER_BYTES = 512
+# Text parts of one message are stored as separate parts and rendered joined by a
+# blank line; a tool result is one string, joined the same way.
+_PART_SEPARATOR = "\n\n"
+
+
+class SupportsModelDump(Protocol):
+    """A pydantic model, such as an ``openai`` or ``litellm`` message object."""
+
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+OpenAIMessage: TypeAlias = Mapping[str, Any] | SupportsModelDump
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message to store; ``index`` is its position in the input list."""
+
+    index: int
+    role: Role
+    parts: list[Part]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of a call stored earlier and still open, to set through ``update_tool``."""
+
+    index: int
+    call_id: str
+    output: str
+
+
+@dataclass(slots=True)
+class _OpenAssistant:
+    """An assistant turn being built: its tool calls wait for their results."""
+
+    index: int
+    text: list[TextPart]
+    calls: list[tuple[str, str, str]]  # (name, call_id, arguments)
+    outputs: dict[int, str]  # call position -> result
+
+
+def to_turns(
+    messages: Sequence[OpenAIMessage],
+    *,
+    system_prompt: str | None,
+    open_calls: Callable[[], Iterable[str]],
+) -> list[Turn | ToolResult]:
+    """Convert OpenAI chat messages into the ordered steps that store them.
+
+    ``system_prompt`` is the session's own: a leading system message equal to it is
+    skipped. ``open_calls`` returns the call ids of the session that still wait for a
+    result (an id once per open call); it is called at most once, and only when a
+    ``tool`` message answers no call of the list. Raises :class:`InvalidInputError`
+    naming the index of the first bad message.
+    """
+    items = _as_list(messages)
+    steps: list[Turn | _OpenAssistant | ToolResult] = []
+    # call id -> (assistant, call position) of the list's calls still without a result,
+    # newest last: a result goes to the newest open call, as in the store.
+    waiting: dict[str, list[tuple[_OpenAssistant, int]]] = {}
+    session_open: Counter[str] | None = None
+    for index, raw in enumerate(items):
+        message = _as_mapping(index, raw)
+        role = _role(index, message)
+        if role == "system":
+            texts = _text_parts(f"messages[{index}].content", _required(index, message, "content"))
+            if index == 0 and system_prompt is not None and _joined(texts) == system_prompt:
+                continue
+            steps.append(Turn(index, "system", list[Part](texts)))
+        elif role == "user":
+            texts = _text_parts(f"messages[{index}].content", _required(index, message, "content"))
+            steps.append(Turn(index, "user", list[Part](texts)))
+        elif role == "assistant":
+            assistant = _assistant(index, message)
+            for position, (_, call_id, _) in enumerate(assistant.calls):
+                waiting.setdefault(call_id, []).append((assistant, position))
+            steps.append(assistant)
+        else:
+            call_id, output = _tool_result(index, message)
+            pending = waiting.get(call_id)
+            if pending:
+                assistant, position = pending.pop()
+                assistant.outputs[position] = output
+                continue
+            if session_open is None:
+                session_open = Counter(open_calls())
+            if session_open[call_id] <= 0:
+                raise InvalidInputError(
+                    f"messages[{index}].tool_call_id: {call_id!r} answers no call: none "
+                    "earlier in the list, and none open in the session"
+                )
+            session_open[call_id] -= 1
+            steps.append(ToolResult(index, call_id, output))
+    return [_finish(step) if isinstance(step, _OpenAssistant) else step for step in steps]
+
+
+def open_call_ids(parts: Iterable[Part]) -> list[str]:
+    """Call ids of the tool calls among ``parts`` that still wait for their result."""
+    return [
+        part.call_id
+        for part in parts
+        if isinstance(part, ToolPart)
+        and part.status in ("pending", "running")
+        and part.output is None
+    ]
+
+
+def _as_list(messages: Sequence[OpenAIMessage]) -> list[OpenAIMessage]:
+    if isinstance(messages, Mapping | str | bytes) or not isinstance(messages, Iterable):
+        raise InvalidInputError(
+            f"messages: expected a list of chat messages, got {type(messages).__name__}"
+        )
+    return list(messages)
+
+
+def _as_mapping(index: int, message: object) -> Mapping[str, Any]:
+    mapping = _mapping_of(message)
+    if mapping is None:
+        raise InvalidInputError(
+            f"messages[{index}]: expected a dict or a model with model_dump(), "
+            f"got {type(message).__name__}"
+        )
+    return mapping
+
+
+def _mapping_of(value: object) -> Mapping[str, Any] | None:
+    """``value`` as a mapping: itself, or its ``model_dump()``; ``None`` if neither."""
+    if isinstance(value, Mapping):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        dumped = dump()
+        if isinstance(dumped, Mapping):
+            return dumped
+    return None
+
+
+def _role(index: int, message: Mapping[str, Any]) -> str:
+    role = _required(index, message, "role")
+    if role not in ("system", "user", "assistant", "tool"):
+        raise InvalidInputError(
+            f"messages[{index}].role: expected 'system', 'user', 'assistant' or 'tool', "
+            f"got {role!r}"
+        )
+    if message.get("function_call") is not None:
+        raise InvalidInputError(
+            f"messages[{index}].function_call: the legacy function_call is not supported; "
+            "use tool_calls"
+        )
+    return str(role)
+
+
+def _required(index: int, message: Mapping[str, Any], key: str) -> Any:
+    value = message.get(key)
+    if value is None:
+        raise InvalidInputError(f"messages[{index}].{key}: missing")
+    return value
+
+
+def _text_parts(field: str, content: object) -> list[TextPart]:
+    """Content as text parts: a string, or a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, str):
+        return [TextPart(_checked_text(field, content))]
+    if not isinstance(content, list | tuple):
+        raise InvalidInputError(
+            f"{field}: expected a string or a list of content parts, got {type(content).__name__}"
+        )
+    parts: list[TextPart] = []
+    for position, raw in enumerate(content):
+        where = f"{field}[{position}]"
+        item = _mapping_of(raw)
+        if item is None:
+            raise InvalidInputError(f"{where}: expected a content part dict")
+        kind = item.get("type")
+        if kind != "text":
+            raise InvalidInputError(
+                f"{where}: {kind!r} content parts are not supported yet; only text parts are"
+            )
+        text = item.get("text")
+        if not isinstance(text, str):
+            raise InvalidInputError(f"{where}.text: expected a string")
+        parts.append(TextPart(_checked_text(f"{where}.text", text)))
+    if not parts:
+        raise InvalidInputError(f"{field}: an empty list of content parts says nothing")
+    return parts
+
+
+def _assistant(index: int, message: Mapping[str, Any]) -> _OpenAssistant:
+    content = message.get("content")
+    texts = [] if content is None else _text_parts(f"messages[{index}].content", content)
+    calls = _tool_calls(index, message.get("tool_calls"))
+    if not calls:
+        if content is None:
+            raise InvalidInputError(
+                f"messages[{index}]: an assistant message needs content or tool_calls"
+            )
+        # A reply of only empty text is still a turn that happened: keep it.
+        return _OpenAssistant(index, texts, [], {})
+    return _OpenAssistant(index, [part for part in texts if part.text], calls, {})
+
+
+def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise InvalidInputError(
+            f"messages[{index}].tool_calls: expected a list, got {type(value).__name__}"
+        )
+    calls: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for position, raw in enumerate(value):
+        where = f"messages[{index}].tool_calls[{position}]"
+        call = _mapping_of(raw)
+        if call is None:
+            raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
+        kind = call.get("type", "function")
+        if kind != "function":
+            raise InvalidInputError(
+                f"{where}.type: only 'function' tool calls are supported, got {kind!r}"
+            )
+        call_id = _identifier(f"{where}.id", call.get("id"))
+        if call_id in seen:
+            raise InvalidInputError(f"{where}.id: {call_id!r} appears twice in one message")
+        seen.add(call_id)
+        function = _mapping_of(call.get("function"))
+        if function is None:
+            raise InvalidInputError(f"{where}.function: missing")
+        name = _identifier(f"{where}.function.name", function.get("name"))
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            raise InvalidInputError(
+                f"{where}.function.arguments: expected the arguments' JSON text (a string), "
+                f"got {type(arguments).__name__}"
+            )
+        calls.append((name, call_id, _checked_text(f"{where}.function.arguments", arguments)))
+    return calls
+
+
+def _tool_result(index: int, message: Mapping[str, Any]) -> tuple[str, str]:
+    call_id = _identifier(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
+    field = f"messages[{index}].content"
+    output = _joined(_text_parts(field, _required(index, message, "content")))
+    return call_id, _checked_text(field, output)
+
+
+def _finish(assistant: _OpenAssistant) -> Turn:
+    parts: list[Part] = list(assistant.text)
+    for position, (name, call_id, arguments) in enumerate(assistant.calls):
+        output = assistant.outputs.get(position)
+        parts.append(
+            ToolPart(
+                name=name,
+                call_id=call_id,
+                input=arguments,
+                output=output,
+                status="pending" if output is None else "completed",
+            )
+        )
+    return Turn(assistant.index, "assistant", parts)
+
+
+def _joined(parts: Sequence[TextPart]) -> str:
+    return _PART_SEPARATOR.join(part.text for part in parts)
+
+
+def _identifier(field: str, value: object) -> str:
+    if value is None:
+        raise InvalidInputError(f"{field}: missing")
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field}: expected a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidInputError(f"{field}: must not be empty")
+    if len(value.encode()) > _MAX_IDENTIFIER_BYTES:
+        raise InvalidInputError(f"{field}: longer than {_MAX_IDENTIFIER_BYTES} bytes")
+    if any(_is_control(char) for char in value):
+        raise InvalidInputError(f"{field}: contains a control character (NUL, newline, ...)")
+    return value
+
+
+def _is_control(char: str) -> bool:
+    # Rust's char::is_control: the Cc category, U+0000-U+001F and U+007F-U+009F.
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code <= 0x9F
+
+
+def _checked_text(field: str, text: str) -> str:
+    # A character is at most four bytes: only long strings need encoding to be measured.
+    if len(text) * 4 > _MAX_PART_BYTES and len(text.encode()) > _MAX_PART_BYTES:
+        raise InvalidInputError(
+            f"{field}: over the {_MAX_PART_BYTES}-byte limit of one part; "
+            "store large content as a file reference"
+        )
+    return text
