@@ -216,7 +216,9 @@ def test_assembly_renders_openai_tool_turns(store: Store, sid: str) -> None:
         [
             {"kind": "text", "text": "reading"},
             tool_wire("call_a", "alpha contents"),
-            tool_wire("call_b", None, status="error", error="no such file"),
+            tool_wire(
+                "call_b", None, status="error", error="no such file", input='{"path": "b.py"}'
+            ),
         ],
     )
     store.append(sid, "assistant", "done")
@@ -233,7 +235,7 @@ def test_assembly_renders_openai_tool_turns(store: Store, sid: str) -> None:
         {
             "id": "call_b",
             "type": "function",
-            "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+            "function": {"name": "read_file", "arguments": '{"path": "b.py"}'},
         },
     ]
     assert messages[2] == {"role": "tool", "content": "alpha contents", "tool_call_id": "call_a"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -170,6 +171,13 @@ def _cost(model: str, reply: StreamedReply) -> float | None:
         return None
 
 
+def new_call_id() -> str:
+    """A tool-call id for a call the model sent without one. Random, so it is unique
+    within the session: a fallback numbered per reply would repeat across turns, and
+    providers refuse two calls with one id in a request."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
 async def _consume(stream: Any, reply: StreamedReply, on_text: TextCallback | None) -> None:
     drafts: dict[int, _ToolDraft] = {}
     async for chunk in stream:
@@ -201,7 +209,7 @@ async def _consume(stream: Any, reply: StreamedReply, on_text: TextCallback | No
         reply.tool_calls.append(
             ToolPart(
                 name=draft.name or "unknown",
-                call_id=draft.call_id or f"call_{index}",
+                call_id=draft.call_id or new_call_id(),
                 input="".join(draft.arguments) or "{}",
                 status="pending",
             )

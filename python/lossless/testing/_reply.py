@@ -30,7 +30,8 @@ class ToolCallSpec:
             verbatim (so a test can hand the client arguments that are not valid JSON).
         id: The tool call id. ``None`` lets the server assign ``call_<n>``, where
             ``n`` counts the tool calls it has emitted since it started or was reset,
-            starting at 1.
+            starting at 1.  ``""`` sends the call with no id at all, as some
+            servers do.
     """
 
     name: str

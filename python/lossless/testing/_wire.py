@@ -123,7 +123,7 @@ class Completion:
         if self.tool_calls:
             message["tool_calls"] = [
                 {
-                    "id": call.id,
+                    "id": call.id or None,
                     "type": "function",
                     "function": {"name": call.name, "arguments": call.arguments},
                 }
@@ -175,7 +175,7 @@ class Completion:
         for index, call in enumerate(self.tool_calls):
             head = {
                 "index": index,
-                "id": call.id,
+                "id": call.id or None,
                 "type": "function",
                 "function": {"name": call.name, "arguments": ""},
             }

@@ -211,15 +211,37 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
             non_empty(content, empty_text(role)),
         )];
     }
-    let head = ChatMessage {
+    let mut out = Vec::with_capacity(1 + results.len());
+    let mut head = ChatMessage {
         role,
         content: (!content.trim().is_empty()).then_some(content),
-        tool_calls: calls,
+        tool_calls: Vec::with_capacity(calls.len()),
         tool_call_id: None,
     };
-    let mut out = Vec::with_capacity(1 + results.len());
+    let mut answers = Vec::with_capacity(results.len());
+    for (call, result) in calls.into_iter().zip(results) {
+        // A call identical to one before it in the message (same name and arguments)
+        // starts a message of its own: Gemini's format has no call ids, and litellm
+        // merges identical parallel calls into one, leaving two results for it.
+        let repeated = head
+            .tool_calls
+            .iter()
+            .any(|earlier| earlier.name == call.name && earlier.arguments == call.arguments);
+        if repeated {
+            let next = ChatMessage {
+                role,
+                content: None,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+            };
+            out.push(std::mem::replace(&mut head, next));
+            out.append(&mut answers);
+        }
+        head.tool_calls.push(call);
+        answers.push(result);
+    }
     out.push(head);
-    out.extend(results);
+    out.append(&mut answers);
     out
 }
 

@@ -5,7 +5,9 @@
 //! Each stored message already renders valid on its own (see [`crate::render`]);
 //! these rules concern how the rendered items sit together.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+
+use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use crate::parts::Role;
 use crate::render::ChatMessage;
@@ -78,7 +80,9 @@ pub fn marker_item(omitted: usize) -> RenderedItem {
 /// set insert per call, no copies.
 #[must_use]
 pub fn has_repeated_call_ids(items: &[&RenderedItem]) -> bool {
-    let mut seen = HashSet::new();
+    // Ids are short and not attacker-chosen keys of a long-lived table: a fast
+    // hash is what this per-assembly check needs.
+    let mut seen = FxHashSet::with_capacity_and_hasher(items.len(), FxBuildHasher);
     items
         .iter()
         .flat_map(|item| item.messages.iter())
@@ -89,7 +93,7 @@ pub fn has_repeated_call_ids(items: &[&RenderedItem]) -> bool {
 /// Renderings of `items` whose repeated tool-call ids are renamed, with their
 /// positions in `items`. The first use of an id keeps it; a later one becomes
 /// `{id}_{n}` with the smallest `n` unused in the request, on the call and on its
-/// result. Stored ids do not change.
+/// result (results follow their calls in order). Stored ids do not change.
 #[must_use]
 pub fn renamed_call_ids(items: &[&RenderedItem]) -> Vec<(usize, RenderedItem)> {
     let mut taken: HashSet<String> = items
@@ -101,26 +105,48 @@ pub fn renamed_call_ids(items: &[&RenderedItem]) -> Vec<(usize, RenderedItem)> {
     let mut used = HashSet::new();
     let mut renamed = Vec::new();
     for (position, item) in items.iter().enumerate() {
-        let mut copy: Option<RenderedItem> = None;
-        let calls = item
+        // The id each call of the item goes out with, in order; cloned only if one changes.
+        let mut ids = Vec::new();
+        let mut changed = false;
+        for call in item
             .messages
-            .first()
-            .map_or(0, |head| head.tool_calls.len());
-        for call in 0..calls {
-            let id = &item.messages[0].tool_calls[call].id;
-            if used.insert(id.clone()) {
-                continue;
+            .iter()
+            .flat_map(|message| message.tool_calls.iter())
+        {
+            let mut id = call.id.clone();
+            if !used.insert(id.clone()) {
+                id = unused_id(&id, &mut taken);
+                used.insert(id.clone());
+                changed = true;
             }
-            let fresh = unused_id(id, &mut taken);
-            used.insert(fresh.clone());
-            let copy = copy.get_or_insert_with(|| clone_item(item));
-            rename_call(copy, call, fresh);
+            ids.push(id);
         }
-        if let Some(copy) = copy {
-            renamed.push((position, copy));
+        if changed {
+            renamed.push((position, with_call_ids(item, ids)));
         }
     }
     renamed
+}
+
+/// A copy of `item` whose calls take `ids` in order, and whose results take the id of
+/// the call they answer (results follow their calls in order).
+fn with_call_ids(item: &RenderedItem, ids: Vec<String>) -> RenderedItem {
+    let mut copy = RenderedItem {
+        id: item.id.clone(),
+        messages: item.messages.clone(),
+    };
+    let mut ids = ids.into_iter();
+    let mut answers: VecDeque<String> = VecDeque::new();
+    for message in &mut copy.messages {
+        for call in &mut message.tool_calls {
+            call.id = ids.next().expect("one id per call");
+            answers.push_back(call.id.clone());
+        }
+        if message.tool_call_id.is_some() {
+            message.tool_call_id = answers.pop_front();
+        }
+    }
+    copy
 }
 
 fn unused_id(id: &str, taken: &mut HashSet<String>) -> String {
@@ -133,22 +159,6 @@ fn unused_id(id: &str, taken: &mut HashSet<String>) -> String {
         }
         n += 1;
     }
-}
-
-fn clone_item(item: &RenderedItem) -> RenderedItem {
-    RenderedItem {
-        id: item.id.clone(),
-        messages: item.messages.clone(),
-    }
-}
-
-/// Renames the `call`-th tool call of `item` and its result, which renders as the
-/// `call + 1`-th message (results follow their calls in order).
-fn rename_call(item: &mut RenderedItem, call: usize, fresh: String) {
-    if let Some(result) = item.messages.get_mut(call + 1) {
-        result.tool_call_id = Some(fresh.clone());
-    }
-    item.messages[0].tool_calls[call].id = fresh;
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use lossless_core::render::ChatMessage;
 use lossless_core::store::RenderedItem;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -21,25 +23,50 @@ const SESSIONS: usize = 16;
 struct Entry {
     /// Held so that its address is not reused while the entry lives.
     rendered: Arc<RenderedItem>,
-    dicts: Vec<Py<PyDict>>,
+    messages: Vec<CachedMessage>,
     id: Py<PyString>,
 }
 
-impl Entry {
-    /// Fresh copies of the dicts, nested `tool_calls` included, so a caller that
-    /// changes what it got cannot change the cache or another assembly.
-    fn copies<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.dicts
-            .iter()
-            .zip(&self.rendered.messages)
-            .map(|(dict, message)| {
-                let copy = dict.bind(py).copy()?;
-                if !message.tool_calls.is_empty() {
-                    copy.set_item("tool_calls", convert::tool_calls(py, &message.tool_calls)?)?;
+/// One chat message as built once, with its tool calls' dicts at hand: every copy
+/// needs them anew, so that a caller (or litellm) changing the `tool_calls` it got
+/// cannot change the cache or another assembly. Strings are shared: they cannot change.
+struct CachedMessage {
+    dict: Py<PyDict>,
+    /// Each call's entry dict and its `function` dict.
+    calls: Vec<(Py<PyDict>, Py<PyDict>)>,
+}
+
+impl CachedMessage {
+    fn new(py: Python<'_>, message: &ChatMessage) -> PyResult<Self> {
+        let dict = convert::chat_message(py, message)?;
+        let mut calls = Vec::with_capacity(message.tool_calls.len());
+        if let Some(list) = dict.get_item(intern!(py, "tool_calls"))? {
+            for entry in list.cast_into::<PyList>()?.iter() {
+                let entry = entry.cast_into::<PyDict>()?;
+                if let Some(function) = entry.get_item(intern!(py, "function"))? {
+                    calls.push((entry.unbind(), function.cast_into::<PyDict>()?.unbind()));
                 }
-                Ok(copy)
-            })
-            .collect()
+            }
+        }
+        Ok(Self {
+            dict: dict.unbind(),
+            calls,
+        })
+    }
+
+    /// A fresh copy, nested tool-call dicts included.
+    fn copy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let copy = self.dict.bind(py).copy()?;
+        if !self.calls.is_empty() {
+            let list = PyList::empty(py);
+            for (entry, function) in &self.calls {
+                let entry = entry.bind(py).copy()?;
+                entry.set_item(intern!(py, "function"), function.bind(py).copy()?)?;
+                list.append(entry)?;
+            }
+            copy.set_item(intern!(py, "tool_calls"), list)?;
+        }
+        Ok(copy)
     }
 }
 
@@ -87,17 +114,19 @@ impl RenderCache {
                 Some(entry) => entry,
                 None => new_entry(py, rendered)?,
             };
-            for copy in entry.copies(py)? {
-                messages.append(copy)?;
+            for message in &entry.messages {
+                messages.append(message.copy(py)?)?;
             }
             current.push(entry);
         }
-        let item_ids = PyList::empty(py);
-        for (position, entry) in current.iter().enumerate() {
-            if Some(position) != marker {
-                item_ids.append(entry.id.bind(py))?;
+        let ids = current.iter().map(|entry| entry.id.bind(py));
+        let item_ids = match marker {
+            None => PyList::new(py, ids)?,
+            Some(position) => {
+                let ids: Vec<_> = ids.enumerate().filter(|(at, _)| *at != position).collect();
+                PyList::new(py, ids.into_iter().map(|(_, id)| id))?
             }
-        }
+        };
         self.sessions.insert(session_id.to_string(), current);
         Ok(Lists { messages, item_ids })
     }
@@ -146,14 +175,14 @@ impl Previous {
 }
 
 fn new_entry(py: Python<'_>, rendered: &Arc<RenderedItem>) -> PyResult<Entry> {
-    let dicts = rendered
+    let messages = rendered
         .messages
         .iter()
-        .map(|message| convert::chat_message(py, message).map(Bound::unbind))
+        .map(|message| CachedMessage::new(py, message))
         .collect::<PyResult<_>>()?;
     Ok(Entry {
         rendered: Arc::clone(rendered),
-        dicts,
+        messages,
         id: PyString::new(py, &rendered.id).unbind(),
     })
 }
