@@ -12,10 +12,12 @@ __all__ = [
     "Store",
     "TokenCounter",
     "__version__",
+    "check_summary",
     "count_tokens",
     "encoding_for_model",
     "extract_file_ids",
     "merge_file_id_footer",
+    "with_kept",
 ]
 
 __version__: str
@@ -34,6 +36,14 @@ def extract_file_ids(text: str) -> list[str]:
 
 def merge_file_id_footer(text: str, file_ids: list[str]) -> str:
     """``text`` with a ``[LCM File IDs: ...]`` footer holding its own ids and ``file_ids``."""
+
+def check_summary(summary: str, extractive: str, prompt: str) -> tuple[list[str], float]:
+    """The constraints and identifiers of ``extractive`` (the built-in summary of the
+    same messages) that ``summary`` left out, and the share of ``summary``'s phrases
+    found in ``prompt``."""
+
+def with_kept(summary: str, missing: list[str]) -> str:
+    """``summary`` with ``missing`` appended in a section of their own."""
 
 @final
 class TokenCounter:

@@ -342,6 +342,15 @@ class Session:
             EventName.MESSAGE_CREATED, self.id, message_id=appended["id"], role=role
         )
         self._watch_tool_calls(normalized)
+        view_tokens, triggered = await self._keep_within_budget()
+        return RecordResult(
+            appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered
+        )
+
+    async def _keep_within_budget(self) -> tuple[int, bool]:
+        """After a write that grew the view: starts a background round past the soft
+        limit, and waits for compaction past the hard one. Returns the view's size and
+        whether a round was started."""
         view_tokens = self.view_tokens()
         triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
         if self.compaction.is_hard_overflow(view_tokens):
@@ -352,9 +361,7 @@ class Session:
         else:
             # Let a just-started background round begin while the caller carries on.
             await anyio.lowlevel.checkpoint()
-        return RecordResult(
-            appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered
-        )
+        return view_tokens, triggered
 
     async def record_messages(self, messages: Sequence[OpenAIMessage]) -> list[RecordResult]:
         """Append turns an agent loop holds as OpenAI chat messages, in order.
@@ -414,6 +421,8 @@ class Session:
             self._store.update_tool, self.id, call_id, status, output, error, heavy=heavy
         )
         self.events.publish(EventName.TOOL_UPDATED, self.id, call_id=call_id, status=status)
+        # A result can be the largest thing a session stores.
+        await self._keep_within_budget()
 
     async def compact(self) -> CompactionResult:
         """Run one compaction now, even under the soft threshold. Never raises."""

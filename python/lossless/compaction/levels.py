@@ -25,6 +25,11 @@ SummariserKind = Literal["llm", "extractive", "truncation"]
 MIN_SUMMARY_TOKENS = 128
 # Each condensed summary is cut to this before a level-2 merge.
 CONDENSE2_SUMMARY_CHARS = 800
+# A model summary is checked against the built-in summary of the same messages,
+# written within at least this many tokens: instructions claim that budget first.
+CHECK_SOURCE_TOKENS = 2_000
+# A model summary whose phrases are mostly its prompt's says nothing of the messages.
+PROMPT_ECHO_LIMIT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +91,36 @@ class Summariser:
         """A leaf summary of ``span`` within ``target`` tokens and smaller than the span."""
         target = max(target, MIN_SUMMARY_TOKENS)
         attempts: list[str] = []
-        if self.model is None:
-            result = await self._native_call(self._store.extractive_summary, span, target)
-            if result["token_count"] <= target and result["token_count"] < span.tokens:
-                return Candidate(result["text"], result["token_count"], 1, "extractive", span)
-            attempts.append(_extractive_attempt(result, span))
-        else:
+        if self.model is not None:
             for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
                 candidate = await self._llm_leaf(level, span, target, attempts)
                 if candidate is not None:
                     return candidate
+        # The built-in summary keeps every instruction it finds: a better fallback for
+        # model summaries that failed their checks than truncation.
+        result = await self._native_call(self._store.extractive_summary, span, target)
+        if result["token_count"] <= target and result["token_count"] < span.tokens:
+            return Candidate(
+                result["text"],
+                result["token_count"],
+                1,
+                "extractive",
+                span,
+                attempts=tuple(attempts),
+            )
+        attempts.append(_extractive_attempt(result, span))
         return await self.truncate(span, target, attempts)
+
+    async def _checked(
+        self, summary: str, source: str, prompt: str, label: str, attempts: list[str]
+    ) -> str | None:
+        """``summary`` with what it left out of ``source`` (a built-in summary, or the
+        summaries being condensed) added back, or None when it mostly repeats ``prompt``."""
+        missing, echo = _native.check_summary(summary, source, prompt)
+        if echo >= PROMPT_ECHO_LIMIT:
+            attempts.append(f"{label}: {echo:.0%} of the summary repeats its prompt; refused")
+            return None
+        return _native.with_kept(summary, missing)
 
     def commit_extractive_now(self, span: _native.Span, target: int) -> ExtractiveCommit:
         """The built-in summary of ``span`` within ``target`` tokens, committed in the
@@ -150,7 +174,16 @@ class Summariser:
         if not reply.strip():
             attempts.append(f"level {level}: the model returned no text")
             return None
-        text = merge_file_id_footer(reply.strip(), transcript["file_ids"])
+        covered = span.head(transcript["message_count"])
+        source = await self._native_call(
+            self._store.extractive_summary, covered, max(2 * target, CHECK_SOURCE_TOKENS)
+        )
+        checked = await self._checked(
+            reply.strip(), source["text"], instructions, f"level {level}", attempts
+        )
+        if checked is None:
+            return None
+        text = merge_file_id_footer(checked, transcript["file_ids"])
         tokens = self._count(text)
         if tokens >= transcript["token_count"] or tokens > target:
             attempts.append(
@@ -158,7 +191,6 @@ class Summariser:
                 f"(target {target}): not smaller than its input or over the target"
             )
             return None
-        covered = span.head(transcript["message_count"])
         return Candidate(text, tokens, level, "llm", covered, attempts=tuple(attempts))
 
     async def condense(self, summaries: list[dict[str, Any]], target: int) -> Candidate:
@@ -190,7 +222,12 @@ class Summariser:
                 if not reply.strip():
                     attempts.append(f"condense level {level}: the model returned no text")
                     continue
-                text = merge_file_id_footer(reply.strip(), file_ids)
+                sources = "\n\n".join(row["text"] for row in summaries)
+                label = f"condense level {level}"
+                checked = await self._checked(reply.strip(), sources, instructions, label, attempts)
+                if checked is None:
+                    continue
+                text = merge_file_id_footer(checked, file_ids)
                 tokens = self._count(text)
                 if tokens < total and tokens <= max(target, MIN_SUMMARY_TOKENS):
                     return Candidate(

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod render;
 pub mod request;
 pub mod store;
+pub mod summary_check;
 mod threads;
 pub mod tokens;
 

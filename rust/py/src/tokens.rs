@@ -1,6 +1,6 @@
 //! Token counting and file-id functions.
 
-use lossless_core::{fileids, tokens};
+use lossless_core::{fileids, summary_check, tokens};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
@@ -40,6 +40,30 @@ pub fn merge_file_id_footer(
 ) -> PyResult<String> {
     let text = utf8(text, "text")?;
     Ok(py.detach(|| fileids::merge_file_id_footer(text, &file_ids)))
+}
+
+/// What a model summary left out of the extractive pass's constraints and
+/// identifiers, and how much of it repeats its prompt: `(missing, prompt_echo)`.
+#[pyfunction]
+pub fn check_summary(
+    py: Python<'_>,
+    summary: &Bound<'_, PyString>,
+    extractive: &Bound<'_, PyString>,
+    prompt: &Bound<'_, PyString>,
+) -> PyResult<(Vec<String>, f64)> {
+    let (summary, extractive) = (utf8(summary, "summary")?, utf8(extractive, "extractive")?);
+    let prompt = utf8(prompt, "prompt")?;
+    let check = py.detach(|| summary_check::check_summary(summary, extractive, prompt));
+    Ok((check.missing, check.prompt_echo))
+}
+
+/// `summary` with `missing` appended in a section of their own.
+#[pyfunction]
+pub fn with_kept(summary: &Bound<'_, PyString>, missing: Vec<String>) -> PyResult<String> {
+    Ok(summary_check::with_kept(
+        utf8(summary, "summary")?,
+        &missing,
+    ))
 }
 
 /// Counts tokens for one model's encoding.
