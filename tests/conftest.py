@@ -52,7 +52,10 @@ def make_config(server: LocalLLMServer, **sections: Any) -> Config:
     }
     llm = LLMConfig(**{**llm_values, **llm_overrides})
     values: dict[str, Any] = {
-        "model": ModelConfig(context_limit=CONTEXT_LIMIT, max_output_tokens=MAX_OUTPUT_TOKENS),
+        # Exact counts: tests of the calibration turn it on themselves.
+        "model": ModelConfig(
+            context_limit=CONTEXT_LIMIT, max_output_tokens=MAX_OUTPUT_TOKENS, token_correction=1.0
+        ),
         "llm": llm,
         "compaction": CompactionConfig(output_budget=1_000),
     }

@@ -33,6 +33,16 @@ class ModelConfig(_Section):
     max_output_tokens: int | None = Field(
         default=None, gt=0, description="Tokens reserved for the reply."
     )
+    token_correction: float | None = Field(
+        default=None,
+        ge=0.5,
+        le=4.0,
+        description=(
+            "Provider tokens per counted token. None: calibrated from the prompt tokens "
+            "the provider reports, with a 15% margin until then (none for OpenAI models, "
+            "whose tokenizer is the one counted with)."
+        ),
+    )
 
 
 class LLMConfig(_Section):

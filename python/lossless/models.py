@@ -64,26 +64,28 @@ class Budget:
     compaction_reserve: int
     system_tokens: int
     soft_fraction: float
+    # Provider tokens per counted token (see :mod:`lossless.calibration`).
+    correction: float = 1.0
 
     @classmethod
-    def of(cls, limits: ModelLimits, config: Config, system_tokens: int) -> Budget:
+    def of(
+        cls, limits: ModelLimits, config: Config, system_tokens: int, correction: float = 1.0
+    ) -> Budget:
         return cls(
             limits.context_limit,
             limits.max_output_tokens,
             config.compaction.output_budget,
             system_tokens,
             config.compaction.soft_threshold,
+            correction,
         )
 
     @property
     def usable(self) -> int:
-        return max(
-            0,
-            self.context_limit
-            - self.max_output_tokens
-            - self.compaction_reserve
-            - self.system_tokens,
-        )
+        """Counted tokens the history may hold: the provider's room for the prompt,
+        in counted tokens, less the system prompt."""
+        room = self.context_limit - self.max_output_tokens - self.compaction_reserve
+        return max(0, int(room / self.correction) - self.system_tokens)
 
     @property
     def soft_limit(self) -> int:

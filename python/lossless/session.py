@@ -22,6 +22,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from lossless import _native
+from lossless.calibration import TokenCalibration
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config, ModelConfig
 from lossless.errors import (
@@ -134,7 +135,8 @@ class Session:
         counter = _native.TokenCounter(model)
         self._count = counter.count
         self._system_tokens = counter.count(system_prompt) + 4 if system_prompt else 0
-        self.budget = Budget.of(limits, config, self._system_tokens)
+        self._calibration = TokenCalibration(model, config.model.token_correction)
+        self.budget = Budget.of(limits, config, self._system_tokens, self._calibration.correction)
         self.events = EventBus(tape=store)
         self._task_group: TaskGroup | None = None
         self._closed = False
@@ -539,6 +541,7 @@ class Session:
             )
             raise
         finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
+        self._calibrate(context.tokens, reply.input_tokens)
         self._watch_tool_calls(reply.tool_calls)
         self.events.publish(
             EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant"
@@ -560,6 +563,12 @@ class Session:
             context_tokens=context.tokens,
             compaction_triggered=triggered,
         )
+
+    def _calibrate(self, counted: int, reported: int | None) -> None:
+        """Takes in what the provider said a request cost, so the view keeps within its
+        real window (see :mod:`lossless.calibration`)."""
+        if reported is not None and self._calibration.observe(counted, reported):
+            self.budget = replace(self.budget, correction=self._calibration.correction)
 
     def _on_retry(self, attempt: int, reason: str) -> None:
         self.events.publish(EventName.LLM_RETRY, self.id, attempt=attempt, reason=reason)
