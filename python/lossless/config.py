@@ -33,6 +33,14 @@ class ModelConfig(_Section):
     max_output_tokens: int | None = Field(
         default=None, gt=0, description="Tokens reserved for the reply."
     )
+    profile: Literal["auto", "default", "strict", "mistral", "llama3"] = Field(
+        default="auto",
+        description=(
+            "How requests are rendered: 'default' suits every hosted provider; 'strict' "
+            "alternates roles, 'mistral' adds 9-character call ids, 'llama3' one call per "
+            "message. 'auto' chooses by the model's name on OpenAI-compatible servers."
+        ),
+    )
     token_correction: float | None = Field(
         default=None,
         ge=0.5,

@@ -45,6 +45,7 @@ from lossless.parts import (
     part_from_wire,
     part_to_wire,
 )
+from lossless.profiles import profile_for
 
 __all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
 
@@ -135,6 +136,7 @@ class Session:
         counter = _native.TokenCounter(model)
         self._count = counter.count
         self._system_tokens = counter.count(system_prompt) + 4 if system_prompt else 0
+        self.profile = profile_for(model, config.model.profile)
         self._calibration = TokenCalibration(model, config.model.token_correction)
         self.budget = Budget.of(limits, config, self._system_tokens, self._calibration.correction)
         self.events = EventBus(tape=store)
@@ -309,9 +311,17 @@ class Session:
 
     def build_context(self) -> BuiltContext:
         """The messages the next model call would send, assembled within the budget."""
-        messages, tokens, item_ids, omitted = self._store.assemble(self.id, self.budget.usable)
+        messages, tokens, item_ids, omitted = self._store.assemble(
+            self.id, self.budget.usable, self.profile
+        )
         if self.system_prompt:
-            messages.insert(0, {"role": "system", "content": self.system_prompt})
+            if self.profile != "default" and messages and messages[0]["role"] == "system":
+                # Strict templates take one system message.
+                first = messages.pop(0)
+                prompt = f"{self.system_prompt}\n\n{first['content']}"
+                messages.insert(0, {"role": "system", "content": prompt})
+            else:
+                messages.insert(0, {"role": "system", "content": self.system_prompt})
             tokens += self._system_tokens
         return BuiltContext(
             messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted

@@ -60,10 +60,11 @@ class Store:
         return self._inner.history(session_id)
 
     def assemble(
-        self, session_id: str, budget_tokens: int
+        self, session_id: str, budget_tokens: int, profile: str = "default"
     ) -> tuple[list[dict[str, Any]], int, list[str], int]:
-        """The context that fits ``budget_tokens``: (messages, tokens, item ids, items left out)."""
-        return self._inner.assemble(session_id, budget_tokens)
+        """The context that fits ``budget_tokens``: (messages, tokens, item ids, items left
+        out), rendered for ``profile`` (see :mod:`lossless.profiles`)."""
+        return self._inner.assemble(session_id, budget_tokens, profile)
 
     def grep(
         self,

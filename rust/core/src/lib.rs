@@ -10,6 +10,7 @@ pub mod fileids;
 pub mod ids;
 pub mod parts;
 pub mod plan;
+pub mod profile;
 pub mod render;
 pub mod request;
 pub mod store;

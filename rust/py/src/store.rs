@@ -5,6 +5,7 @@ use std::sync::{Mutex, PoisonError, TryLockError};
 
 use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::plan::Tail;
+use lossless_core::profile::Profile;
 use lossless_core::store::{self as core_store, GrepMode, OpenOptions};
 use lossless_core::Result;
 use pyo3::prelude::*;
@@ -12,6 +13,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::convert;
+use crate::errors::invalid;
 use crate::release;
 use crate::render_cache::RenderCache;
 use crate::span::{MessageIds, Span};
@@ -224,13 +226,24 @@ impl Store {
         Ok(list)
     }
 
+    #[pyo3(signature = (session_id, budget_tokens, profile = "default"))]
     fn assemble<'py>(
         &self,
         py: Python<'py>,
         session_id: &str,
         budget_tokens: i64,
+        profile: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let profile = Profile::named(profile).ok_or_else(|| {
+            invalid(
+                "profile",
+                &format!("{profile:?} is not one of default, strict, mistral, llama3"),
+            )
+        })?;
         let assembled = self.with(py, |store| store.assemble(session_id, budget_tokens))?;
+        if !profile.is_default() {
+            return profiled(py, &assembled, profile);
+        }
         // Never wait for the cache while holding the interpreter: a thread that holds
         // the cache may be waiting for the interpreter. Busy means build afresh.
         let lists = match self.rendered.try_lock() {
@@ -700,4 +713,28 @@ fn tail_rule(user_turns: usize, tokens: Option<i64>, messages: Option<usize>) ->
         max_tokens: tokens.unwrap_or(i64::MAX),
         max_messages: messages.unwrap_or(usize::MAX),
     }
+}
+
+/// An assembly as a stricter target takes it: rewritten by `profile`, and built
+/// afresh (the rewritten messages are not the cached renderings).
+fn profiled<'py>(
+    py: Python<'py>,
+    assembled: &core_store::Assembled,
+    profile: Profile,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let messages = profile.apply(assembled.messages().cloned().collect());
+    let list = PyList::empty(py);
+    for message in &messages {
+        list.append(convert::chat_message(py, message)?)?;
+    }
+    let ids: Vec<&str> = assembled.item_ids().collect();
+    PyTuple::new(
+        py,
+        [
+            list.into_any(),
+            obj(py, assembled.tokens)?,
+            PyList::new(py, ids)?.into_any(),
+            obj(py, assembled.omitted)?,
+        ],
+    )
 }
