@@ -29,6 +29,9 @@ DEMO_MODEL = "gpt-4o"
 DEMO_CONTEXT_LIMIT = 32_000
 DEMO_MAX_OUTPUT = 4_000
 MIN_COMPACTIONS = 5
+# Every this many turns, the request the session would send is run through the
+# provider conformance check (the `openai` types and litellm's transformations).
+CHECK_EVERY = 20
 
 
 @dataclass
@@ -48,6 +51,10 @@ class DemoReport:
     context_tokens: int = 0
     budget: int = 0
     seconds: float = 0.0
+    requests_checked: int = 0
+    requests_failed: int = 0
+    request_violations: list[str] = field(default_factory=list)
+    worst_view: float = 0.0
 
 
 def demo_config(model: str | None, api_base: str | None = None) -> Config:
@@ -82,7 +89,10 @@ def run_demo(
         report.recall_found
         and report.recall_expanded
         and report.file_ids_in_context == report.file_ids_total
+        and not report.request_violations
     )
+    for violation in report.request_violations[:5]:
+        console.print(f"[red]{escape(violation)}[/]")
     if report.compactions < MIN_COMPACTIONS:
         console.print(
             f"[yellow]only {report.compactions} compactions; use more --turns to see more[/]"
@@ -119,6 +129,10 @@ async def _replay(
             for turn in trajectory:
                 await session.record(turn.role, list(turn.parts))
                 report.turns += 1
+                view = session.view_tokens() / max(report.budget, 1)
+                report.worst_view = max(report.worst_view, view)
+                if report.turns % CHECK_EVERY == 0:
+                    _check_request(session, report)
                 if report.turns % 5 == 0 or report.turns == len(trajectory):
                     progress.update(
                         task,
@@ -128,6 +142,7 @@ async def _replay(
                     )
             await session.compaction.wait_for_pending()
         report.seconds = time.perf_counter() - started
+        _check_request(session, report)
         _check_context(session, report)
         _show_recall(session, report, console)
     return report
@@ -149,6 +164,16 @@ def _levels(levels: list[int]) -> str:
         return ""
     counts = {level: levels.count(level) for level in sorted(set(levels))}
     return "(" + ", ".join(f"L{level}×{count}" for level, count in counts.items()) + ")"
+
+
+def _check_request(session: Session, report: DemoReport) -> None:
+    """Would OpenAI, Anthropic, Bedrock and Gemini accept the next request?"""
+    from lossless.testing.conformance import violations
+
+    found = violations(session.build_context().messages)
+    report.requests_checked += 1
+    report.requests_failed += bool(found)
+    report.request_violations.extend(found)
 
 
 def _check_context(session: Session, report: DemoReport) -> None:
@@ -201,6 +226,11 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
         ("compactions", f"{report.compactions} {_levels(report.levels)}"),
         ("tool outputs pruned", str(report.pruned_parts)),
         ("context now", f"{report.context_tokens:,} of {report.budget:,} usable tokens"),
+        ("largest view during the run", f"{report.worst_view:.0%} of the usable budget"),
+        (
+            "requests accepted by OpenAI, Anthropic, Bedrock, Gemini",
+            f"{report.requests_checked - report.requests_failed} of {report.requests_checked}",
+        ),
         ("file ids kept in context", f"{report.file_ids_in_context} of {report.file_ids_total}"),
         ("turn-3 fact found / expanded", f"{report.recall_found} / {report.recall_expanded}"),
     ]
