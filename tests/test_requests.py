@@ -259,3 +259,53 @@ async def test_identical_parallel_calls_go_out_in_messages_of_their_own(session:
         ("tool", []),
     ]
     assert messages[1]["content"] == "reading" and messages[3]["content"] is None
+
+
+async def test_a_large_output_beside_a_running_call_is_pruned_not_stalled(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    # The running call keeps its whole message out of every summary; the finished
+    # output beside it is tombstoned, however little that saves.
+    rng = random.Random(1)
+    config = config_for(
+        model=ModelConfig(context_limit=3_000, max_output_tokens=1_000),
+        compaction=CompactionConfig(output_budget=1_000),
+    )
+    async with await Session.create(model=TEST_MODEL, db=db, config=config) as session:
+        await session.record("user", "build and test")
+        await session.record(
+            "assistant",
+            [
+                ToolPart("read_file", "call_1", {"path": "a.py"}, output=output(rng, 900)),
+                ToolPart("bash", "call_2", {"cmd": "make serve"}, status="running"),
+            ],
+        )
+        for _ in range(3):
+            await session.record("user", output(rng, 40))
+            await session.record("assistant", output(rng, 40))
+            messages = await check_turn(session)
+        assert session.build_context().omitted == 0
+        assert "pruned from context" in messages[2]["content"]
+
+
+async def test_the_same_view_gives_the_same_ids_in_every_process(
+    config_for: Callable[..., Config], db: Path
+) -> None:
+    from lossless import Store
+
+    config = config_for(
+        model=ModelConfig(context_limit=3_000, max_output_tokens=500),
+        compaction=CompactionConfig(output_budget=0, enabled=False),
+    )
+    async with await Session.create(model=TEST_MODEL, db=db, config=config) as session:
+        await session.record("user", "go")
+        await session.record("assistant", [ToolPart("read", "call_1", {}, output="big " * 900)])
+        await session.record("assistant", [ToolPart("read", "call_1", {"n": 2}, output="short")])
+        ids = [c["id"] for m in session.build_context().messages for c in m.get("tool_calls", [])]
+        assert ids == ["call_1", "call_1_2"]
+        await session.record("user", "more " * 1_500)
+        context = session.build_context()
+        fresh = Store(db).assemble(session.id, session.budget.usable)[0]
+        assert context.messages == fresh
+        ids = [c["id"] for m in fresh for c in m.get("tool_calls", [])]
+        assert ids == ["call_1"], "the first use of an id keeps it"

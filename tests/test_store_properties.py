@@ -292,11 +292,12 @@ class StoreMachine(RuleBasedStateMachine):
         message_ids = [item["id"] for item in items if item["kind"] == "message"]
         included = [item_id for item_id in ids if by_id[item_id]["kind"] == "message"]
         assert included == message_ids[len(message_ids) - len(included) :]
-        if not included and message_ids and budget >= 0:
+        if not included and message_ids and budget >= MARKER_TOKENS:
+            # Messages were left out, so a marker took its share. (With less room than
+            # a marker, the context opens at a user message instead, and messages
+            # before it are left out though they fit.)
             summaries = sum(by_id[i]["tokens"] for i in ids if by_id[i]["kind"] == "summary")
-            # Messages were left out, so a marker took its share when there was room.
-            reserved = MARKER_TOKENS if budget >= MARKER_TOKENS else 0
-            assert by_id[message_ids[-1]]["tokens"] > budget - summaries - reserved
+            assert by_id[message_ids[-1]]["tokens"] > budget - summaries - MARKER_TOKENS
         check_chat_format(messages)
         if messages:
             check_request(messages)

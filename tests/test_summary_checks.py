@@ -104,8 +104,22 @@ async def test_a_condensed_summary_keeps_its_childrens_rules(
 
 def test_the_check_finds_what_a_summary_left_out() -> None:
     extractive = f"## Instructions and constraints\n- {RULE}\n\n## Relevant files\n- src/a.py\n"
-    missing, echo = _native.check_summary("Keeps amounts in minor units.", extractive, "Summarise.")
+    missing, echo, repetition = _native.check_summary(
+        "Keeps amounts in minor units.", extractive, "Summarise."
+    )
     assert missing == [RULE, "src/a.py"]
-    assert echo == 0.0
+    assert echo == repetition == 0.0
     kept = _native.with_kept("Keeps amounts in minor units.", missing)
     assert _native.check_summary(kept, extractive, "")[0] == []
+
+
+async def test_a_summary_stuck_in_a_loop_is_refused(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    server.responder = lambda request: Reply(text="Summary: " + "payout." * 200)
+    async with await Session.create(model=TEST_MODEL, db=db, config=with_model(config_for)) as s:
+        await fill(s)
+        result = await s.compact()
+        assert result.status == "completed", result.reason
+        assert all("repeats itself" in attempt for attempt in result.attempts[:2])
+        assert s.store.live_summaries(s.id)[0]["text"].startswith("## Goal")

@@ -351,6 +351,8 @@ class CompactionEngine:
                 return
             # Progress is what the round took out of the view: turns recorded meanwhile
             # may have added more than that.
+            if saved <= 0 and before > soft:
+                saved = await self._last_resort_prune(result)
             if saved <= 0:
                 if before <= soft:
                     result.status = "not_needed"
@@ -374,6 +376,28 @@ class CompactionEngine:
             )
         else:
             result.reason = f"view holds {after} tokens, within the soft limit of {soft}"
+
+    async def _last_resort_prune(self, result: CompactionResult) -> int:
+        """When a round could neither summarise nor prune at its usual thresholds (a
+        large output beside a call still running keeps its whole message out of
+        every summary), tombstones every completed output before the tail, however
+        little that saves. Returns the tokens saved."""
+        compaction = self._config.compaction
+        pruned = await self._call(
+            self._store.prune,
+            self._session_id,
+            0,
+            1,
+            list(compaction.protected_tools),
+            compaction.protect_user_turns,
+            self._tail_tokens(),
+            compaction.tail_messages,
+        )
+        if pruned["pruned_parts"]:
+            result.pruned_parts += pruned["pruned_parts"]
+            result.pruned_tokens += pruned["tokens_saved"]
+            self._bus.publish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
+        return int(pruned["tokens_saved"])
 
     def _stall_reason(self, tokens: int, result: CompactionResult) -> str:
         compaction = self._config.compaction

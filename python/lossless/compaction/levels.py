@@ -12,6 +12,7 @@ from typing import Any, Literal
 import anyio
 
 from lossless import _native
+from lossless.calibration import TokenCalibration
 from lossless.compaction import prompts
 from lossless.config import Config
 from lossless.llm import complete_text
@@ -30,6 +31,8 @@ CONDENSE2_SUMMARY_CHARS = 800
 CHECK_SOURCE_TOKENS = 2_000
 # A model summary whose phrases are mostly its prompt's says nothing of the messages.
 PROMPT_ECHO_LIMIT = 0.5
+# Nor does one that mostly repeats itself (a small model stuck in a loop).
+REPETITION_LIMIT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +119,12 @@ class Summariser:
     ) -> str | None:
         """``summary`` with what it left out of ``source`` (a built-in summary, or the
         summaries being condensed) added back, or None when it mostly repeats ``prompt``."""
-        missing, echo = _native.check_summary(summary, source, prompt)
+        missing, echo, repetition = _native.check_summary(summary, source, prompt)
         if echo >= PROMPT_ECHO_LIMIT:
             attempts.append(f"{label}: {echo:.0%} of the summary repeats its prompt; refused")
+            return None
+        if repetition >= REPETITION_LIMIT:
+            attempts.append(f"{label}: {repetition:.0%} of the summary repeats itself; refused")
             return None
         return _native.with_kept(summary, missing)
 
@@ -151,7 +157,9 @@ class Summariser:
     ) -> Candidate | None:
         assert self.model is not None
         window = self._compaction_window()
-        cap = int(window * self._config.compaction.input_fraction)
+        # The window is the provider's count; the cap is in ours (see lossless.calibration).
+        correction = TokenCalibration(self.model).correction
+        cap = int(window * self._config.compaction.input_fraction / correction)
         chars = self._config.compaction.level2_message_chars if level == 2 else None
         transcript = await self._native_call(self._store.transcript, span, chars, cap)
         instructions = prompts.LEVEL1 if level == 1 else prompts.LEVEL2

@@ -26,6 +26,9 @@ pub struct SummaryCheck {
     pub missing: Vec<String>,
     /// Share of the summary's word shingles that also occur in the prompt.
     pub prompt_echo: f64,
+    /// Share of the summary's word shingles that repeat an earlier one: a small
+    /// model stuck in a loop writes the same phrase over and over.
+    pub repetition: f64,
 }
 
 /// Checks `summary` against `extractive` (the built-in summary of the same
@@ -48,6 +51,7 @@ pub fn check_summary(summary: &str, extractive: &str, prompt: &str) -> SummaryCh
     SummaryCheck {
         missing,
         prompt_echo: echo_share(&lowered, &prompt.to_lowercase()),
+        repetition: repetition(&lowered),
     }
 }
 
@@ -116,6 +120,24 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
             let has_letter = token.chars().any(char::is_alphabetic);
             has_letter && token.len() >= 3 && token.contains(['/', '_', '.'])
         })
+}
+
+/// Shingles below which a text is too short to call repetitive.
+const MIN_SHINGLES: usize = 8;
+
+/// Share of the word shingles of `text` that repeat an earlier one. Words are split
+/// at every character that is not a letter or digit, so `a.a.a.a` repeats too.
+fn repetition(text: &str) -> f64 {
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    let shingles: Vec<&[&str]> = words.windows(SHINGLE_WORDS).collect();
+    if shingles.len() < MIN_SHINGLES {
+        return 0.0;
+    }
+    let distinct: HashSet<&[&str]> = shingles.iter().copied().collect();
+    1.0 - distinct.len() as f64 / shingles.len() as f64
 }
 
 /// Share of the word shingles of `summary` that occur in `prompt`.
@@ -190,6 +212,18 @@ mod tests {
             ## Instructions and constraints\n- Never call the live_payments API.\n";
         let check = check_summary("Prices stay in minor units.", input, "");
         assert_eq!(check.missing, vec!["Never call the live_payments API."]);
+    }
+
+    #[test]
+    fn a_summary_stuck_in_a_loop_is_measured_as_repetitive() {
+        let looping = "Summary: payout.payout.payout.payout.payout.payout.payout.payout.payout.payout.payout.payout";
+        assert!(check_summary(looping, "", "").repetition >= 0.75);
+        let sentence = "The client retries failed payouts. ";
+        assert!(check_summary(&sentence.repeat(6), "", "").repetition > 0.6);
+        let fine = "The user asked to refactor the payout client without touching the legacy \
+            billing module. Tests in tests/test_payout.py failed twice on rounding, then passed \
+            after amounts moved to minor units.";
+        assert!(check_summary(fine, "", "").repetition < 0.1);
     }
 
     #[test]

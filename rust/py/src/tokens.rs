@@ -43,18 +43,19 @@ pub fn merge_file_id_footer(
 }
 
 /// What a model summary left out of the extractive pass's constraints and
-/// identifiers, and how much of it repeats its prompt: `(missing, prompt_echo)`.
+/// identifiers, how much of it repeats its prompt, and how much repeats itself:
+/// `(missing, prompt_echo, repetition)`.
 #[pyfunction]
 pub fn check_summary(
     py: Python<'_>,
     summary: &Bound<'_, PyString>,
     extractive: &Bound<'_, PyString>,
     prompt: &Bound<'_, PyString>,
-) -> PyResult<(Vec<String>, f64)> {
+) -> PyResult<(Vec<String>, f64, f64)> {
     let (summary, extractive) = (utf8(summary, "summary")?, utf8(extractive, "extractive")?);
     let prompt = utf8(prompt, "prompt")?;
     let check = py.detach(|| summary_check::check_summary(summary, extractive, prompt));
-    Ok((check.missing, check.prompt_echo))
+    Ok((check.missing, check.prompt_echo, check.repetition))
 }
 
 /// `summary` with `missing` appended in a section of their own.

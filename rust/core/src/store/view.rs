@@ -300,9 +300,13 @@ impl Store {
             selected = select_items(&view.items, &view.summaries, view.summary_tokens, room);
             marker = request::marker_position(&view.items, &selected.chosen);
         }
+        if budget < request::MARKER_TOKENS {
+            // No room for a marker: the context opens at its first user message.
+            open_with_user(&view.items, &mut selected);
+        }
         let mut items = self.rendered_items(session_id, &selected.chosen)?;
+        unique_call_ids(&mut items);
         let view = self.cached(session_id);
-        unique_call_ids(view, &selected.chosen, &mut items);
         let omitted = view.items.len() - selected.chosen.len();
         let mut tokens = selected.tokens;
         if let Some(position) = marker {
@@ -375,19 +379,42 @@ impl Store {
     }
 }
 
-/// Renames repeated tool-call ids in `items` (the renderings of the view items at
-/// `chosen`). A renamed rendering replaces the cached one, so later assemblies
-/// send the same ids.
-fn unique_call_ids(view: &mut CachedView, chosen: &[usize], items: &mut [Arc<RenderedItem>]) {
+/// Renames repeated tool-call ids in `items`. The renamed renderings are not
+/// cached: which id is renamed depends on what else the assembly holds, and the
+/// same view must give the same request in every process.
+fn unique_call_ids(items: &mut [Arc<RenderedItem>]) {
     let borrowed: Vec<&RenderedItem> = items.iter().map(AsRef::as_ref).collect();
     if !request::has_repeated_call_ids(&borrowed) {
         return;
     }
     for (position, renamed) in request::renamed_call_ids(&borrowed) {
-        let renamed = Arc::new(renamed);
-        view.rendered[chosen[position]] = Some(Arc::clone(&renamed));
-        items[position] = renamed;
+        items[position] = Arc::new(renamed);
     }
+}
+
+/// Drops the chosen messages before the first chosen user message or summary
+/// (system messages may lead), so that the context opens as providers require; with
+/// neither chosen, nothing is sendable and nothing is kept.
+fn open_with_user(items: &[ViewItem], selected: &mut Selection) {
+    let opening = selected.chosen.iter().position(|&index| {
+        let item = &items[index];
+        item.kind == ItemKind::Summary || item.role == Some(Role::User)
+    });
+    let Some(end) = opening else {
+        selected.chosen.clear();
+        selected.tokens = 0;
+        return;
+    };
+    let dropped: Vec<usize> = selected.chosen[..end]
+        .iter()
+        .copied()
+        .filter(|&index| items[index].role != Some(Role::System))
+        .collect();
+    selected.chosen.retain(|index| !dropped.contains(index));
+    selected.tokens -= dropped
+        .iter()
+        .map(|&index| items[index].tokens)
+        .sum::<i64>();
 }
 
 struct Selection {
