@@ -37,9 +37,7 @@ def extract_file_ids(text: str) -> list[str]:
 def merge_file_id_footer(text: str, file_ids: list[str]) -> str:
     """``text`` with a ``[LCM File IDs: ...]`` footer holding its own ids and ``file_ids``."""
 
-def check_summary(
-    summary: str, extractive: str, prompt: str
-) -> tuple[list[str], float, float]:
+def check_summary(summary: str, extractive: str, prompt: str) -> tuple[list[str], float, float]:
     """The constraints and identifiers of ``extractive`` (the built-in summary of the
     same messages) that ``summary`` left out, the share of ``summary``'s phrases found
     in ``prompt``, and the share of its phrases that repeat an earlier one."""
