@@ -487,10 +487,9 @@ async def test_tool_calls_and_results_are_accepted(
     _assert_accepted(llama, sent, kinds={"turn"})
 
 
-async def test_compaction_with_the_served_model_as_summariser(
-    llama: LlamaServer, sent: list[Sent], tmp_path: Path, record_property: Any
-) -> None:
-    config = _config(
+def _summarising_config(llama: LlamaServer) -> Config:
+    """A 2,048-token session that the served model also summarises."""
+    return _config(
         llama,
         context_limit=2048,
         max_output_tokens=32,
@@ -502,6 +501,12 @@ async def test_compaction_with_the_served_model_as_summariser(
             summary_max_tokens=128,
         ),
     )
+
+
+async def test_compaction_with_the_served_model_as_summariser(
+    llama: LlamaServer, sent: list[Sent], tmp_path: Path, record_property: Any
+) -> None:
+    config = _summarising_config(llama)
     async with await Session.create(
         model=MODEL, db=tmp_path / "compact.db", config=config
     ) as session:
@@ -548,18 +553,7 @@ async def test_compaction_with_the_served_model_as_summariser(
 async def test_background_compaction_while_the_session_talks(
     llama: LlamaServer, sent: list[Sent], tmp_path: Path, record_property: Any
 ) -> None:
-    config = _config(
-        llama,
-        context_limit=2048,
-        max_output_tokens=32,
-        compaction=CompactionConfig(
-            model=MODEL,
-            model_context_limit=llama.n_ctx,
-            # Also the summary's max_tokens: SmolLM2 tends to repeat itself to the limit.
-            output_budget=128,
-            summary_max_tokens=128,
-        ),
-    )
+    config = _summarising_config(llama)
     async with await Session.create(
         model=MODEL, db=tmp_path / "background.db", config=config
     ) as session:
