@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from conftest import TEST_MODEL
-from lossless import TextPart, ToolPart
+from lossless import Store, TextPart, ToolPart
 from lossless.config import Config, ModelConfig
 from lossless.errors import InvalidInputError, SessionClosedError, SessionNotFoundError
 from lossless.events import EventName
@@ -450,6 +450,7 @@ async def test_open_rejects_a_model_or_prompt_the_stored_session_does_not_have(
         model=TEST_MODEL, db=db, config=config, system_prompt=SYSTEM
     ) as created:
         pass
+    events = len(Store(db).native.events(created.id))
     with pytest.raises(InvalidInputError, match="model"):
         async with Session.open(model="openai/another", db=db, session_id=created.id):
             pytest.fail("the body must not run")
@@ -458,6 +459,8 @@ async def test_open_rejects_a_model_or_prompt_the_stored_session_does_not_have(
             model=TEST_MODEL, db=db, session_id=created.id, system_prompt="Other."
         ):
             pytest.fail("the body must not run")
+    # Refused before anything was flagged or published.
+    assert len(Store(db).native.events(created.id)) == events
     with pytest.raises(SessionNotFoundError):
         async with Session.open(model=TEST_MODEL, db=db, session_id="ses_doesnotexist"):
             pytest.fail("the body must not run")

@@ -196,8 +196,23 @@ class Session:
         config: Config | None = None,
     ) -> Session:
         """Reopen a stored session; replies a dead process left streaming are flagged incomplete."""
+        return await cls._load(session_id, db=db, config=config)
+
+    @classmethod
+    async def _load(
+        cls,
+        session_id: str,
+        *,
+        db: str | os.PathLike[str],
+        config: Config | None,
+        expected: tuple[str, str | None] | None = None,
+    ) -> Session:
+        """:meth:`load`; with ``expected`` (model, system prompt or None), a session
+        stored otherwise is refused before anything is written or published."""
         store = await _open_store(db, config or Config())
         row = store.get_session(session_id)
+        if expected is not None:
+            _check_stored(row, session_id, *expected)
         stored = (
             Config.model_validate_json(row["config_json"])
             if row["config_json"] != "{}"
@@ -242,17 +257,9 @@ class Session:
                 model=model, db=db, config=config, system_prompt=system_prompt
             )
         else:
-            session = await cls.load(session_id, db=db, config=config)
+            expected = (model, system_prompt)
+            session = await cls._load(session_id, db=db, config=config, expected=expected)
         try:
-            if session.model != model:
-                raise InvalidInputError(
-                    f"model: session {session.id} was created for {session.model!r}, not {model!r}"
-                )
-            if system_prompt is not None and system_prompt != session.system_prompt:
-                raise InvalidInputError(
-                    f"system_prompt: session {session.id} was created with another "
-                    "system prompt; it cannot change"
-                )
             yield session
         finally:
             await session.close()
@@ -603,6 +610,22 @@ class Session:
             message_id=message_id,
             reason=reason,
             chars=len(reply.text),
+        )
+
+
+def _check_stored(
+    row: dict[str, Any], session_id: str, model: str, system_prompt: str | None
+) -> None:
+    """Refuses to open a stored session for another model or system prompt: both are
+    fixed when the session is created."""
+    if row["model"] != model:
+        raise InvalidInputError(
+            f"model: session {session_id} was created for {row['model']!r}, not {model!r}"
+        )
+    if system_prompt is not None and system_prompt != row["system_prompt"]:
+        raise InvalidInputError(
+            f"system_prompt: session {session_id} was created with another system prompt; "
+            "it cannot change"
         )
 
 
