@@ -309,3 +309,43 @@ async def test_the_same_view_gives_the_same_ids_in_every_process(
         assert context.messages == fresh
         ids = [c["id"] for m in fresh for c in m.get("tool_calls", [])]
         assert ids == ["call_1"], "the first use of an id keeps it"
+
+
+async def test_tool_definitions_take_their_share_of_the_window(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    from lossless.tokens import count_tokens
+
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{n}",
+                "description": "Reads a file of the repository and returns its text. " * 40,
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+            },
+        }
+        for n in range(6)
+    ]
+    # No compaction: the view outgrows the budget, and assembly fills what it can.
+    config = config_for(
+        model=ModelConfig(context_limit=12_000, max_output_tokens=1_000, token_correction=1.0),
+        compaction=CompactionConfig(output_budget=1_000, enabled=False),
+    )
+    rng = random.Random(5)
+    async with await Session.create(model=TEST_MODEL, db=db, config=config) as session:
+        for turn in range(40):
+            await session.record("user", f"turn {turn}: " + output(rng, 120))
+            await session.record("assistant", output(rng, 120))
+        plain = session.build_context()
+        with_tools = session.build_context(tools=tools)
+        tool_tokens = count_tokens(json.dumps(tools, separators=(",", ":")), model=TEST_MODEL)
+        assert with_tools.tokens <= with_tools.budget == plain.budget
+        assert with_tools.omitted > plain.omitted
+        history = with_tools.tokens - tool_tokens
+        assert history <= session.budget.usable - tool_tokens
+        server.enqueue(Reply(text="ok"))
+        await session.send("which tool?", tools=tools)
+        request = server.requests[-1]
+        assert len(request["tools"]) == 6
+        check_request(request["messages"])

@@ -316,11 +316,17 @@ class Session:
 
     # -- reading ---------------------------------------------------------------
 
-    def build_context(self) -> BuiltContext:
-        """The messages the next model call would send, assembled within the budget."""
+    def build_context(self, *, tools: Sequence[dict[str, Any]] | None = None) -> BuiltContext:
+        """The messages the next model call would send, assembled within the budget.
+
+        ``tools`` (the tool definitions the call will carry) take their share of the
+        window first: ``tokens`` counts them, and the history gets what is left.
+        """
+        tool_tokens = self._tool_tokens(tools)
         messages, tokens, item_ids, omitted = self._store.assemble(
-            self.id, self.budget.usable, self.profile
+            self.id, self.budget.usable - tool_tokens, self.profile
         )
+        tokens += tool_tokens
         if self.system_prompt:
             if self.profile != "default" and messages and messages[0]["role"] == "system":
                 # Strict templates take one system message.
@@ -333,6 +339,12 @@ class Session:
         return BuiltContext(
             messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted
         )
+
+    def _tool_tokens(self, tools: Sequence[dict[str, Any]] | None) -> int:
+        """What tool definitions cost in a request (their JSON, counted once per call)."""
+        if not tools:
+            return 0
+        return self._count(json.dumps(list(tools), separators=(",", ":")))
 
     def view_tokens(self) -> int:
         """Tokens of everything in the context view (what compaction keeps in budget)."""
@@ -528,7 +540,7 @@ class Session:
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
         await self._respect_hard_threshold()
-        context = self.build_context()
+        context = self.build_context(tools=tools)
         message_id = self._store.begin_message(self.id, "assistant", self.model)
         try:
             reply = await stream_completion(
