@@ -327,10 +327,10 @@ class SendBench:
         self._assembly = 0.0
         build_context = self.session.build_context
 
-        def timed_build_context() -> Any:
+        def timed_build_context(**kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return build_context()
+                return build_context(**kwargs)
             finally:
                 self._assembly += time.perf_counter() - started
 
