@@ -210,6 +210,25 @@ class Sent:
     seconds: float = 0.0
 
 
+def _spy(log: list[Sent], kind: str, call: Any) -> Any:
+    """``call`` (a model call taking ``model, messages, **kwargs``), logging each
+    request it makes in ``log`` with its time and error."""
+
+    async def spy(model: str, messages: Any, **kwargs: Any) -> Any:
+        entry = Sent(kind, copy.deepcopy(list(messages)))
+        log.append(entry)
+        started = time.perf_counter()
+        try:
+            return await call(model, messages, **kwargs)
+        except Exception as err:
+            entry.error = f"{type(err).__name__}: {err}"
+            raise
+        finally:
+            entry.seconds = time.perf_counter() - started
+
+    return spy
+
+
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[Sent]:
     """Every request the session hands to litellm, turns and summaries alike."""
@@ -217,29 +236,8 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[Sent]:
     stream_completion = session_module.stream_completion
     complete_text = levels_module.complete_text
 
-    async def spy_stream(model: str, messages: Any, **kwargs: Any) -> Any:
-        entry = Sent("turn", copy.deepcopy(list(messages)))
-        log.append(entry)
-        started = time.perf_counter()
-        try:
-            return await stream_completion(model, messages, **kwargs)
-        except Exception as err:
-            entry.error = f"{type(err).__name__}: {err}"
-            raise
-        finally:
-            entry.seconds = time.perf_counter() - started
-
-    async def spy_complete(model: str, messages: Any, **kwargs: Any) -> str:
-        entry = Sent("summary", copy.deepcopy(list(messages)))
-        log.append(entry)
-        started = time.perf_counter()
-        try:
-            return await complete_text(model, messages, **kwargs)
-        except Exception as err:
-            entry.error = f"{type(err).__name__}: {err}"
-            raise
-        finally:
-            entry.seconds = time.perf_counter() - started
+    spy_stream = _spy(log, "turn", stream_completion)
+    spy_complete = _spy(log, "summary", complete_text)
 
     monkeypatch.setattr(session_module, "stream_completion", spy_stream)
     monkeypatch.setattr(levels_module, "complete_text", spy_complete)
