@@ -62,12 +62,11 @@ pub fn is_json_object(text: &str) -> bool {
     text.trim_start().starts_with('{') && serde_json::from_str::<IgnoredAny>(text).is_ok()
 }
 
-/// The arguments a call is rendered with: as stored when they are a JSON object,
-/// else an empty object (the stored text is kept whole, and the result says so
-/// unless it was blank: no arguments at all).
-#[must_use]
-pub fn call_arguments(tool: &ToolCallPart) -> &str {
-    if is_json_object(&tool.input) {
+/// The arguments a call is rendered with: as stored when they are a JSON object
+/// (`object`, from [`is_json_object`]), else an empty object (the stored text is
+/// kept whole, and the result says so unless it was blank: no arguments at all).
+fn call_arguments(tool: &ToolCallPart, object: bool) -> &str {
+    if object {
         &tool.input
     } else {
         "{}"
@@ -81,6 +80,11 @@ pub fn call_arguments(tool: &ToolCallPart) -> &str {
 /// itself goes out with empty arguments.
 #[must_use]
 pub fn tool_result_text(tool: &ToolCallPart) -> String {
+    result_text(tool, is_json_object(&tool.input))
+}
+
+/// [`tool_result_text`], with whether the arguments are a JSON object already known.
+fn result_text(tool: &ToolCallPart, object: bool) -> String {
     let result = match (&tool.output, &tool.error) {
         (Some(output), Some(error)) => format!("{output}\n[error] {error}"),
         (Some(output), None) => output.clone(),
@@ -89,7 +93,7 @@ pub fn tool_result_text(tool: &ToolCallPart) -> String {
         (None, None) => format!("[tool call {}: no result yet]", tool.status.as_str()),
     };
     let result = non_empty(result, "[empty output]");
-    if tool.input.trim().is_empty() || is_json_object(&tool.input) {
+    if object || tool.input.trim().is_empty() {
         return result;
     }
     let mut quoted = tool.input.clone();
@@ -154,9 +158,11 @@ pub fn part_tokens(counter: &TokenCounter, part: &Part) -> (usize, usize) {
         Part::Text(text) if text.trim().is_empty() => (counter.count(empty_text("user")), 0),
         Part::Text(text) => (counter.count(text), 0),
         Part::Tool(tool) => {
-            let result = counter.count(&tool_result_text(tool));
-            let call =
-                counter.count(&tool.name) + counter.count(call_arguments(tool)) + TOOL_OVERHEAD;
+            let object = is_json_object(&tool.input);
+            let result = counter.count(&result_text(tool, object));
+            let call = counter.count(&tool.name)
+                + counter.count(call_arguments(tool, object))
+                + TOOL_OVERHEAD;
             (call + result, result)
         }
         Part::FileRef(file) => (counter.count(&file_ref_block(file)), 0),
@@ -175,15 +181,16 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
             Part::Text(text) => push_block(&mut content, text),
             Part::FileRef(file) => push_block(&mut content, &file_ref_block(file)),
             Part::Tool(tool) => {
+                let object = is_json_object(&tool.input);
                 calls.push(ToolCall {
                     id: tool.call_id.clone(),
                     name: tool.name.clone(),
-                    arguments: call_arguments(tool).to_string(),
+                    arguments: call_arguments(tool, object).to_string(),
                 });
                 let result = stored
                     .tombstone
                     .clone()
-                    .unwrap_or_else(|| tool_result_text(tool));
+                    .unwrap_or_else(|| result_text(tool, object));
                 results.push(ChatMessage {
                     role: "tool",
                     content: Some(result),

@@ -290,20 +290,7 @@ impl Store {
     /// session length.
     pub fn assemble(&mut self, session_id: &str, budget: i64) -> Result<Assembled> {
         let view = self.fresh_view(session_id)?;
-        let mut selected = select_items(&view.items, &view.summaries, view.summary_tokens, budget);
-        // With less room than a marker takes, nothing is sendable anyway.
-        let mut marker = (budget >= request::MARKER_TOKENS)
-            .then(|| request::marker_position(&view.items, &selected.chosen))
-            .flatten();
-        if marker.is_some() && selected.tokens + request::MARKER_TOKENS > budget {
-            let room = budget - request::MARKER_TOKENS;
-            selected = select_items(&view.items, &view.summaries, view.summary_tokens, room);
-            marker = request::marker_position(&view.items, &selected.chosen);
-        }
-        if budget < request::MARKER_TOKENS {
-            // No room for a marker: the context opens at its first user message.
-            open_with_user(&view.items, &mut selected);
-        }
+        let (selected, marker) = select_with_marker(view, budget);
         let mut items = self.rendered_items(session_id, &selected.chosen)?;
         unique_call_ids(&mut items);
         let view = self.cached(session_id);
@@ -389,6 +376,26 @@ fn unique_call_ids(items: &mut [Arc<RenderedItem>]) {
     }
     for (position, renamed) in request::renamed_call_ids(&borrowed) {
         items[position] = Arc::new(renamed);
+    }
+}
+
+/// Picks view items for `budget` with room for a lead marker where one is needed (see
+/// [`crate::request`]); with less room than a marker takes, the context opens at its
+/// first user message instead. Returns the selection and the marker's position in it.
+fn select_with_marker(view: &CachedView, budget: i64) -> (Selection, Option<usize>) {
+    let select = |room| select_items(&view.items, &view.summaries, view.summary_tokens, room);
+    let mut selected = select(budget);
+    if budget < request::MARKER_TOKENS {
+        open_with_user(&view.items, &mut selected);
+        return (selected, None);
+    }
+    match request::marker_position(&view.items, &selected.chosen) {
+        Some(_) if selected.tokens + request::MARKER_TOKENS > budget => {
+            let selected = select(budget - request::MARKER_TOKENS);
+            let marker = request::marker_position(&view.items, &selected.chosen);
+            (selected, marker)
+        }
+        marker => (selected, marker),
     }
 }
 
