@@ -410,7 +410,8 @@ async def test_run_compaction_never_raises_when_the_summariser_fails(
     db: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async with await open_session(config_for, db) as session:
+    server.responder = SummaryResponder()
+    async with await open_session(config_for, db, compaction=llm_compaction()) as session:
         stuff(session, 20)
         before = snapshot(session)
         events = recorder(session)
@@ -418,12 +419,7 @@ async def test_run_compaction_never_raises_when_the_summariser_fails(
         async def broken(*args: Any) -> Any:
             raise RuntimeError("summariser exploded")
 
-        def broken_now(*args: Any) -> Any:
-            raise RuntimeError("summariser exploded")
-
-        summariser = session.compaction._summariser
-        monkeypatch.setattr(summariser, "summarise", broken)
-        monkeypatch.setattr(summariser, "commit_extractive_now", broken_now)
+        monkeypatch.setattr(session.compaction._summariser, "summarise", broken)
         result = await session.compact()
         assert result.status == "failed"
         assert result.error is not None and "summariser exploded" in result.error
@@ -463,9 +459,7 @@ class _FailingStore:
         return getattr(self._store, name)
 
 
-@pytest.mark.parametrize(
-    "method", ["prune", "compaction_span", "commit_extractive_summary", "live_summaries"]
-)
+@pytest.mark.parametrize("method", ["compaction_round", "live_summaries"])
 async def test_run_compaction_never_raises_when_a_native_call_fails(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path, method: str
 ) -> None:
@@ -499,9 +493,7 @@ async def test_a_round_that_finds_the_view_changed_plans_again(
     async with await open_session(config_for, db) as session:
         stuff(session, 40)
         # The first extractive commit is refused as if the view changed under it.
-        busy = _FailingStore(
-            session.store, "commit_extractive_summary", CompactionBusyError, times=1
-        )
+        busy = _FailingStore(session.store, "compaction_round", CompactionBusyError, times=1)
         session.compaction._store = busy  # type: ignore[assignment]
         session.compaction._summariser._store = busy  # type: ignore[assignment]
         result = await session.compaction.run_compaction()

@@ -35,7 +35,9 @@ pytestmark = [
     pytest.mark.timeout(60),
     # litellm's response types trip a pydantic UserWarning about `ReadOnly` TypedDict
     # items when first built; it says nothing about the code under test.
-    pytest.mark.filterwarnings("ignore:Item .* is using the `ReadOnly` qualifier:UserWarning"),
+    pytest.mark.filterwarnings(
+        "ignore:Items? .* (is|are) using the `ReadOnly` qualifier:UserWarning"
+    ),
 ]
 
 # Every litellm exception derives from openai.APIError; litellm.APIError is only one branch

@@ -8,6 +8,9 @@ from typing import Any, Self, final
 
 __all__ = [
     "MARKER_TOKENS",
+    "MIN_SUMMARY_TOKENS",
+    "SUMMARY_FRAMING_TOKENS",
+    "RoundRules",
     "Span",
     "Store",
     "TokenCounter",
@@ -24,6 +27,10 @@ __version__: str
 # Tokens an assembly reserves for its lead marker (messages left out, or a
 # conversation that does not open with a user message).
 MARKER_TOKENS: int
+# The smallest summary a round writes, and what a summary costs in the view beyond
+# its text (its header and message framing).
+MIN_SUMMARY_TOKENS: int
+SUMMARY_FRAMING_TOKENS: int
 
 def count_tokens(text: str, model: str) -> int:
     """Tokens in ``text`` under the encoding of ``model``."""
@@ -56,6 +63,39 @@ class TokenCounter:
     def correction(self) -> float: ...
     def count(self, text: str) -> int: ...
     def count_many(self, texts: list[str]) -> list[int]: ...
+
+@final
+class RoundRules:
+    """The limits of one compaction round: where it aims the view (``goal``, half the
+    soft limit), the protected tail (``tail_tokens`` defaults to a quarter of the soft
+    limit), what a prune must save and how large a summary may be."""
+
+    def __new__(
+        cls,
+        soft_limit: int,
+        *,
+        tail_tokens: int | None = None,
+        tail_messages: int,
+        user_turns: int,
+        prune_protect_tokens: int,
+        prune_minimum_tokens: int,
+        protected_tools: list[str],
+        summary_max_tokens: int,
+    ) -> Self: ...
+    @property
+    def soft_limit(self) -> int: ...
+    @property
+    def goal(self) -> int: ...
+    @property
+    def tail_tokens(self) -> int: ...
+    @property
+    def tail_messages(self) -> int: ...
+    @property
+    def user_turns(self) -> int: ...
+    @staticmethod
+    def shrinks(summary_tokens: int, covered_tokens: int) -> bool:
+        """Whether a summary of ``summary_tokens`` costs the view less than the
+        ``covered_tokens`` it replaces, framing included."""
 
 @final
 class Span:
@@ -177,6 +217,20 @@ class Store:
         expected_view_version: int | None = None,
     ) -> dict[str, Any]: ...
     def commit_extractive_summary(self, span: Span, max_tokens: int) -> dict[str, Any]: ...
+    def compaction_round(
+        self,
+        session_id: str,
+        rules: RoundRules,
+        before: int,
+        forced: bool,
+        model_summary: bool,
+    ) -> dict[str, Any]:
+        """A round's store work up to its first model call: the prune (which ends the
+        round when it reaches the goal, unless ``forced``), the span, and, unless
+        ``model_summary``, its built-in summary or truncation, committed when it
+        shrinks the view. Keys: ``pruned``, ``span`` (the span for the model, or
+        None), ``target``, ``span_messages``, ``committed``, ``level``,
+        ``attempts``, ``view_after``, ``saved``."""
     def session_file_ids(self, session_id: str) -> list[str]: ...
     # recall
     def grep(

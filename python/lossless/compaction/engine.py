@@ -14,12 +14,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from lossless import _native
-from lossless.compaction.levels import (
-    MIN_SUMMARY_TOKENS,
-    Candidate,
-    ExtractiveCommit,
-    Summariser,
-)
+from lossless.compaction.levels import Candidate, Summariser
 from lossless.config import Config
 from lossless.errors import CompactionBusyError
 from lossless.events import EventBus, EventName
@@ -33,14 +28,9 @@ Status = Literal["completed", "not_needed", "stalled", "busy", "aborted", "faile
 
 _T = TypeVar("_T")
 
-# Where a round aims the view, as a share of the soft limit. Summaries are sized to
-# land there and condensed while the view is above it, so a round frees half the
-# soft limit and the next one starts only after that much new content: a round that
-# aimed just under the limit would run again on nearly every turn.
-GOAL_FRACTION = 0.5
-# What a summary costs in the view beyond its text: the header that names it and
-# the message framing (see ``render::summary_message`` in the core).
-SUMMARY_FRAMING_TOKENS = 48
+# What a summary costs in the view beyond its text (the core's ``plan`` module holds
+# this and every other rule of a round: its goal, tail, prune minimum, leaf target).
+SUMMARY_FRAMING_TOKENS = _native.SUMMARY_FRAMING_TOKENS
 
 
 @dataclass
@@ -66,16 +56,23 @@ class CompactionResult:
 
 @dataclass(frozen=True, slots=True)
 class _FirstSteps:
-    """What a round did before its first model call."""
+    """What a round did before its first model call, as ``Store.compaction_round``
+    reports it: the prune, then either a committed built-in summary or the span a
+    model is to summarise."""
 
-    pruned: dict[str, int]
-    # None when the prune reached the goal or the round was aborted.
-    span: _native.Span | None = None
-    # The built-in summariser's summary of the span, when no model is configured.
-    extractive: ExtractiveCommit | None = None
-    # The view's size read after the last write of these steps, when the round
-    # ended with them (the prune reached the goal, or the summary was committed).
-    view_after: int | None = None
+    outcome: dict[str, Any]
+
+    @property
+    def span(self) -> _native.Span | None:
+        """The span for the model; None when the round's store work is finished."""
+        span: _native.Span | None = self.outcome["span"]
+        return span
+
+    @property
+    def view_after(self) -> int | None:
+        """The view's size read after the round's last write, when it is finished."""
+        view_after: int | None = self.outcome["view_after"]
+        return view_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +251,24 @@ class CompactionEngine:
         stats = await self._call(self._store.view_stats, self._session_id)
         return int(stats["tokens"])
 
+    def _rules(self) -> _native.RoundRules:
+        """The limits of a round under the current budget."""
+        compaction = self._config.compaction
+        return _native.RoundRules(
+            self._budget().soft_limit,
+            tail_tokens=compaction.tail_tokens,
+            tail_messages=compaction.tail_messages,
+            user_turns=compaction.protect_user_turns,
+            prune_protect_tokens=compaction.prune_protect_tokens,
+            prune_minimum_tokens=compaction.prune_minimum_tokens,
+            protected_tools=list(compaction.protected_tools),
+            summary_max_tokens=compaction.summary_max_tokens,
+        )
+
     def _goal(self) -> int:
-        """Where a round aims the view (see :data:`GOAL_FRACTION`)."""
-        return int(self._budget().soft_limit * GOAL_FRACTION)
+        """Where a round aims the view: summaries are sized to land there and
+        condensed while the view is above it."""
+        return self._rules().goal
 
     async def _with_lease(self, result: CompactionResult, force: bool) -> int | None:
         """Runs the rounds holding the session's compaction lease; returns the view's
@@ -290,12 +302,12 @@ class CompactionEngine:
             before = int(self._store.view_stats(self._session_id)["tokens"])
             if self._abort or (before <= self._budget().soft_limit and not force):
                 return _Opening(before, after=self._release_lease())
-            goal = self._goal()
+            rules = self._rules()
             try:
-                steps = self._first_steps(force, before, goal)
+                steps = self._first_steps(rules, force, before)
             except CompactionBusyError as err:
                 return _Opening(before, busy=err)
-            if steps.view_after is not None and steps.view_after <= goal:
+            if steps.view_after is not None and steps.view_after <= rules.goal:
                 return _Opening(before, steps, self._release_lease())
             return _Opening(before, steps)
         except BaseException:
@@ -382,16 +394,16 @@ class CompactionEngine:
         large output beside a call still running keeps its whole message out of
         every summary), tombstones every completed output before the tail, however
         little that saves. Returns the tokens saved."""
-        compaction = self._config.compaction
+        rules = self._rules()
         pruned = await self._call(
             self._store.prune,
             self._session_id,
             0,
             1,
-            list(compaction.protected_tools),
-            compaction.protect_user_turns,
-            self._tail_tokens(),
-            compaction.tail_messages,
+            list(self._config.compaction.protected_tools),
+            rules.user_turns,
+            rules.tail_tokens,
+            rules.tail_messages,
         )
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
@@ -404,7 +416,7 @@ class CompactionEngine:
         reason = (
             f"no progress: the view holds {tokens} tokens (soft limit "
             f"{self._budget().soft_limit}) and what remains is the protected tail (at most "
-            f"{self._tail_tokens()} tokens, {compaction.tail_messages} messages and "
+            f"{self._rules().tail_tokens} tokens, {compaction.tail_messages} messages and "
             f"{compaction.protect_user_turns} user turns, and always the newest message), the "
             "newest user message, tool calls still running, summaries that cannot shrink "
             "further, or a mix of these"
@@ -420,107 +432,58 @@ class CompactionEngine:
         committed in its own transaction. ``before`` is the view's size as the round
         starts; ``steps`` its first steps when they were already taken. Returns the
         tokens taken out of the view."""
-        goal = self._goal()
+        rules = self._rules()
         if steps is None:
-            steps = await self._call(self._first_steps, forced, before, goal)
-        pruned = steps.pruned
-        saved = int(pruned["tokens_saved"])
+            steps = await self._call(self._first_steps, rules, forced, before)
+        saved = self._record_steps(steps.outcome, result)
+        span = steps.span
+        if span is not None:
+            saved += await self._model_leaf(span, int(steps.outcome["target"]), result)
+        elif steps.view_after is not None and (steps.view_after <= rules.goal or self._abort):
+            # The round ended in its first steps: the view was read after its last write.
+            self._view_after_round = steps.view_after
+            return saved
+        if self._abort:
+            return saved
+        return saved + await self._condense(result)
+
+    def _record_steps(self, outcome: dict[str, Any], result: CompactionResult) -> int:
+        """Adds a round's first steps to ``result``; returns the tokens they saved."""
+        pruned = outcome["pruned"]
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
             result.pruned_tokens += pruned["tokens_saved"]
             self._bus.publish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
-        span = steps.span
-        if span is None:
-            self._view_after_round = steps.view_after
-            return saved
-        if span.message_count:
-            target = self._leaf_target(span)
-            attempts: list[str] = []
-            if steps.extractive is not None:
-                if steps.extractive.committed is not None:
-                    saved += self._record(steps.extractive.committed, 1, span.message_count, result)
-                    # Read after the commit, so it counts turns recorded meanwhile.
-                    assert steps.view_after is not None
-                    if steps.view_after <= goal or self._abort:
-                        self._view_after_round = steps.view_after
-                        return saved
-                    return saved + await self._condense(result)
-                attempts.append(steps.extractive.attempt)
-                candidate: Candidate | None = await self._summariser.truncate(
-                    span, target, attempts
-                )
-            else:
-                candidate = await self._abortable(self._summariser.summarise, span, target)
-            if candidate is None or self._abort:
-                return saved
-            result.attempts.extend(candidate.attempts)
-            # What the summary replaces: the span, or (a capped transcript) its head.
-            covered = span.tokens if candidate.span is None else candidate.span.tokens
-            if candidate.token_count + SUMMARY_FRAMING_TOKENS < covered:
-                saved += await self._commit(candidate, result)
-            else:
-                result.attempts.append(
-                    f"level {candidate.level}: {candidate.token_count} tokens would not shrink "
-                    f"{covered} tokens of messages; not committed"
-                )
-        return saved + await self._condense(result)
+        result.attempts.extend(outcome["attempts"])
+        committed = outcome["committed"]
+        if committed is not None:
+            self._record(committed, outcome["level"], outcome["span_messages"], result)
+        return int(outcome["saved"])
 
-    def _first_steps(self, forced: bool, before: int, goal: int) -> _FirstSteps:
-        """The steps of a round up to its first model call, in one worker thread:
-        the prune, then (unless it reached the goal) the span, then, with the built-in
-        summariser, its summary of the span, committed when it fits."""
-        compaction = self._config.compaction
-        # A tombstone rewrites its whole part row. When pruning alone cannot bring the
-        # view to the goal, the span is summarised this round anyway and tombstoning
-        # outputs that are about to leave the view would be wasted writes.
-        minimum = max(compaction.prune_minimum_tokens, before - goal)
-        tail_tokens = self._tail_tokens()
-        pruned = self._store.prune(
-            self._session_id,
-            min(compaction.prune_protect_tokens, tail_tokens),
-            minimum,
-            list(compaction.protected_tools),
-            compaction.protect_user_turns,
-            tail_tokens,
-            compaction.tail_messages,
+    async def _model_leaf(self, span: _native.Span, target: int, result: CompactionResult) -> int:
+        """The model's summary of ``span`` (with the summariser's fallbacks), committed
+        when it shrinks the view. Returns the tokens taken out of the view."""
+        candidate = await self._abortable(self._summariser.summarise, span, target)
+        if candidate is None or self._abort:
+            return 0
+        result.attempts.extend(candidate.attempts)
+        # What the summary replaces: the span, or (a capped transcript) its head.
+        covered = span.tokens if candidate.span is None else candidate.span.tokens
+        if _native.RoundRules.shrinks(candidate.token_count, covered):
+            return await self._commit(candidate, result)
+        result.attempts.append(
+            f"level {candidate.level}: {candidate.token_count} tokens would not shrink "
+            f"{covered} tokens of messages; not committed"
         )
-        if pruned["pruned_parts"] and not forced:
-            view = int(self._store.view_stats(self._session_id)["tokens"])
-            if view <= goal:
-                return _FirstSteps(pruned, view_after=view)
-        if self._abort:
-            return _FirstSteps(pruned)
-        span = self._store.compaction_span(
-            self._session_id, compaction.protect_user_turns, tail_tokens, compaction.tail_messages
-        )
-        if not span.message_count or self._summariser.model is not None:
-            return _FirstSteps(pruned, span)
-        extractive = self._summariser.commit_extractive_now(span, self._leaf_target(span))
-        if extractive.committed is None:
-            return _FirstSteps(pruned, span, extractive)
-        view_after = int(self._store.view_stats(self._session_id)["tokens"])
-        return _FirstSteps(pruned, span, extractive, view_after)
+        return 0
 
-    def _tail_tokens(self) -> int:
-        """Tokens of the protected tail: the configured bound, else a quarter of the soft
-        limit, which leaves the summaries half of the round's goal."""
-        configured = self._config.compaction.tail_tokens
-        return configured if configured is not None else max(1, self._budget().soft_limit // 4)
-
-    def _leaf_target(self, span: _native.Span) -> int:
-        """Tokens the span's summary may take.
-
-        It fills what the goal leaves beside the protected tail and the earlier
-        summaries; when those summaries hold more than half of that room, it gets
-        half, and the summaries are condensed after it. Either way the view stays
-        under the soft limit.
-        """
-        goal = self._goal()
-        rest = span.view_tokens - span.tokens
-        tail = rest - span.summary_tokens
-        room = max(goal - rest, (goal - tail) // 2)
-        room = min(room, self._budget().soft_limit - rest) - SUMMARY_FRAMING_TOKENS
-        return min(self._config.compaction.summary_max_tokens, max(room, MIN_SUMMARY_TOKENS))
+    def _first_steps(self, rules: _native.RoundRules, forced: bool, before: int) -> _FirstSteps:
+        """The steps of a round up to its first model call, in one native call (in a
+        worker thread): the prune, the span and, with the built-in summariser, its
+        summary or truncation, committed when it shrinks the view."""
+        model = self._summariser.model is not None
+        outcome = self._store.compaction_round(self._session_id, rules, before, forced, model)
+        return _FirstSteps(outcome)
 
     async def _condense(self, result: CompactionResult) -> int:
         """Merge the live summaries while the view is above the goal and two or more are
@@ -538,7 +501,7 @@ class CompactionEngine:
             if candidate is None or self._abort:
                 break
             result.attempts.extend(candidate.attempts)
-            if candidate.token_count + SUMMARY_FRAMING_TOKENS >= total:
+            if not _native.RoundRules.shrinks(candidate.token_count, total):
                 result.attempts.append(
                     f"condense level {candidate.level}: {candidate.token_count} tokens would not "
                     f"shrink {len(live)} summaries of {total} tokens; not committed"

@@ -18,12 +18,12 @@ from lossless.config import Config
 from lossless.llm import complete_text
 from lossless.tokens import merge_file_id_footer
 
-__all__ = ["Candidate", "ExtractiveCommit", "Summariser"]
+__all__ = ["Candidate", "Summariser"]
 
 SummariserKind = Literal["llm", "extractive", "truncation"]
 
 # Below this a summary cannot say anything useful next to its file-id footer.
-MIN_SUMMARY_TOKENS = 128
+MIN_SUMMARY_TOKENS = _native.MIN_SUMMARY_TOKENS
 # Each condensed summary is cut to this before a level-2 merge.
 CONDENSE2_SUMMARY_CHARS = 800
 # A model summary is checked against the built-in summary of the same messages,
@@ -52,15 +52,6 @@ class Candidate:
     def message_count(self) -> int:
         """Messages the summary covers (0 for a condensed one)."""
         return 0 if self.span is None else self.span.message_count
-
-
-@dataclass(frozen=True, slots=True)
-class ExtractiveCommit:
-    """What :meth:`Summariser.commit_extractive_now` did: the commit (as
-    ``Store.commit_summary`` reports it), or why nothing was committed."""
-
-    committed: dict[str, Any] | None
-    attempt: str
 
 
 def _extractive_attempt(result: dict[str, Any], span: _native.Span) -> str:
@@ -127,17 +118,6 @@ class Summariser:
             attempts.append(f"{label}: {repetition:.0%} of the summary repeats itself; refused")
             return None
         return _native.with_kept(summary, missing)
-
-    def commit_extractive_now(self, span: _native.Span, target: int) -> ExtractiveCommit:
-        """The built-in summary of ``span`` within ``target`` tokens, committed in the
-        same native call when it fits and shrinks the view (the usual case). Blocks:
-        call it from a worker thread, not on an event loop."""
-        target = max(target, MIN_SUMMARY_TOKENS)
-        result = self._store.commit_extractive_summary(span, target)
-        committed = result["committed"]
-        if committed is not None:
-            return ExtractiveCommit(committed, "")
-        return ExtractiveCommit(None, _extractive_attempt(result, span))
 
     async def truncate(self, span: _native.Span, target: int, attempts: list[str]) -> Candidate:
         """Level 3: the newest messages of ``span`` that fit ``target``; always fits."""

@@ -81,6 +81,88 @@ pub fn span_indices(
         .collect()
 }
 
+/// Where a round aims the view, in percent of the soft limit. Summaries are sized to
+/// land there and condensed while the view is above it, so a round frees half the
+/// soft limit and the next one starts only after that much new content: a round that
+/// aimed just under the limit would run again on nearly every turn.
+pub const GOAL_PERCENT: i64 = 50;
+/// What a summary costs in the view beyond its text: the header that names it and
+/// the message framing (see [`crate::render`]).
+pub const SUMMARY_FRAMING_TOKENS: i64 = 48;
+/// Below this a summary cannot say anything useful next to its file-id footer.
+pub const MIN_SUMMARY_TOKENS: i64 = 128;
+
+/// The limits one compaction round works within: where it aims, what it leaves
+/// alone, how much a prune must save and how large a summary may be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoundRules {
+    /// Past this many view tokens compaction is due.
+    pub soft_limit: i64,
+    /// The protected tail; its token bound defaults to a quarter of the soft limit,
+    /// which leaves the summaries half of the round's goal.
+    pub tail: Tail,
+    /// Output tokens of the newest tool results a prune leaves alone.
+    pub prune_protect_tokens: i64,
+    /// Tokens below which a prune writes nothing (a tombstone rewrites its row).
+    pub prune_minimum_tokens: i64,
+    /// Tools whose outputs are never pruned.
+    pub protected_tools: Vec<String>,
+    /// The largest summary a round writes.
+    pub summary_max_tokens: i64,
+}
+
+impl RoundRules {
+    /// The default token bound of the protected tail for `soft_limit`.
+    #[must_use]
+    pub fn default_tail_tokens(soft_limit: i64) -> i64 {
+        (soft_limit / 4).max(1)
+    }
+
+    /// Where the round aims the view.
+    #[must_use]
+    pub fn goal(&self) -> i64 {
+        self.soft_limit * GOAL_PERCENT / 100
+    }
+
+    /// Output tokens the prune leaves alone: never more than the tail holds.
+    #[must_use]
+    pub fn prune_protect(&self) -> i64 {
+        self.prune_protect_tokens.min(self.tail.max_tokens)
+    }
+
+    /// The least a prune must save, for a view of `before` tokens. When pruning
+    /// alone cannot reach the goal, the span is summarised this round anyway, and
+    /// tombstoning outputs about to leave the view would be wasted writes.
+    #[must_use]
+    pub fn prune_minimum(&self, before: i64) -> i64 {
+        self.prune_minimum_tokens.max(before - self.goal())
+    }
+
+    /// Tokens the summary of a span of `span_tokens` may take, in a view of
+    /// `view_tokens` of which `summary_tokens` are summaries.
+    ///
+    /// It fills what the goal leaves beside the protected tail and the earlier
+    /// summaries; when those summaries hold more than half of that room, it gets
+    /// half, and the summaries are condensed after it. Either way the view stays
+    /// under the soft limit.
+    #[must_use]
+    pub fn leaf_target(&self, span_tokens: i64, view_tokens: i64, summary_tokens: i64) -> i64 {
+        let goal = self.goal();
+        let rest = view_tokens - span_tokens;
+        let tail = rest - summary_tokens;
+        let room = (goal - rest).max((goal - tail).div_euclid(2));
+        let room = room.min(self.soft_limit - rest) - SUMMARY_FRAMING_TOKENS;
+        self.summary_max_tokens.min(room).max(MIN_SUMMARY_TOKENS)
+    }
+
+    /// Whether a summary of `summary_tokens` is worth committing in place of
+    /// `covered_tokens` of view: it must cost less, framing included.
+    #[must_use]
+    pub fn shrinks(summary_tokens: i64, covered_tokens: i64) -> bool {
+        summary_tokens + SUMMARY_FRAMING_TOKENS < covered_tokens
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +273,55 @@ mod tests {
         };
         let span = span_indices(&items, tail, |_| false);
         assert_eq!(span, vec![0, 1, 3, 4, 5, 6]);
+    }
+
+    fn rules(soft_limit: i64) -> RoundRules {
+        RoundRules {
+            soft_limit,
+            tail: Tail {
+                user_turns: 2,
+                max_tokens: RoundRules::default_tail_tokens(soft_limit),
+                max_messages: 40,
+            },
+            prune_protect_tokens: 40_000,
+            prune_minimum_tokens: 20_000,
+            protected_tools: Vec::new(),
+            summary_max_tokens: 4_000,
+        }
+    }
+
+    #[test]
+    fn a_round_aims_at_half_the_soft_limit_and_protects_no_more_than_the_tail() {
+        let small = rules(10_000);
+        assert_eq!(small.goal(), 5_000);
+        assert_eq!(small.prune_protect(), 2_500);
+        assert_eq!(small.prune_minimum(9_000), 20_000);
+        assert_eq!(rules(1_000_000).prune_minimum(900_000), 400_000);
+    }
+
+    #[test]
+    fn a_leaf_fills_the_room_the_goal_leaves_and_never_exceeds_the_soft_limit() {
+        let small = rules(10_000);
+        // A 6,000-token span in a 9,000-token view without summaries: 3,000 stay,
+        // the goal leaves 2,000 for the summary.
+        assert_eq!(
+            small.leaf_target(6_000, 9_000, 0),
+            2_000 - SUMMARY_FRAMING_TOKENS
+        );
+        // Summaries fill most of the room: the new one gets half of what the tail leaves.
+        assert_eq!(
+            small.leaf_target(2_000, 9_000, 4_500),
+            1_250 - SUMMARY_FRAMING_TOKENS
+        );
+        // No room at all: the smallest useful summary.
+        assert_eq!(small.leaf_target(100, 20_000, 0), MIN_SUMMARY_TOKENS);
+        // The configured maximum caps it.
+        assert_eq!(rules(100_000).leaf_target(80_000, 90_000, 0), 4_000);
+    }
+
+    #[test]
+    fn a_summary_must_cost_less_than_what_it_covers_framing_included() {
+        assert!(RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS + 1));
+        assert!(!RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS));
     }
 }

@@ -10,6 +10,7 @@
 mod convert;
 mod errors;
 mod render_cache;
+mod round;
 mod span;
 mod store;
 mod tokens;
@@ -31,6 +32,15 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("MARKER_TOKENS", lossless_core::request::MARKER_TOKENS)?;
     module.add_class::<store::Store>()?;
     module.add_class::<span::Span>()?;
+    module.add_class::<round::RoundRules>()?;
+    module.add(
+        "MIN_SUMMARY_TOKENS",
+        lossless_core::plan::MIN_SUMMARY_TOKENS,
+    )?;
+    module.add(
+        "SUMMARY_FRAMING_TOKENS",
+        lossless_core::plan::SUMMARY_FRAMING_TOKENS,
+    )?;
     module.add_class::<tokens::TokenCounter>()?;
     module.add_function(wrap_pyfunction!(tokens::count_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::encoding_for_model, module)?)?;

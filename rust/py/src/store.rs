@@ -16,6 +16,7 @@ use crate::convert;
 use crate::errors::invalid;
 use crate::release;
 use crate::render_cache::RenderCache;
+use crate::round::RoundRules;
 use crate::span::{MessageIds, Span};
 
 /// A connection to a lossless database.
@@ -532,6 +533,28 @@ impl Store {
         )
     }
 
+    /// One compaction round's store work (see the core's `Store::compaction_round`).
+    fn compaction_round<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        rules: Bound<'py, RoundRules>,
+        before: i64,
+        forced: bool,
+        model_summary: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let rules = &rules.get().inner;
+        let writer = if model_summary {
+            core_store::LeafWriter::Model
+        } else {
+            core_store::LeafWriter::BuiltIn
+        };
+        let outcome = self.with(py, |store| {
+            store.compaction_round(session_id, rules, before, forced, writer)
+        })?;
+        round_result(py, outcome)
+    }
+
     fn session_file_ids(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<String>> {
         self.with(py, |store| store.session_file_ids(session_id))
     }
@@ -662,6 +685,41 @@ fn append_result<'py>(
             ("seq", obj(py, result.seq)?),
             ("token_count", obj(py, result.token_count)?),
             ("part_ids", obj(py, &result.part_ids)?),
+        ],
+    )
+}
+
+/// A round's outcome as a dict.
+fn round_result(py: Python<'_>, outcome: core_store::RoundOutcome) -> PyResult<Bound<'_, PyDict>> {
+    let saved = outcome.saved();
+    let pruned = dict_of(
+        py,
+        &[
+            ("candidates", obj(py, outcome.pruned.candidates)?),
+            ("pruned_parts", obj(py, outcome.pruned.pruned_parts)?),
+            ("tokens_saved", obj(py, outcome.pruned.tokens_saved)?),
+        ],
+    )?;
+    let (committed, level) = match &outcome.committed {
+        Some((commit, level)) => (commit_result(py, commit)?.into_any(), Some(*level)),
+        None => (py.None().into_bound(py), None),
+    };
+    let span = match outcome.span {
+        Some(inner) => Bound::new(py, Span { inner })?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    dict_of(
+        py,
+        &[
+            ("pruned", pruned.into_any()),
+            ("span", span),
+            ("target", obj(py, outcome.target)?),
+            ("span_messages", obj(py, outcome.span_messages)?),
+            ("committed", committed),
+            ("level", obj(py, level)?),
+            ("attempts", obj(py, outcome.attempts)?),
+            ("view_after", obj(py, outcome.view_after)?),
+            ("saved", obj(py, saved)?),
         ],
     )
 }

@@ -1,0 +1,135 @@
+//! One compaction round's store work in one call: the prune, the span, and the
+//! deterministic levels. The rules it follows are in [`crate::plan`]; this file only
+//! sequences the store's reads and writes, each write its own transaction.
+
+use super::commit::CommitResult;
+use super::compaction::{PruneResult, SpanInfo};
+use super::Store;
+use crate::error::Result;
+use crate::plan::RoundRules;
+
+/// Who writes a round's leaf summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafWriter {
+    /// The built-in extractive summary, then deterministic truncation: the round
+    /// completes in the call.
+    BuiltIn,
+    /// A model: the round returns the span and its target for the caller's call.
+    Model,
+}
+
+/// What [`Store::compaction_round`] did.
+#[derive(Clone, Debug, Default)]
+pub struct RoundOutcome {
+    pub pruned: PruneResult,
+    /// The span a model is to summarise within `target` tokens; set only for
+    /// [`LeafWriter::Model`] when there is a span.
+    pub span: Option<SpanInfo>,
+    /// The span's summary budget (0 when no span was read).
+    pub target: i64,
+    /// Messages in the span the round read (0 when it ended at the prune).
+    pub span_messages: usize,
+    /// The summary the round committed, and its level.
+    pub committed: Option<(CommitResult, i64)>,
+    /// Why the deterministic levels committed nothing, level by level.
+    pub attempts: Vec<String>,
+    /// The view's size read after the round's last write, when the round's store
+    /// work is finished (every case but a span handed to a model).
+    pub view_after: Option<i64>,
+}
+
+impl RoundOutcome {
+    /// Tokens the round took out of the view.
+    #[must_use]
+    pub fn saved(&self) -> i64 {
+        let summary = self
+            .committed
+            .as_ref()
+            .map_or(0, |(commit, _)| commit.tokens_before - commit.tokens_after);
+        self.pruned.tokens_saved + summary
+    }
+}
+
+impl Store {
+    /// A compaction round up to its first model call, for a view of `before`
+    /// tokens: prune stale tool output (ending the round when that reaches the
+    /// goal, unless `forced`), read the span before the protected tail, and
+    /// summarise it: with [`LeafWriter::BuiltIn`] by the extractive summary,
+    /// else by truncation (level 3), committed when it shrinks the view; with
+    /// [`LeafWriter::Model`] the span and its target are returned instead.
+    ///
+    /// Condensation is not part of a round's first steps: it runs while the view
+    /// stays above the goal, with the caller's summariser.
+    pub fn compaction_round(
+        &mut self,
+        session_id: &str,
+        rules: &RoundRules,
+        before: i64,
+        forced: bool,
+        writer: LeafWriter,
+    ) -> Result<RoundOutcome> {
+        let mut outcome = RoundOutcome {
+            pruned: self.prune(
+                session_id,
+                rules.prune_protect(),
+                rules.prune_minimum(before),
+                &rules.protected_tools,
+                rules.tail,
+            )?,
+            ..RoundOutcome::default()
+        };
+        if outcome.pruned.pruned_parts > 0 && !forced {
+            let view = self.view_stats(session_id)?.tokens;
+            if view <= rules.goal() {
+                outcome.view_after = Some(view);
+                return Ok(outcome);
+            }
+        }
+        let span = self.compaction_span(session_id, rules.tail)?;
+        outcome.span_messages = span.message_ids.len();
+        if span.message_ids.is_empty() {
+            outcome.view_after = Some(self.view_stats(session_id)?.tokens);
+            return Ok(outcome);
+        }
+        outcome.target = rules.leaf_target(span.tokens, span.view_tokens, span.summary_tokens);
+        if writer == LeafWriter::Model {
+            outcome.span = Some(span);
+            return Ok(outcome);
+        }
+        self.deterministic_leaf(&span, &mut outcome)?;
+        outcome.view_after = Some(self.view_stats(session_id)?.tokens);
+        Ok(outcome)
+    }
+
+    /// The built-in summary of `span` within `outcome.target`, else its truncation,
+    /// committed when it fits and shrinks the view.
+    fn deterministic_leaf(&mut self, span: &SpanInfo, outcome: &mut RoundOutcome) -> Result<()> {
+        let extractive = self.commit_extractive_summary(span, outcome.target)?;
+        if let Some(commit) = extractive.committed {
+            outcome.committed = Some((commit, 1));
+            return Ok(());
+        }
+        outcome.attempts.push(format!(
+            "extractive: {} tokens for a {}-token span",
+            extractive.token_count, span.tokens
+        ));
+        let truncated = self.truncate_summary(&span.message_ids, outcome.target)?;
+        if RoundRules::shrinks(truncated.token_count, span.tokens) {
+            let commit = self.commit_summary(
+                &span.session_id,
+                &truncated.text,
+                3,
+                &span.message_ids,
+                &[],
+                None,
+            )?;
+            outcome.committed = Some((commit, 3));
+        } else {
+            outcome.attempts.push(format!(
+                "level 3: {} tokens would not shrink {} tokens of messages; not committed",
+                truncated.token_count, span.tokens
+            ));
+        }
+        Ok(())
+    }
+}
