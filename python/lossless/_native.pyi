@@ -141,12 +141,21 @@ class Store:
     def create_session(self, model: str, config_json: str, system_prompt: str | None) -> str: ...
     def get_session(self, session_id: str) -> dict[str, Any]: ...
     def list_sessions(self) -> list[dict[str, Any]]: ...
-    def flag_interrupted(self, session_id: str) -> int: ...
+    def flag_interrupted(self, session_id: str, message_ids: list[str]) -> int:
+        """Closes the named streaming replies as incomplete, each with its last
+        checkpoint as text, in one transaction; returns how many were closed."""
+    def streams(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's replies still streaming: ``message_id``, ``owner``,
+        ``beat_at`` (ms) and ``chars`` checkpointed."""
+    def checkpoint_message(self, message_id: str, owner: str, text: str | None = None) -> None:
+        """Writes a streaming reply's text so far (None: only that its owner lives)."""
     # messages
     def append_message(
         self, session_id: str, role: str, parts: list[dict[str, Any]], model: str | None = None
     ) -> dict[str, Any]: ...
-    def begin_message(self, session_id: str, role: str, model: str | None = None) -> str: ...
+    def begin_message(
+        self, session_id: str, role: str, model: str | None = None, owner: str = "local"
+    ) -> str: ...
     def finish_message(
         self,
         message_id: str,

@@ -146,6 +146,24 @@ class StoreConfig(_Section):
         default="normal", description="'normal' survives a process crash; 'full' also power loss."
     )
     busy_timeout_ms: int = Field(default=30_000, ge=0)
+    checkpoint_interval_s: float = Field(
+        default=0.25,
+        gt=0,
+        description="A streaming reply's text is written at least this often while it grows.",
+    )
+    checkpoint_chars: int = Field(
+        default=4_096,
+        gt=0,
+        description="...and whenever it has grown by this many characters since the last write.",
+    )
+    stream_stale_s: float = Field(
+        default=600.0,
+        gt=0,
+        description=(
+            "A reply streamed by a process on another host counts as interrupted when its "
+            "owner has not written for this long (a process on this host is asked directly)."
+        ),
+    )
 
 
 class FilesConfig(_Section):

@@ -178,7 +178,12 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-async def _consume(stream: Any, reply: StreamedReply, on_text: TextCallback | None) -> None:
+async def _consume(
+    stream: Any,
+    reply: StreamedReply,
+    on_text: TextCallback | None,
+    on_progress: TextCallback | None,
+) -> None:
     drafts: dict[int, _ToolDraft] = {}
     async for chunk in stream:
         usage = getattr(chunk, "usage", None)
@@ -190,6 +195,8 @@ async def _consume(stream: Any, reply: StreamedReply, on_text: TextCallback | No
             content = getattr(delta, "content", None)
             if content:
                 reply.text += content
+                if on_progress is not None:
+                    await on_progress(reply.text)
                 if on_text is not None:
                     try:
                         await on_text(content)
@@ -224,10 +231,16 @@ async def stream_completion(
     tools: Sequence[dict[str, Any]] | None = None,
     max_tokens: int | None = None,
     on_text: TextCallback | None = None,
+    on_progress: TextCallback | None = None,
     on_retry: Callable[[int, str], None] = lambda attempt, reason: None,
 ) -> StreamedReply:
     """Stream one chat completion. Failures before any content are retried with
-    backoff; a stream that breaks after content raises :class:`PartialReply`."""
+    backoff; a stream that breaks after content raises :class:`PartialReply`.
+
+    ``on_text`` gets each text delta (its exceptions end the stream as
+    :class:`CallbackError`); ``on_progress`` gets the whole text so far after each
+    delta, before ``on_text``.
+    """
     litellm = import_litellm()
     kwargs = _call_kwargs(llm)
     if tools:
@@ -246,7 +259,7 @@ async def stream_completion(
             **kwargs,
         )
         try:
-            await _consume(stream, reply, on_text)
+            await _consume(stream, reply, on_text, on_progress)
         except CallbackError:
             raise
         except Exception as err:

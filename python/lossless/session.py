@@ -46,6 +46,7 @@ from lossless.parts import (
     part_to_wire,
 )
 from lossless.profiles import profile_for
+from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 
 __all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
 
@@ -195,7 +196,13 @@ class Session:
         db: str | os.PathLike[str] = "lossless.db",
         config: Config | None = None,
     ) -> Session:
-        """Reopen a stored session; replies a dead process left streaming are flagged incomplete."""
+        """Reopen a stored session.
+
+        Replies left streaming by a process that is gone (a process on this host that
+        no longer runs, or one elsewhere silent for ``store.stream_stale_s``) are
+        closed as incomplete with the text they had checkpointed; replies another
+        live process is streaming are left to it.
+        """
         return await cls._load(session_id, db=db, config=config)
 
     @classmethod
@@ -228,7 +235,9 @@ class Session:
             system_prompt=row["system_prompt"],
             limits=limits,
         )
-        flagged = store.flag_interrupted(session_id)
+        flagged = await anyio.to_thread.run_sync(
+            _close_gone_streams, store, session_id, config.store.stream_stale_s
+        )
         await session._start()
         session.events.publish(EventName.SESSION_LOADED, session_id, interrupted_flagged=flagged)
         return session
@@ -541,7 +550,11 @@ class Session:
         """One model call on the current view, its reply stored as an assistant message."""
         await self._respect_hard_threshold()
         context = self.build_context(tools=tools)
-        message_id = self._store.begin_message(self.id, "assistant", self.model)
+        owner = owner_token()
+        message_id = await anyio.to_thread.run_sync(
+            partial(self._store.begin_message, self.id, "assistant", self.model, owner)
+        )
+        checkpoint = StreamCheckpoint(self._store, message_id, owner, self.config.store)
         try:
             reply = await stream_completion(
                 self.model,
@@ -550,8 +563,15 @@ class Session:
                 tools=tools,
                 max_tokens=self.budget.max_output_tokens,
                 on_text=_text_forwarder(on_part),
+                on_progress=checkpoint.update,
                 on_retry=self._on_retry,
             )
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._store_incomplete(
+                    message_id, StreamedReply(text=checkpoint.text), "cancelled"
+                )
+            raise
         except CallbackError as err:
             await self._store_incomplete(
                 message_id, err.reply, f"on_part raised {type(err.original).__name__}"
@@ -569,7 +589,16 @@ class Session:
                 EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err)
             )
             raise
-        finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
+        except BaseException as err:
+            # Anything else (an interrupt, a bug): what streamed is stored all the same.
+            with anyio.CancelScope(shield=True):
+                await self._store_incomplete(
+                    message_id, StreamedReply(text=checkpoint.text), type(err).__name__
+                )
+            raise
+        finished = await anyio.to_thread.run_sync(
+            self._store.finish_message, message_id, _reply_parts(reply), True, _usage(reply)
+        )
         self._calibrate(context.tokens, reply.input_tokens)
         self._watch_tool_calls(reply.tool_calls)
         self.events.publish(
@@ -612,9 +641,16 @@ class Session:
             await self.compaction.run_compaction()
 
     async def _store_incomplete(self, message_id: str, reply: StreamedReply, reason: str) -> None:
-        """Keep what streamed before a failure, flagged incomplete; never the error text."""
-        self._store.finish_message(
-            message_id, _reply_parts(reply, keep_empty=False), False, _usage(reply)
+        """Keep what streamed before a failure, flagged incomplete; never the error text.
+        The reason is the message's finish reason, unless the provider gave one."""
+        usage = _usage(reply)
+        usage["finish_reason"] = reply.finish_reason or _reason_code(reason)
+        await anyio.to_thread.run_sync(
+            self._store.finish_message,
+            message_id,
+            _reply_parts(reply, keep_empty=False),
+            False,
+            usage,
         )
         self.events.publish(
             EventName.STREAM_INCOMPLETE,
@@ -646,6 +682,17 @@ async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Sto
     return await anyio.to_thread.run_sync(
         partial(_native.Store, path, config.store.synchronous, config.store.busy_timeout_ms)
     )
+
+
+def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -> int:
+    """Closes the session's replies whose streaming process is gone; returns how many."""
+    gone = gone_streams(store, session_id, stale_s)
+    return store.flag_interrupted(session_id, gone) if gone else 0
+
+
+def _reason_code(reason: str) -> str:
+    """A short finish reason for a reply that ended early: its first words, bounded."""
+    return reason.split(":")[0].strip()[:64] or "incomplete"
 
 
 def _is_heavy(wire: list[dict[str, Any]]) -> bool:

@@ -236,16 +236,52 @@ class CompactionEngine:
         return await anyio.to_thread.run_sync(partial(func, *args))
 
     async def _abortable(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T | None:
-        """``await func(*args)``, or None if :meth:`abort` cancelled it."""
+        """``await func(*args)`` (a model call) while the lease is renewed, or None if
+        :meth:`abort` cancelled it or the lease was lost meanwhile."""
         with anyio.CancelScope() as scope:
             self._scope = scope
             if self._abort:
                 scope.cancel()
             try:
-                return await func(*args)
+                return await self._renewing_lease(func, *args)
             finally:
                 self._scope = None
         return None
+
+    async def _renewing_lease(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+        """``await func(*args)`` while a task renews the lease every third of its
+        lifetime, so a slow model call cannot outlive it. A lease another process took
+        meanwhile (this one expired) aborts the round."""
+        ttl_s = self._config.compaction.lease_ttl_s
+        results: list[_T] = []
+
+        async def renew(scope: anyio.CancelScope) -> None:
+            while True:
+                await anyio.sleep(ttl_s / 3)
+                held = await self._call(
+                    self._store.acquire_compaction_lease,
+                    self._session_id,
+                    self._holder,
+                    int(ttl_s * 1000),
+                )
+                if not held:
+                    log.warning("compaction of %s lost its lease", self._session_id)
+                    self._abort = True
+                    scope.cancel()
+                    return
+
+        outer = self._scope
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(renew, outer if outer is not None else group.cancel_scope)
+                results.append(await func(*args))
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as group_error:
+            # The call's own failure, not a group of one: callers handle it by type.
+            if len(group_error.exceptions) == 1:
+                raise group_error.exceptions[0] from None
+            raise
+        return results[0]
 
     async def _view_tokens(self) -> int:
         stats = await self._call(self._store.view_stats, self._session_id)

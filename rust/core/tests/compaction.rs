@@ -1099,7 +1099,9 @@ fn an_extractive_commit_that_would_not_help_writes_nothing() {
 fn summary_with_a_late_message(store: &mut Store) -> String {
     let session = session(store);
     support::agent_session(store, &session, 200, 2, 20);
-    let streamed = store.begin_message(&session, Role::User, None).unwrap();
+    let streamed = store
+        .begin_message(&session, Role::User, None, "test")
+        .unwrap();
     support::agent_session(store, &session, 1_300, 2, 21);
     store
         .finish_message(

@@ -216,3 +216,45 @@ fn a_version_2_file_gets_the_covering_prune_index() {
         .unwrap();
     assert_eq!(hits.len(), 2);
 }
+
+const SCHEMA_V3: &str = include_str!("fixtures/schema_v3.sql");
+
+#[test]
+fn a_version_3_file_gets_stream_checkpoints_and_its_open_reply_can_be_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    let path = path.to_str().unwrap();
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA_V3).unwrap();
+    conn.execute_batch(
+        r"
+        INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+            VALUES ('ses_3', 'gpt-4o', 1, '{}', 1, 3, 2);
+        INSERT INTO messages (id, session_id, seq, role, created_at, status, token_count) VALUES
+            ('msg_1', 'ses_3', 1, 'user', 1, 'complete', 6);
+        INSERT INTO messages (id, session_id, seq, role, created_at, status) VALUES
+            ('msg_2', 'ses_3', 2, 'assistant', 2, 'streaming');
+        INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, token_count)
+            VALUES (1, 'prt_1', 'msg_1', 'ses_3', 1, 0, 'text', 'hello', 2);
+        INSERT INTO context_items (session_id, position, kind, item_id, token_count)
+            VALUES ('ses_3', 1, 'message', 'msg_1', 6);
+        ",
+    )
+    .unwrap();
+    drop(conn);
+
+    let mut store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let streams = store.streams("ses_3").unwrap();
+    assert_eq!(streams.len(), 1);
+    assert_eq!((streams[0].owner.as_deref(), streams[0].chars), (None, 0));
+    assert_eq!(
+        store
+            .flag_interrupted("ses_3", &["msg_2".to_string()])
+            .unwrap(),
+        1
+    );
+    assert!(store.streams("ses_3").unwrap().is_empty());
+    let history = store.history("ses_3").unwrap();
+    assert_eq!(history[1].status, "incomplete");
+}

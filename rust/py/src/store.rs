@@ -9,7 +9,7 @@ use lossless_core::profile::Profile;
 use lossless_core::store::{self as core_store, GrepMode, OpenOptions};
 use lossless_core::Result;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::convert;
@@ -18,6 +18,7 @@ use crate::release;
 use crate::render_cache::RenderCache;
 use crate::round::RoundRules;
 use crate::span::{MessageIds, Span};
+use crate::tokens::utf8;
 
 /// A connection to a lossless database.
 #[pyclass(frozen)]
@@ -135,8 +136,44 @@ impl Store {
         Ok(list)
     }
 
-    fn flag_interrupted(&self, py: Python<'_>, session_id: &str) -> PyResult<usize> {
-        self.with(py, |store| store.flag_interrupted(session_id))
+    fn flag_interrupted(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        message_ids: Vec<String>,
+    ) -> PyResult<usize> {
+        self.with(py, |store| store.flag_interrupted(session_id, &message_ids))
+    }
+
+    fn streams<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+        let rows = self.with(py, |store| store.streams(session_id))?;
+        let list = PyList::empty(py);
+        for row in rows {
+            list.append(dict_of(
+                py,
+                &[
+                    ("message_id", obj(py, row.message_id)?),
+                    ("owner", obj(py, row.owner)?),
+                    ("beat_at", obj(py, row.beat_at)?),
+                    ("chars", obj(py, row.chars)?),
+                ],
+            )?)?;
+        }
+        Ok(list)
+    }
+
+    #[pyo3(signature = (message_id, owner, text = None))]
+    fn checkpoint_message(
+        &self,
+        py: Python<'_>,
+        message_id: &str,
+        owner: &str,
+        text: Option<Bound<'_, PyString>>,
+    ) -> PyResult<()> {
+        let text = text.as_ref().map(|text| utf8(text, "text")).transpose()?;
+        self.with(py, |store| {
+            store.checkpoint_message(message_id, owner, text)
+        })
     }
 
     #[pyo3(signature = (session_id, role, parts, model = None))]
@@ -156,16 +193,19 @@ impl Store {
         append_result(py, &result)
     }
 
-    #[pyo3(signature = (session_id, role, model = None))]
+    #[pyo3(signature = (session_id, role, model = None, owner = "local"))]
     fn begin_message(
         &self,
         py: Python<'_>,
         session_id: &str,
         role: &str,
         model: Option<&str>,
+        owner: &str,
     ) -> PyResult<String> {
         let role = Role::parse(role).map_err(crate::errors::to_py_err)?;
-        self.with(py, |store| store.begin_message(session_id, role, model))
+        self.with(py, |store| {
+            store.begin_message(session_id, role, model, owner)
+        })
     }
 
     #[pyo3(signature = (message_id, parts, complete, usage = None))]

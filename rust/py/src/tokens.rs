@@ -8,7 +8,7 @@ use crate::errors::invalid;
 
 /// The UTF-8 of a `str` argument, borrowed; a lone surrogate is an `InvalidInputError`
 /// naming `field`, as everywhere else, not a bare `UnicodeEncodeError`.
-fn utf8<'a>(value: &'a Bound<'_, PyString>, field: &str) -> PyResult<&'a str> {
+pub(crate) fn utf8<'a>(value: &'a Bound<'_, PyString>, field: &str) -> PyResult<&'a str> {
     value
         .to_str()
         .map_err(|_| invalid(field, "is not valid text (it holds a lone surrogate)"))

@@ -10,7 +10,9 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::fileids::extract_file_ids;
 use crate::ids::{new_id, now_ms};
-use crate::parts::{self, check_content, FileRef, Part, Role, ToolCallPart, ToolStatus};
+use crate::parts::{
+    self, check_content, check_identifier, FileRef, Part, Role, ToolCallPart, ToolStatus,
+};
 use crate::render::{self, StoredPart, MESSAGE_OVERHEAD};
 use crate::tokens::TokenCounter;
 
@@ -48,7 +50,7 @@ pub struct MessageRecord {
 }
 
 /// A part ready to insert: validated, counted, its file ids found.
-struct PreparedPart<'a> {
+pub(super) struct PreparedPart<'a> {
     id: String,
     part: &'a Part,
     tokens: i64,
@@ -56,7 +58,10 @@ struct PreparedPart<'a> {
     file_ids: Vec<String>,
 }
 
-fn prepare_parts<'a>(counter: &TokenCounter, parts: &'a [Part]) -> Result<Vec<PreparedPart<'a>>> {
+pub(super) fn prepare_parts<'a>(
+    counter: &TokenCounter,
+    parts: &'a [Part],
+) -> Result<Vec<PreparedPart<'a>>> {
     let mut prepared = Vec::with_capacity(parts.len());
     for (index, part) in parts.iter().enumerate() {
         parts::validate(&format!("parts[{index}]"), part)?;
@@ -336,15 +341,18 @@ impl Store {
         })
     }
 
-    /// Starts a message whose parts arrive later (a streamed reply). It is not in
-    /// the context view until [`Store::finish_message`] completes it.
+    /// Starts a message whose parts arrive later (a streamed reply), streamed by
+    /// `owner` (see [`Store::checkpoint_message`]). It is not in the context view
+    /// until [`Store::finish_message`] completes it.
     pub fn begin_message(
         &mut self,
         session_id: &str,
         role: Role,
         model: Option<&str>,
+        owner: &str,
     ) -> Result<String> {
         self.session(session_id)?;
+        check_identifier("owner", owner)?;
         let id = new_id("msg");
         let tx = self
             .conn
@@ -355,6 +363,7 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'streaming')",
         )?
         .execute(params![id, session_id, seq, role.as_str(), now_ms(), model])?;
+        super::streams::start_checkpoint(&tx, &id, session_id, owner)?;
         tx.commit()?;
         Ok(id)
     }
@@ -387,33 +396,14 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        insert_parts(&tx, &session_id, message_id, seq, &prepared)?;
-        let changed = tx.prepare_cached(
-            "UPDATE messages SET status = ?2, token_count = ?3, input_tokens = ?4, output_tokens = ?5,
-                    cost = ?6, finish_reason = ?7
-             WHERE id = ?1 AND status = 'streaming'",
-        )?
-        .execute(params![
+        let closing = Closing {
+            session_id: &session_id,
             message_id,
-            if complete { "complete" } else { "incomplete" },
-            tokens,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cost,
-            usage.finish_reason,
-        ])?;
-        if changed == 0 {
-            return Err(Error::invalid(
-                "message_id",
-                format!("message {message_id} was finished concurrently"),
-            ));
-        }
-        let mut placed = None;
-        if complete {
-            let (_, position, version) = allocate_position(&tx, &session_id)?;
-            insert_view_item(&tx, &session_id, position, message_id, tokens)?;
-            placed = Some((position, version));
-        }
+            seq,
+            complete,
+            usage,
+        };
+        let placed = close_message(&tx, &closing, &prepared)?;
         tx.commit()?;
         if let Some((position, version)) = placed {
             let item = ViewItem {
@@ -434,7 +424,7 @@ impl Store {
         })
     }
 
-    fn message_head(&self, message_id: &str) -> Result<(String, i64, String, String)> {
+    pub(super) fn message_head(&self, message_id: &str) -> Result<(String, i64, String, String)> {
         self.conn
             .prepare_cached("SELECT session_id, seq, role, status FROM messages WHERE id = ?1")?
             .query_row([message_id], |row| {
@@ -635,6 +625,57 @@ impl Store {
 }
 
 /// Adds `delta` tokens to a message's view item, if it is in the view; returns the new view version.
+/// A streamed message being closed: complete (it joins the view) or not.
+pub(super) struct Closing<'a> {
+    pub session_id: &'a str,
+    pub message_id: &'a str,
+    pub seq: i64,
+    pub complete: bool,
+    pub usage: &'a Usage,
+}
+
+/// Stores the parts of a streaming message and closes it, inside `tx`: its parts,
+/// its status and usage, its place in the view when complete (returned as the
+/// position and view version), and the end of its stream checkpoint.
+pub(super) fn close_message(
+    tx: &Transaction<'_>,
+    closing: &Closing<'_>,
+    prepared: &[PreparedPart<'_>],
+) -> Result<Option<(i64, i64)>> {
+    let (session_id, message_id) = (closing.session_id, closing.message_id);
+    let tokens = message_tokens(prepared);
+    insert_parts(tx, session_id, message_id, closing.seq, prepared)?;
+    let usage = closing.usage;
+    let changed = tx
+        .prepare_cached(
+            "UPDATE messages SET status = ?2, token_count = ?3, input_tokens = ?4, output_tokens = ?5,
+                    cost = ?6, finish_reason = ?7
+             WHERE id = ?1 AND status = 'streaming'",
+        )?
+        .execute(params![
+            message_id,
+            if closing.complete { "complete" } else { "incomplete" },
+            tokens,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cost,
+            usage.finish_reason,
+        ])?;
+    if changed == 0 {
+        return Err(Error::invalid(
+            "message_id",
+            format!("message {message_id} was finished concurrently"),
+        ));
+    }
+    super::streams::end_checkpoint(tx, message_id)?;
+    if !closing.complete {
+        return Ok(None);
+    }
+    let (_, position, version) = allocate_position(tx, session_id)?;
+    insert_view_item(tx, session_id, position, message_id, tokens)?;
+    Ok(Some((position, version)))
+}
+
 pub(super) fn bump_item_tokens(
     tx: &Transaction<'_>,
     session_id: &str,

@@ -10,6 +10,7 @@ mod round;
 pub mod schema;
 mod search;
 mod sessions;
+mod streams;
 mod view;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
 pub use round::{LeafWriter, RoundOutcome};
 pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
+pub use streams::{StreamRow, INTERRUPTED};
 pub use view::{Assembled, ItemKind, RenderedItem, ViewItem, ViewStats};
 
 /// How hard a commit waits for the disk (`PRAGMA synchronous`).

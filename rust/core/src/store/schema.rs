@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -150,6 +150,21 @@ CREATE VIRTUAL TABLE fts USING fts5(
     tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
+";
+
+/// What a reply has streamed so far, and who streams it (as of version 4): the one
+/// row of a message that changes while it streams. The stream's owner rewrites it
+/// at each checkpoint, and the transaction that finishes the message (or flags it
+/// interrupted) deletes it, so it holds only replies still streaming. Not content:
+/// the text becomes a part when the message is finished.
+const STREAMS: &str = r"
+CREATE TABLE IF NOT EXISTS stream_checkpoints (
+    message_id TEXT PRIMARY KEY REFERENCES messages(id),
+    session_id TEXT NOT NULL,
+    owner      TEXT NOT NULL,
+    text       TEXT NOT NULL DEFAULT '',
+    beat_at    INTEGER NOT NULL
+) WITHOUT ROWID;
 ";
 
 /// Indexes; `IF NOT EXISTS` so that a migration can run them over an older file.
@@ -353,6 +368,7 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         _ => {}
     }
     if again < SCHEMA_VERSION {
+        tx.execute_batch(STREAMS)?;
         tx.execute_batch(INDEXES)?;
         tx.execute_batch(TRIGGERS)?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;

@@ -108,13 +108,4 @@ impl Store {
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
-
-    /// Marks assistant rows left streaming by a process that died as incomplete.
-    pub fn flag_interrupted(&mut self, session_id: &str) -> Result<usize> {
-        self.session(session_id)?;
-        Ok(self.conn.execute(
-            "UPDATE messages SET status = 'incomplete' WHERE session_id = ?1 AND status = 'streaming'",
-            [session_id],
-        )?)
-    }
 }

@@ -1,0 +1,156 @@
+//! Replies while they stream: the owner checkpoints what has arrived, and a reply
+//! whose owner is gone is closed as incomplete with its last checkpoint as text.
+//!
+//! Whether an owner is gone is the caller's judgement (a process on this host can
+//! be asked; one elsewhere is judged by how long ago it last wrote): the store
+//! reports each stream's owner and last write, and closes the ones it is told to.
+
+use rusqlite::{params, Transaction, TransactionBehavior};
+
+use super::messages::{close_message, prepare_parts, Closing, Usage};
+use super::Store;
+use crate::error::{Error, Result};
+use crate::ids::now_ms;
+use crate::parts::{check_content, Part};
+
+/// Why a reply closed by [`Store::flag_interrupted`] ended, in its finish reason.
+pub const INTERRUPTED: &str = "interrupted";
+
+/// A reply of a session still marked streaming.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamRow {
+    pub message_id: String,
+    /// Who streams it; None for a reply begun before checkpoints existed.
+    pub owner: Option<String>,
+    /// When its owner last wrote a checkpoint (ms since the epoch).
+    pub beat_at: Option<i64>,
+    /// Characters of text checkpointed so far.
+    pub chars: i64,
+}
+
+pub(super) fn start_checkpoint(
+    tx: &Transaction<'_>,
+    message_id: &str,
+    session_id: &str,
+    owner: &str,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO stream_checkpoints (message_id, session_id, owner, beat_at)
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![message_id, session_id, owner, now_ms()])?;
+    Ok(())
+}
+
+pub(super) fn end_checkpoint(tx: &Transaction<'_>, message_id: &str) -> Result<()> {
+    tx.prepare_cached("DELETE FROM stream_checkpoints WHERE message_id = ?1")?
+        .execute([message_id])?;
+    Ok(())
+}
+
+impl Store {
+    /// Records what a streaming reply holds so far (`text`, the whole of it), or
+    /// with `None` only that its owner is alive. Fails with a conflict when the
+    /// reply is no longer streamed by `owner` (finished, or flagged interrupted).
+    pub fn checkpoint_message(
+        &mut self,
+        message_id: &str,
+        owner: &str,
+        text: Option<&str>,
+    ) -> Result<()> {
+        if let Some(text) = text {
+            check_content("text", text)?;
+        }
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE stream_checkpoints SET text = coalesce(?3, text), beat_at = ?4
+                 WHERE message_id = ?1 AND owner = ?2",
+            )?
+            .execute(params![message_id, owner, text, now_ms()])?;
+        if changed == 0 {
+            return Err(Error::Conflict(format!(
+                "message {message_id} is not streamed by {owner} (finished, or flagged interrupted)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The session's replies still marked streaming, with who streams them.
+    pub fn streams(&mut self, session_id: &str) -> Result<Vec<StreamRow>> {
+        self.session(session_id)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT m.id, c.owner, c.beat_at, coalesce(length(c.text), 0)
+             FROM messages m LEFT JOIN stream_checkpoints c ON c.message_id = m.id
+             WHERE m.session_id = ?1 AND m.status = 'streaming' ORDER BY m.seq",
+        )?;
+        let rows = stmt.query_map([session_id], |row| {
+            Ok(StreamRow {
+                message_id: row.get(0)?,
+                owner: row.get(1)?,
+                beat_at: row.get(2)?,
+                chars: row.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Closes the named streaming replies of a session whose owners are gone, in
+    /// one transaction: each keeps its last checkpoint as its text, is flagged
+    /// incomplete with the finish reason [`INTERRUPTED`], and stays out of the
+    /// view. Replies that are no longer streaming are skipped. Returns how many
+    /// were closed.
+    pub fn flag_interrupted(&mut self, session_id: &str, message_ids: &[String]) -> Result<usize> {
+        let counter = self.counter(session_id)?;
+        let usage = Usage {
+            finish_reason: Some(INTERRUPTED.to_string()),
+            ..Usage::default()
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut closed = 0;
+        for message_id in message_ids {
+            let Some((seq, text)) = streaming_head(&tx, session_id, message_id)? else {
+                continue;
+            };
+            let parts: Vec<Part> = if text.trim().is_empty() {
+                Vec::new()
+            } else {
+                vec![Part::Text(text)]
+            };
+            let prepared = prepare_parts(&counter, &parts)?;
+            let closing = Closing {
+                session_id,
+                message_id,
+                seq,
+                complete: false,
+                usage: &usage,
+            };
+            close_message(&tx, &closing, &prepared)?;
+            closed += 1;
+        }
+        tx.commit()?;
+        Ok(closed)
+    }
+}
+
+/// The sequence number and checkpointed text of a reply of `session_id` that is
+/// still streaming; None when it is not (finished meanwhile, or another session's).
+fn streaming_head(
+    tx: &Transaction<'_>,
+    session_id: &str,
+    message_id: &str,
+) -> Result<Option<(i64, String)>> {
+    use rusqlite::OptionalExtension;
+    Ok(tx
+        .prepare_cached(
+            "SELECT m.seq, coalesce(c.text, '')
+             FROM messages m LEFT JOIN stream_checkpoints c ON c.message_id = m.id
+             WHERE m.id = ?1 AND m.session_id = ?2 AND m.status = 'streaming'",
+        )?
+        .query_row(params![message_id, session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?)
+}
