@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+import anyio
+
 __all__ = ["Event", "EventBus", "EventName", "Handler"]
 
 log = logging.getLogger("lossless.events")
@@ -78,16 +80,40 @@ class EventBus:
         return lambda: bucket.remove(handler) if handler in bucket else None
 
     def publish(self, name: EventName, session_id: str, **payload: Any) -> Event:
-        """Record and deliver one event."""
+        """Record and deliver one event. Writing it can wait on another writer: from
+        async code, prefer :meth:`apublish`."""
         event = Event(name, session_id, payload)
-        if self._tape is not None:
-            try:
-                self._tape.append_event(session_id, name.value, json.dumps(payload, default=str))
-            except Exception:
-                log.exception("could not persist event %s", name.value)
-        for handler in (*self._handlers.get(name, ()), *self._handlers.get(None, ())):
-            self._deliver(handler, event)
+        self._persist(event)
+        self.deliver(event)
         return event
+
+    async def apublish(self, name: EventName, session_id: str, **payload: Any) -> Event:
+        """:meth:`publish` with the write in a worker thread, so the event loop never
+        waits on another writer's lock; handlers still run on the loop."""
+        event = Event(name, session_id, payload)
+        await self.apersist(event)
+        self.deliver(event)
+        return event
+
+    async def apersist(self, event: Event) -> None:
+        """Record an event already delivered, with the write in a worker thread."""
+        if self._tape is not None:
+            await anyio.to_thread.run_sync(self._persist, event)
+
+    def _persist(self, event: Event) -> None:
+        if self._tape is None:
+            return
+        try:
+            payload_json = json.dumps(event.payload, default=str)
+            self._tape.append_event(event.session_id, event.name.value, payload_json)
+        except Exception:
+            log.exception("could not persist event %s", event.name.value)
+
+    def deliver(self, event: Event) -> None:
+        """Hand ``event`` to its handlers without recording it (it was recorded with
+        the write it reports)."""
+        for handler in (*self._handlers.get(event.name, ()), *self._handlers.get(None, ())):
+            self._deliver(handler, event)
 
     def _deliver(self, handler: Handler, event: Event) -> None:
         if inspect.iscoroutinefunction(handler):

@@ -19,9 +19,9 @@ from typing import Any, Literal, Self
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import TaskGroup
 
 from lossless import _native
+from lossless._background import Background
 from lossless.calibration import TokenCalibration
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config, ModelConfig
@@ -113,9 +113,10 @@ class Message:
 class Session:
     """One conversation, stored in full, sent to the model within its budget.
 
-    Create it with :meth:`create` or :meth:`load`, ideally as
-    ``async with await Session.create(...) as session``. Background compaction runs
-    in a task group the session owns; create and close a session in the same task.
+    Create it with :meth:`open`, :meth:`create` or :meth:`load`, ideally as
+    ``async with Session.open(...) as session``. Background compaction runs as a
+    task of the event loop that the session waits for when it closes, so sessions
+    open and close in any order and from any task.
     """
 
     def __init__(
@@ -127,6 +128,7 @@ class Session:
         config: Config,
         system_prompt: str | None,
         limits: ModelLimits,
+        compaction_store: _native.Store | None = None,
     ) -> None:
         self._store = store
         self.id = session_id
@@ -141,18 +143,24 @@ class Session:
         self._calibration = TokenCalibration(model, config.model.token_correction)
         self.budget = Budget.of(limits, config, self._system_tokens, self._calibration.correction)
         self.events = EventBus(tape=store)
-        self._task_group: TaskGroup | None = None
+        self._background = Background()
         self._closed = False
         self._sending = False
         self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
+        # Compaction works on a connection of its own (when the database is a file), so
+        # no call of a turn waits for a round's native work to let go of a connection.
+        compaction_store = compaction_store or store
         self.compaction = CompactionEngine(
-            store=store,
+            store=compaction_store,
             session_id=session_id,
             config=config,
             budget=lambda: self.budget,
             bus=self.events,
             summariser=Summariser(
-                store, config, count=self._count, compaction_window=self._compaction_window
+                compaction_store,
+                config,
+                count=self._count,
+                compaction_window=self._compaction_window,
             ),
         )
 
@@ -181,6 +189,7 @@ class Session:
             config=config,
             system_prompt=system_prompt,
             limits=limits,
+            compaction_store=await _second_store(store, db, config),
         )
         await session._start()
         session.events.publish(
@@ -234,6 +243,7 @@ class Session:
             config=config,
             system_prompt=row["system_prompt"],
             limits=limits,
+            compaction_store=await _second_store(store, db, config),
         )
         flagged = await anyio.to_thread.run_sync(
             _close_gone_streams, store, session_id, config.store.stream_stale_s
@@ -274,22 +284,22 @@ class Session:
             await session.close()
 
     async def _start(self) -> None:
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
-        self.events.attach(task_group)
+        self.events.attach(self._background)
 
     async def close(self) -> None:
-        """Finish background work and release the session. Closing twice is harmless."""
+        """Finish background work and release the session. Closing twice is harmless.
+
+        Sessions close in any order and from any task: the session's background work
+        (a compaction round, async event handlers) runs on the event loop, not in a
+        task group of the task that opened it, and closing waits for it to end.
+        """
         if self._closed:
             return
         self._closed = True
         await self.compaction.wait_for_pending()
         self.events.publish(EventName.SESSION_CLOSED, self.id)
-        task_group, self._task_group = self._task_group, None
+        await self._background.wait()
         self.events.attach(None)
-        if task_group is not None:
-            await task_group.__aexit__(None, None, None)
 
     async def __aenter__(self) -> Self:
         return self
@@ -392,7 +402,7 @@ class Session:
         limit, and waits for compaction past the hard one. Returns the view's size and
         whether a round was started."""
         view_tokens = self.view_tokens()
-        triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
+        triggered = self.compaction.check_and_trigger(view_tokens, self._background)
         if self.compaction.is_hard_overflow(view_tokens):
             # A loop that only records never waits on the network, so background
             # compaction would never get to run: past the hard limit, wait for it.
@@ -605,7 +615,7 @@ class Session:
             EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant"
         )
         view_tokens = self.view_tokens()
-        triggered = self.compaction.check_and_trigger(view_tokens, self._task_group)
+        triggered = self.compaction.check_and_trigger(view_tokens, self._background)
         # Tool calls are handed over once the reply is stored and accounted for, so a
         # callback that raises on one leaves the store and the events complete.
         for call in reply.tool_calls:
@@ -682,6 +692,16 @@ async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Sto
     return await anyio.to_thread.run_sync(
         partial(_native.Store, path, config.store.synchronous, config.store.busy_timeout_ms)
     )
+
+
+async def _second_store(
+    store: _native.Store, db: str | os.PathLike[str], config: Config
+) -> _native.Store:
+    """Another connection to ``db`` for compaction; ``store`` itself for a private
+    in-memory database, which no second connection could see."""
+    if str(db) == ":memory:":
+        return store
+    return await _open_store(db, config)
 
 
 def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -> int:

@@ -5,19 +5,18 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
-from anyio.abc import TaskGroup
 
 from lossless import _native
 from lossless.compaction.levels import Candidate, Summariser
 from lossless.config import Config
 from lossless.errors import CompactionBusyError
-from lossless.events import EventBus, EventName
+from lossless.events import Event, EventBus, EventName
 from lossless.models import Budget
 
 __all__ = ["CompactionEngine", "CompactionResult"]
@@ -90,10 +89,16 @@ class _Opening:
     busy: CompactionBusyError | None = None
 
 
+class Spawner(Protocol):
+    """Starts a task the caller does not wait for."""
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
+
+
 class CompactionEngine:
     """Keeps one session's view within its budget.
 
-    A soft-threshold crossing starts a round in the session's task group; a
+    A soft-threshold crossing starts a round in the background; a
     hard-threshold crossing makes the caller wait for it. Rounds of one session
     never overlap: within a process an ``anyio.Lock`` orders them, across
     processes a lease row in the store does.
@@ -137,23 +142,25 @@ class CompactionEngine:
     def is_hard_overflow(self, view_tokens: int) -> bool:
         return self._config.compaction.enabled and view_tokens > self._budget().usable
 
-    def check_and_trigger(self, view_tokens: int, task_group: TaskGroup | None) -> bool:
+    def check_and_trigger(self, view_tokens: int, background: Spawner | None) -> bool:
         """Start a background round if the view is over the soft threshold and none runs."""
-        if not self.is_soft_overflow(view_tokens) or self.pending or task_group is None:
+        if not self.is_soft_overflow(view_tokens) or self.pending or background is None:
             return False
-        self._bus.publish(
+        triggered = Event(
             EventName.COMPACTION_TRIGGERED,
             self._session_id,
-            view_tokens=view_tokens,
-            soft_limit=self._budget().soft_limit,
+            {"view_tokens": view_tokens, "soft_limit": self._budget().soft_limit},
         )
+        # Handlers hear of it before the turn returns; the round records it.
+        self._bus.deliver(triggered)
         done = anyio.Event()
         self._done = done
-        task_group.start_soon(self._background, done)
+        background.start_soon(self._background, done, triggered)
         return True
 
-    async def _background(self, done: anyio.Event) -> None:
+    async def _background(self, done: anyio.Event, triggered: Event) -> None:
         try:
+            await self._bus.apersist(triggered)
             await self.run_compaction()
         finally:
             done.set()
@@ -205,15 +212,15 @@ class CompactionEngine:
         except Exception:
             result.tokens_after = result.tokens_before
         self.last_result = result
-        self._publish_result(result)
+        await self._publish_result(result)
         return result
 
-    def _publish_result(self, result: CompactionResult) -> None:
+    async def _publish_result(self, result: CompactionResult) -> None:
         name = {
             "failed": EventName.COMPACTION_FAILED,
             "stalled": EventName.COMPACTION_STALLED,
         }.get(result.status, EventName.COMPACTION_COMPLETED)
-        self._bus.publish(
+        await self._bus.apublish(
             name,
             self._session_id,
             status=result.status,
@@ -444,7 +451,7 @@ class CompactionEngine:
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
             result.pruned_tokens += pruned["tokens_saved"]
-            self._bus.publish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
+            await self._bus.apublish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
         return int(pruned["tokens_saved"])
 
     def _stall_reason(self, tokens: int, result: CompactionResult) -> str:
@@ -471,7 +478,7 @@ class CompactionEngine:
         rules = self._rules()
         if steps is None:
             steps = await self._call(self._first_steps, rules, forced, before)
-        saved = self._record_steps(steps.outcome, result)
+        saved = await self._record_steps(steps.outcome, result)
         span = steps.span
         if span is not None:
             saved += await self._model_leaf(span, int(steps.outcome["target"]), result)
@@ -483,13 +490,13 @@ class CompactionEngine:
             return saved
         return saved + await self._condense(result)
 
-    def _record_steps(self, outcome: dict[str, Any], result: CompactionResult) -> int:
+    async def _record_steps(self, outcome: dict[str, Any], result: CompactionResult) -> int:
         """Adds a round's first steps to ``result``; returns the tokens they saved."""
         pruned = outcome["pruned"]
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
             result.pruned_tokens += pruned["tokens_saved"]
-            self._bus.publish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
+            await self._bus.apublish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
         result.attempts.extend(outcome["attempts"])
         committed = outcome["committed"]
         if committed is not None:
