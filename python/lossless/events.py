@@ -100,6 +100,11 @@ class EventBus:
         if self._tape is not None:
             await anyio.to_thread.run_sync(self._persist, event)
 
+    def record(self, event: Event) -> None:
+        """Record ``event`` on the tape without delivering it (see :meth:`deliver`).
+        Blocks on the write: for worker threads."""
+        self._persist(event)
+
     def _persist(self, event: Event) -> None:
         if self._tape is None:
             return

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -32,7 +32,7 @@ from lossless.errors import (
     SessionClosedError,
     UnknownModelError,
 )
-from lossless.events import EventBus, EventName
+from lossless.events import Event, EventBus, EventName
 from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
 from lossless.models import Budget, ModelLimits, resolve_limits
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
@@ -51,8 +51,7 @@ from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 __all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
 
 PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
-# Inputs larger than this are tokenised in a worker thread so the event loop keeps running.
-_THREAD_THRESHOLD_CHARS = 65_536
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,33 +374,45 @@ class Session:
 
     # -- writing ---------------------------------------------------------------
 
-    async def _native(self, func: Callable[..., Any], *args: Any, heavy: bool = False) -> Any:
-        if heavy:
-            return await anyio.to_thread.run_sync(partial(func, *args))
-        return func(*args)
+    async def _write(
+        self, write: Callable[[], _T], event: Callable[[_T], Event]
+    ) -> tuple[_T, int]:
+        """Runs a turn's write, records the event it makes and reads the view's size,
+        in one worker-thread hop: a write can wait on another writer's lock (a round
+        committing, another process), and the event loop must not. The event reaches
+        its handlers on the loop. Returns the write's result and the view's size."""
+
+        def in_thread() -> tuple[_T, Event, int]:
+            result = write()
+            made = event(result)
+            self.events.record(made)
+            return result, made, int(self._store.view_stats(self.id)["tokens"])
+
+        result, made, view_tokens = await anyio.to_thread.run_sync(in_thread)
+        self.events.deliver(made)
+        return result, view_tokens
 
     async def record(self, role: str, parts: PartsInput) -> RecordResult:
         """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
         self._check_open()
         normalized = normalize_parts(parts)
         wire = [part_to_wire(part) for part in normalized]
-        appended = await self._native(
-            self._store.append_message, self.id, role, wire, heavy=_is_heavy(wire)
-        )
-        self.events.publish(
-            EventName.MESSAGE_CREATED, self.id, message_id=appended["id"], role=role
+        appended, view_tokens = await self._write(
+            partial(self._store.append_message, self.id, role, wire),
+            lambda appended: Event(
+                EventName.MESSAGE_CREATED, self.id, {"message_id": appended["id"], "role": role}
+            ),
         )
         self._watch_tool_calls(normalized)
-        view_tokens, triggered = await self._keep_within_budget()
+        view_tokens, triggered = await self._keep_within_budget(view_tokens)
         return RecordResult(
             appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered
         )
 
-    async def _keep_within_budget(self) -> tuple[int, bool]:
-        """After a write that grew the view: starts a background round past the soft
-        limit, and waits for compaction past the hard one. Returns the view's size and
-        whether a round was started."""
-        view_tokens = self.view_tokens()
+    async def _keep_within_budget(self, view_tokens: int) -> tuple[int, bool]:
+        """After a write that grew the view to ``view_tokens``: starts a background
+        round past the soft limit, and waits for compaction past the hard one. Returns
+        the view's size and whether a round was started."""
         triggered = self.compaction.check_and_trigger(view_tokens, self._background)
         if self.compaction.is_hard_overflow(view_tokens):
             # A loop that only records never waits on the network, so background
@@ -466,13 +477,14 @@ class Session:
     ) -> None:
         """Move a recorded tool call along its lifecycle, setting its output or error once."""
         self._check_open()
-        heavy = output is not None and len(output) > _THREAD_THRESHOLD_CHARS
-        await self._native(
-            self._store.update_tool, self.id, call_id, status, output, error, heavy=heavy
+        _, view_tokens = await self._write(
+            partial(self._store.update_tool, self.id, call_id, status, output, error),
+            lambda _: Event(
+                EventName.TOOL_UPDATED, self.id, {"call_id": call_id, "status": status}
+            ),
         )
-        self.events.publish(EventName.TOOL_UPDATED, self.id, call_id=call_id, status=status)
         # A result can be the largest thing a session stores.
-        await self._keep_within_budget()
+        await self._keep_within_budget(view_tokens)
 
     async def compact(self) -> CompactionResult:
         """Run one compaction now, even under the soft threshold. Never raises."""
@@ -713,15 +725,6 @@ def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -
 def _reason_code(reason: str) -> str:
     """A short finish reason for a reply that ended early: its first words, bounded."""
     return reason.split(":")[0].strip()[:64] or "incomplete"
-
-
-def _is_heavy(wire: list[dict[str, Any]]) -> bool:
-    size = 0
-    for part in wire:
-        for value in part.values():
-            if isinstance(value, str):
-                size += len(value)
-    return size > _THREAD_THRESHOLD_CHARS
 
 
 def _reply_parts(reply: StreamedReply, *, keep_empty: bool = True) -> list[dict[str, Any]]:

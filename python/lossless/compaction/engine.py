@@ -393,8 +393,13 @@ class CompactionEngine:
                     err, busy = busy, None
                     raise err
                 saved = await self._one_round(result, forced, before, first)
+                # Progress is what the round took out of the view: turns recorded
+                # meanwhile may have added more than that.
+                if saved <= 0 and before > soft and not self._abort:
+                    saved = await self._last_resort_prune(result)
             except CompactionBusyError as err:
-                # The view changed under the round (another writer): plan again.
+                # The view changed under the round (a turn recorded meanwhile, another
+                # process): plan again.
                 result.reason = str(err)
                 before = await self._view_tokens()
                 continue
@@ -404,10 +409,6 @@ class CompactionEngine:
                     "aborted during the round; its uncommitted work was dropped",
                 )
                 return
-            # Progress is what the round took out of the view: turns recorded meanwhile
-            # may have added more than that.
-            if saved <= 0 and before > soft:
-                saved = await self._last_resort_prune(result)
             if saved <= 0:
                 if before <= soft:
                     result.status = "not_needed"
