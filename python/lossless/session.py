@@ -374,9 +374,7 @@ class Session:
 
     # -- writing ---------------------------------------------------------------
 
-    async def _write(
-        self, write: Callable[[], _T], event: Callable[[_T], Event]
-    ) -> tuple[_T, int]:
+    async def _write(self, write: Callable[[], _T], event: Callable[[_T], Event]) -> tuple[_T, int]:
         """Runs a turn's write, records the event it makes and reads the view's size,
         in one worker-thread hop: a write can wait on another writer's lock (a round
         committing, another process), and the event loop must not. The event reaches
