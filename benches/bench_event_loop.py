@@ -26,7 +26,18 @@ from lossless.config import CompactionConfig, Config, ModelConfig
 
 MESSAGES = 10_000 if os.environ.get("LOSSLESS_BENCH_FULL") == "1" else 600
 TICK_S = 0.001
-WORDS = "payout ledger refund invoice retry webhook error passed settle batch".split()
+WORDS = [
+    "payout",
+    "ledger",
+    "refund",
+    "invoice",
+    "retry",
+    "webhook",
+    "error",
+    "passed",
+    "settle",
+    "batch",
+]
 
 
 def _percentile(values: list[float], fraction: float) -> float:

@@ -20,7 +20,18 @@ import anyio
 from lossless import Session, TextPart, ToolPart
 from lossless.config import Config
 
-WORDS = "ledger payout refund invoice retry webhook settle batch merchant account".split()
+WORDS = [
+    "ledger",
+    "payout",
+    "refund",
+    "invoice",
+    "retry",
+    "webhook",
+    "settle",
+    "batch",
+    "merchant",
+    "account",
+]
 
 
 def say(line: str) -> None:
