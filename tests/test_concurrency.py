@@ -114,16 +114,19 @@ _COMPACTOR = textwrap.dedent(
 )
 
 
-async def test_two_processes_compacting_one_session_never_summarise_twice(
-    tmp_path: Path,
-) -> None:
-    db = tmp_path / "shared.db"
+async def _fill(db: Path) -> str:
+    """A session over its soft limit, written straight to the store (nothing compacts)."""
     async with Session.open(model="gpt-4o", db=db, config=_config()) as session:
         for turn in range(60):
             part = ToolPart("read", f"c{turn}", {"n": turn}, output=f"output {turn} " * 60)
             session.store.append_message(session.id, "user", [{"kind": "text", "text": "go"}])
             session.store.append_message(session.id, "assistant", [part_to_wire(part)])
-        session_id = session.id
+        return session.id
+
+
+def test_two_processes_compacting_one_session_never_summarise_twice(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    session_id = anyio.run(_fill, db)
     compactors = [
         subprocess.Popen(
             [sys.executable, "-c", _COMPACTOR, str(db), session_id],
