@@ -52,15 +52,23 @@ async def _watchdog(lags: list[float], done: anyio.Event) -> None:
         lags.append(max(0.0, time.perf_counter() - started - TICK_S))
 
 
-async def _agent(session: Session, rng: random.Random, record_s: list[float]) -> None:
+def _turns(rng: random.Random) -> list[tuple[str, Any]]:
+    """The turns to record, made before the loop runs (making them is not the
+    library's time)."""
+    turns: list[tuple[str, Any]] = []
     for index in range(MESSAGES):
         if index % 2 == 0:
-            parts: Any = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 200)))
-            role = "user" if index % 20 == 0 else "assistant"
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 200)))
+            turns.append(("user" if index % 20 == 0 else "assistant", text))
         else:
             output = " ".join(rng.choice(WORDS) for _ in range(rng.randint(100, 1_500)))
-            parts = [ToolPart("read_file", f"call_{index}", {"n": index}, output=output)]
-            role = "assistant"
+            part = ToolPart("read_file", f"call_{index}", {"n": index}, output=output)
+            turns.append(("assistant", [part]))
+    return turns
+
+
+async def _agent(session: Session, turns: list[tuple[str, Any]], record_s: list[float]) -> None:
+    for role, parts in turns:
         started = time.perf_counter()
         await session.record(role, parts)
         record_s.append(time.perf_counter() - started)
@@ -75,13 +83,14 @@ def run_with_watchdog(db: Path) -> dict[str, Any]:
     lags: list[float] = []
     record_s: list[float] = []
     figures: dict[str, Any] = {}
+    turns = _turns(random.Random(5))
 
     async def main() -> None:
         async with Session.open(model="gpt-4o", db=db, config=config) as session:
             done = anyio.Event()
             async with anyio.create_task_group() as group:
                 group.start_soon(_watchdog, lags, done)
-                await _agent(session, random.Random(5), record_s)
+                await _agent(session, turns, record_s)
                 await session.compaction.wait_for_pending()
                 done.set()
             names = [row["name"] for row in session.store.events(session.id)]
