@@ -87,30 +87,35 @@ class EventBus:
         self.deliver(event)
         return event
 
-    async def apublish(self, name: EventName, session_id: str, **payload: Any) -> Event:
+    async def apublish(
+        self, name: EventName, session_id: str, *, via: _Tape | None = None, **payload: Any
+    ) -> Event:
         """:meth:`publish` with the write in a worker thread, so the event loop never
-        waits on another writer's lock; handlers still run on the loop."""
+        waits on another writer's lock; handlers still run on the loop. ``via`` writes
+        it through another connection to the same database (the one the publisher
+        works on, so it never waits for the turn's connection)."""
         event = Event(name, session_id, payload)
-        await self.apersist(event)
+        await self.apersist(event, via=via)
         self.deliver(event)
         return event
 
-    async def apersist(self, event: Event) -> None:
+    async def apersist(self, event: Event, *, via: _Tape | None = None) -> None:
         """Record an event already delivered, with the write in a worker thread."""
         if self._tape is not None:
-            await anyio.to_thread.run_sync(self._persist, event)
+            await anyio.to_thread.run_sync(self._persist, event, via)
 
     def record(self, event: Event) -> None:
         """Record ``event`` on the tape without delivering it (see :meth:`deliver`).
         Blocks on the write: for worker threads."""
         self._persist(event)
 
-    def _persist(self, event: Event) -> None:
-        if self._tape is None:
+    def _persist(self, event: Event, via: _Tape | None = None) -> None:
+        tape = via or self._tape
+        if tape is None:
             return
         try:
             payload_json = json.dumps(event.payload, default=str)
-            self._tape.append_event(event.session_id, event.name.value, payload_json)
+            tape.append_event(event.session_id, event.name.value, payload_json)
         except Exception:
             log.exception("could not persist event %s", event.name.value)
 

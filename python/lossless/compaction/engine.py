@@ -160,7 +160,7 @@ class CompactionEngine:
 
     async def _background(self, done: anyio.Event, triggered: Event) -> None:
         try:
-            await self._bus.apersist(triggered)
+            await self._bus.apersist(triggered, via=self._store)
             await self.run_compaction()
         finally:
             done.set()
@@ -223,6 +223,7 @@ class CompactionEngine:
         await self._bus.apublish(
             name,
             self._session_id,
+            via=self._store,
             status=result.status,
             reason=result.reason,
             rounds=result.rounds,
@@ -452,7 +453,9 @@ class CompactionEngine:
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
             result.pruned_tokens += pruned["tokens_saved"]
-            await self._bus.apublish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
+            await self._bus.apublish(
+                EventName.PRUNE_COMPLETED, self._session_id, via=self._store, **pruned
+            )
         return int(pruned["tokens_saved"])
 
     def _stall_reason(self, tokens: int, result: CompactionResult) -> str:
@@ -497,7 +500,9 @@ class CompactionEngine:
         if pruned["pruned_parts"]:
             result.pruned_parts += pruned["pruned_parts"]
             result.pruned_tokens += pruned["tokens_saved"]
-            await self._bus.apublish(EventName.PRUNE_COMPLETED, self._session_id, **pruned)
+            await self._bus.apublish(
+                EventName.PRUNE_COMPLETED, self._session_id, via=self._store, **pruned
+            )
         result.attempts.extend(outcome["attempts"])
         committed = outcome["committed"]
         if committed is not None:
