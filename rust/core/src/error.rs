@@ -1,6 +1,9 @@
 //! The one error type of the core. The Python binding maps each variant to one
 //! class of `lossless.errors`.
 
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
 use rusqlite::ErrorCode;
 
 /// Everything the core can fail with.
@@ -40,6 +43,9 @@ pub enum Error {
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(String),
+    /// A bug: the core panicked (see [`catch_panic`]).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// Result alias of the core.
@@ -52,6 +58,27 @@ impl Error {
             field: field.into(),
             reason: reason.into(),
         }
+    }
+}
+
+/// Runs `work`, turning a panic into [`Error::Internal`], so that a caller in another
+/// language gets an error it can handle rather than an unwinding it cannot.
+///
+/// Asserting unwind safety holds for the store: a transaction open when the panic
+/// unwinds is rolled back as it drops, and the caches compare their version with
+/// the database's on every use, so a cache left behind by the panic is reloaded.
+pub fn catch_panic<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(work))
+        .unwrap_or_else(|payload| Err(Error::Internal(panic_message(payload.as_ref()))))
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_string()
     }
 }
 
@@ -78,5 +105,19 @@ impl From<rusqlite::Error> for Error {
 impl From<rusqlite::types::FromSqlError> for Error {
     fn from(err: rusqlite::types::FromSqlError) -> Self {
         Error::Sqlite(format!("unexpected column value: {err}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_internal_error_with_its_message() {
+        let formatted = catch_panic::<()>(|| panic!("index {} out of range", 7));
+        assert!(matches!(formatted, Err(Error::Internal(text)) if text == "index 7 out of range"));
+        let literal = catch_panic::<()>(|| panic!("too big"));
+        assert!(matches!(literal, Err(Error::Internal(text)) if text == "too big"));
+        assert!(matches!(catch_panic(|| Ok(3)), Ok(3)));
     }
 }
