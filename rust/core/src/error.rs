@@ -21,6 +21,10 @@ pub enum Error {
     /// The file exists but is not a SQLite database.
     #[error("{path}: not a lossless database ({reason})")]
     NotADatabase { path: String, reason: String },
+    /// The file is a lossless database, or was one, but is damaged: cut short, or
+    /// with pages or tables that do not read back.
+    #[error("{path}: the database file is damaged ({reason})")]
+    Corrupt { path: String, reason: String },
     /// The database was written by a newer schema than this build knows.
     #[error("{path}: schema version {found} is newer than the {supported} this build of lossless supports; upgrade lossless")]
     SchemaTooNew {
@@ -31,6 +35,10 @@ pub enum Error {
     /// The database file could not be opened or created.
     #[error("{path}: cannot open database: {reason}")]
     CannotOpen { path: String, reason: String },
+    /// Reading or writing the open database file failed: it is read-only, the disk
+    /// is full, or the system reported an I/O error. The transaction was rolled back.
+    #[error("{path}: {reason}")]
+    Io { path: String, reason: String },
     /// Another writer held the lock past the busy timeout.
     #[error("database is busy: {0}")]
     Busy(String),
@@ -57,6 +65,38 @@ impl Error {
         Error::InvalidInput {
             field: field.into(),
             reason: reason.into(),
+        }
+    }
+
+    /// This error with `path` filled in where it concerns the database file and does
+    /// not name one yet: SQLite's own errors do not know which file they come from.
+    #[must_use]
+    pub fn with_path(self, path: &str) -> Self {
+        let named = |current: String| {
+            if current.is_empty() {
+                path.to_string()
+            } else {
+                current
+            }
+        };
+        match self {
+            Error::NotADatabase { path: at, reason } => Error::NotADatabase {
+                path: named(at),
+                reason,
+            },
+            Error::Corrupt { path: at, reason } => Error::Corrupt {
+                path: named(at),
+                reason,
+            },
+            Error::CannotOpen { path: at, reason } => Error::CannotOpen {
+                path: named(at),
+                reason,
+            },
+            Error::Io { path: at, reason } => Error::Io {
+                path: named(at),
+                reason,
+            },
+            other => other,
         }
     }
 }
@@ -91,12 +131,16 @@ impl From<rusqlite::Error> for Error {
         if text.contains(IMMUTABLE_MARKER) {
             return Error::Immutable(text);
         }
+        // The path is not known here: `Error::with_path` adds it.
+        let path = String::new();
         match err.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Error::Busy(text),
-            Some(ErrorCode::NotADatabase) => Error::NotADatabase {
-                path: String::new(),
-                reason: text,
-            },
+            Some(ErrorCode::NotADatabase) => Error::NotADatabase { path, reason: text },
+            Some(ErrorCode::DatabaseCorrupt) => Error::Corrupt { path, reason: text },
+            Some(ErrorCode::CannotOpen) => Error::CannotOpen { path, reason: text },
+            Some(ErrorCode::ReadOnly | ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => {
+                Error::Io { path, reason: text }
+            }
             _ => Error::Sqlite(text),
         }
     }
@@ -119,5 +163,27 @@ mod tests {
         let literal = catch_panic::<()>(|| panic!("too big"));
         assert!(matches!(literal, Err(Error::Internal(text)) if text == "too big"));
         assert!(matches!(catch_panic(|| Ok(3)), Ok(3)));
+    }
+
+    #[test]
+    fn a_path_is_added_only_where_none_is_named() {
+        let unnamed = Error::Corrupt {
+            path: String::new(),
+            reason: "database disk image is malformed".into(),
+        };
+        assert_eq!(
+            unnamed.with_path("/x/a.db").to_string(),
+            "/x/a.db: the database file is damaged (database disk image is malformed)"
+        );
+        let named = Error::Io {
+            path: "/y/b.db".into(),
+            reason: "disk I/O error".into(),
+        };
+        assert_eq!(
+            named.with_path("/x/a.db").to_string(),
+            "/y/b.db: disk I/O error"
+        );
+        let other = Error::invalid("role", "unknown").with_path("/x/a.db");
+        assert_eq!(other.to_string(), "role: unknown");
     }
 }

@@ -38,7 +38,7 @@ impl Store {
             // A panic while holding the lock cannot leave a half-written transaction
             // behind (SQLite rolls it back), so the store stays usable.
             let mut store = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            work(&mut store)
+            work(&mut store).map_err(|err| err.with_path(&self.path))
         })
     }
 }
