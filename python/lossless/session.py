@@ -43,9 +43,10 @@ from lossless.parts import (
     ToolPart,
     normalize_parts,
     part_from_wire,
-    part_to_wire,
+    parts_to_wire,
 )
 from lossless.profiles import profile_for
+from lossless.store import database_path
 
 __all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
 
@@ -365,7 +366,7 @@ class Session:
         """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
         self._check_open()
         normalized = normalize_parts(parts)
-        wire = [part_to_wire(part) for part in normalized]
+        wire = parts_to_wire(normalized)
         appended = await self._native(
             self._store.append_message, self.id, role, wire, heavy=_is_heavy(wire)
         )
@@ -447,7 +448,7 @@ class Session:
     ) -> None:
         """Move a recorded tool call along its lifecycle, setting its output or error once."""
         self._check_open()
-        heavy = output is not None and len(output) > _THREAD_THRESHOLD_CHARS
+        heavy = isinstance(output, str) and len(output) > _THREAD_THRESHOLD_CHARS
         await self._native(
             self._store.update_tool, self.id, call_id, status, output, error, heavy=heavy
         )
@@ -642,7 +643,7 @@ def _check_stored(
 
 
 async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:
-    path = str(db)
+    path = database_path(db)
     return await anyio.to_thread.run_sync(
         partial(_native.Store, path, config.store.synchronous, config.store.busy_timeout_ms)
     )
@@ -662,7 +663,7 @@ def _reply_parts(reply: StreamedReply, *, keep_empty: bool = True) -> list[dict[
     if reply.text or (keep_empty and not reply.tool_calls):
         parts.append(TextPart(reply.text))
     parts.extend(reply.tool_calls)
-    return [part_to_wire(part) for part in parts]
+    return parts_to_wire(parts)
 
 
 def _usage(reply: StreamedReply) -> dict[str, Any]:
