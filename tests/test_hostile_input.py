@@ -1093,6 +1093,18 @@ async def test_arguments_nested_5000_levels_are_kept_and_render_as_an_empty_obje
     assert lossless.grep("nested result", session=session)
 
 
+async def test_expand_reads_the_database_it_is_given(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It opened lossless.db in the working directory, whatever ``db`` said.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    expansion = lossless.expand(world.summary_id, db=str(world.db))
+    assert expansion.total_messages > 0
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_grep_over_a_whole_database_named_by_a_str_path(tmp_path: Path) -> None:
     db = tmp_path / "whole.db"
     store = Store(db)
