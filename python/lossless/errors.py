@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "CompactionBusyError",
     "ConfigError",
+    "CorruptDatabaseError",
     "ImmutableRowError",
     "InvalidInputError",
     "LLMError",
@@ -50,6 +51,11 @@ class StoreError(LosslessError):
 
 class NotADatabaseError(StoreError):
     """The path exists but is not a SQLite database."""
+
+
+class CorruptDatabaseError(NotADatabaseError):
+    """The file is a lossless database, or was one, but is damaged: cut short, or with
+    pages that do not read back. Nothing was written to it."""
 
 
 class SchemaVersionError(StoreError):

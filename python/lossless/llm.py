@@ -17,7 +17,7 @@ import anyio
 
 from lossless.config import LLMConfig
 from lossless.errors import LLMError
-from lossless.parts import ToolPart
+from lossless.parts import ToolPart, identifier_problem, storable_name, storable_text
 
 __all__ = [
     "CallbackError",
@@ -194,6 +194,7 @@ async def _consume(
             delta = choice.delta
             content = getattr(delta, "content", None)
             if content:
+                content = storable_text(content)
                 reply.text += content
                 if on_progress is not None:
                     await on_progress(reply.text)
@@ -212,15 +213,22 @@ async def _consume(
             if choice.finish_reason:
                 reply.finish_reason = choice.finish_reason
     for index in sorted(drafts):
-        draft = drafts[index]
-        reply.tool_calls.append(
-            ToolPart(
-                name=draft.name or "unknown",
-                call_id=draft.call_id or new_call_id(),
-                input="".join(draft.arguments) or "{}",
-                status="pending",
-            )
-        )
+        reply.tool_calls.append(_tool_call(drafts[index]))
+
+
+def _tool_call(draft: _ToolDraft) -> ToolPart:
+    """The call a model sent, as the store can hold it. The store refuses a name or an
+    id with control characters or over 512 bytes, and text with lone surrogates; the
+    model's reply must be stored all the same, so a name is cleaned, and an id the
+    store cannot hold is replaced, as a missing one is: the caller answers the call
+    by the id it is handed in the result."""
+    call_id = draft.call_id if identifier_problem(draft.call_id) is None else new_call_id()
+    return ToolPart(
+        name=storable_name(draft.name) or "unknown",
+        call_id=call_id,
+        input=storable_text("".join(draft.arguments)) or "{}",
+        status="pending",
+    )
 
 
 async def stream_completion(

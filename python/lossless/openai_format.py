@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from lossless.errors import InvalidInputError
-from lossless.parts import Part, Role, TextPart, ToolPart
+from lossless.parts import (
+    Part,
+    Role,
+    TextPart,
+    ToolPart,
+    has_lone_surrogate,
+    identifier_problem,
+)
 
 __all__ = [
     "OpenAIMessage",
@@ -31,9 +38,8 @@ __all__ = [
 ]
 
 # The store rejects these per write; checking them here keeps a bad list from
-# leaving its first turns stored. Same limits as rust/core/src/parts.rs.
+# leaving its first turns stored. Same limit as rust/core/src/parts.rs.
 _MAX_PART_BYTES = 8 * 1024 * 1024
-_MAX_IDENTIFIER_BYTES = 512
 # Text parts of one message are stored as separate parts and rendered joined by a
 # blank line; a tool result is one string, joined the same way.
 _PART_SEPARATOR = "\n\n"
@@ -305,22 +311,15 @@ def _identifier(field: str, value: object) -> str:
         raise InvalidInputError(f"{field}: missing")
     if not isinstance(value, str):
         raise InvalidInputError(f"{field}: expected a string, got {type(value).__name__}")
-    if not value:
-        raise InvalidInputError(f"{field}: must not be empty")
-    if len(value.encode()) > _MAX_IDENTIFIER_BYTES:
-        raise InvalidInputError(f"{field}: longer than {_MAX_IDENTIFIER_BYTES} bytes")
-    if any(_is_control(char) for char in value):
-        raise InvalidInputError(f"{field}: contains a control character (NUL, newline, ...)")
+    problem = identifier_problem(value)
+    if problem is not None:
+        raise InvalidInputError(f"{field}: {problem}")
     return value
 
 
-def _is_control(char: str) -> bool:
-    # Rust's char::is_control: the Cc category, U+0000-U+001F and U+007F-U+009F.
-    code = ord(char)
-    return code < 0x20 or 0x7F <= code <= 0x9F
-
-
 def _checked_text(field: str, text: str) -> str:
+    if has_lone_surrogate(text):
+        raise InvalidInputError(f"{field}: is not valid text (it holds a lone surrogate)")
     # A character is at most four bytes: only long strings need encoding to be measured.
     if len(text) * 4 > _MAX_PART_BYTES and len(text.encode()) > _MAX_PART_BYTES:
         raise InvalidInputError(

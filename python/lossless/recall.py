@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from lossless import _native
-from lossless.errors import InvalidInputError, LosslessError
+from lossless.errors import InvalidInputError, LosslessError, StoreError
 from lossless.parts import ToolPart
 
 if TYPE_CHECKING:
@@ -90,19 +90,46 @@ class Expansion:
     note: str
 
 
-def _resolve(target: Any, db: str | os.PathLike[str]) -> tuple[_native.Store, str | None]:
-    """The native store and session id behind a Session, a session id, or a store."""
+def _store_of(source: object) -> _native.Store:
+    """The native store behind a Session or a Store, or of the database file at a
+    path, which must exist: reading never creates a database."""
+    from lossless.session import Session
+    from lossless.store import Store, database_path
+
+    if isinstance(source, Session):
+        return source.store
+    if isinstance(source, Store):
+        return source.native
+    if isinstance(source, _native.Store):
+        return source
+    path = database_path(source)
+    if path != ":memory:" and not os.path.exists(path):
+        raise StoreError(f"{path}: no such database file")
+    return _native.Store(path)
+
+
+def _resolve(field: str, target: object, db: object) -> tuple[_native.Store, str | None]:
+    """The store and session a recall call reads: a Session, a session id in ``db``,
+    or, for ``None`` or a Store, every session of that database."""
     from lossless.session import Session
     from lossless.store import Store
 
     if isinstance(target, Session):
         return target.store, target.id
-    if isinstance(target, Store):
-        return target.native, None
-    if isinstance(target, _native.Store):
-        return target, None
-    store = _native.Store(str(db))
-    return store, target if isinstance(target, str) else None
+    if isinstance(target, Store | _native.Store):
+        return _store_of(target), None
+    if target is None or isinstance(target, str):
+        return _store_of(db), target
+    raise InvalidInputError(
+        f"{field}: expected a Session or a session id, got {type(target).__name__}"
+    )
+
+
+def _at_least_one(field: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{field}: expected an integer, got {type(value).__name__}")
+    if value < 1:
+        raise InvalidInputError(f"{field}: must be at least 1")
 
 
 def grep(
@@ -118,19 +145,17 @@ def grep(
     Text mode ranks matches with bm25; when more than 2,000 parts match, the 2,000
     newest are ranked (add words to narrow, or use ``mode="regex"`` to scan all).
     """
-    if limit < 1:
-        raise InvalidInputError("limit: must be at least 1")
-    store, session_id = _resolve(session if session is not None else db, db)
+    _at_least_one("limit", limit)
+    store, session_id = _resolve("session", session, db)
     return [GrepHit(**row) for row in store.grep(query, session_id, mode, limit)]
 
 
 def describe(target: Session | str, *, db: str | os.PathLike[str] = "lossless.db") -> list[DagNode]:
     """The DAG of a session (a :class:`Session` or session id) or of one summary (``sum_…`` id)."""
     if isinstance(target, str) and target.startswith("sum_"):
-        store, _ = _resolve(db, db)
-        rows = store.describe(None, target)
+        rows = _store_of(db).describe(None, target)
     else:
-        store, session_id = _resolve(target, db)
+        store, session_id = _resolve("target", target, db)
         rows = store.describe(session_id, None)
     return [_node(row) for row in rows]
 
@@ -142,10 +167,8 @@ def expand(
     db: str | os.PathLike[str] | Session = "lossless.db",
 ) -> Expansion:
     """A summary's source messages (through condensed summaries), oldest first, in a budget."""
-    if max_tokens < 1:
-        raise InvalidInputError("max_tokens: must be at least 1")
-    store, _ = _resolve(db, "lossless.db")
-    row = store.expand(summary_id, max_tokens)
+    _at_least_one("max_tokens", max_tokens)
+    row = _store_of(db).expand(summary_id, max_tokens)
     return Expansion(
         summary_id=row["summary_id"],
         messages=[ExpandedMessage(**message) for message in row["messages"]],
@@ -223,6 +246,10 @@ def run_recall_tool(session: Session, name: str, arguments: str) -> str:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError as err:
         raise InvalidInputError(f"arguments: not valid JSON: {err}") from err
+    except RecursionError:
+        # The decoder recurses once per level of nesting: a model can send more
+        # levels than Python's recursion limit allows.
+        raise InvalidInputError("arguments: nested too deeply to read") from None
     if not isinstance(args, dict):
         raise InvalidInputError("arguments: expected a JSON object")
     if name == "lossless_grep":
@@ -230,7 +257,7 @@ def run_recall_tool(session: Session, name: str, arguments: str) -> str:
             str(args.get("query", "")),
             session=session,
             mode=args.get("mode", "text"),
-            limit=int(args.get("limit", 10)),
+            limit=_integer(args, "limit", 10),
         )
         return json.dumps([_hit_dict(hit) for hit in hits])
     if name == "lossless_describe":
@@ -257,10 +284,21 @@ def run_recall_tool(session: Session, name: str, arguments: str) -> str:
         )
     if name == "lossless_expand":
         expansion = session.store.expand(
-            str(args.get("summary_id", "")), int(args.get("max_tokens", 4000))
+            str(args.get("summary_id", "")), _integer(args, "max_tokens", 4000)
         )
         return json.dumps(expansion)
     raise InvalidInputError(f"name: unknown recall tool {name!r}")
+
+
+def _integer(args: dict[str, Any], key: str, default: int) -> int:
+    """An integer argument of a model's call: JSON may spell it as a float (``10.0``);
+    anything else (text, ``1e400``, which reads as infinity) is refused."""
+    value = args.get(key, default)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{key}: expected an integer, got {type(value).__name__}")
+    return value
 
 
 def _hit_dict(hit: GrepHit) -> dict[str, Any]:

@@ -43,9 +43,10 @@ from lossless.parts import (
     ToolPart,
     normalize_parts,
     part_from_wire,
-    part_to_wire,
+    parts_to_wire,
 )
 from lossless.profiles import profile_for
+from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 
 __all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
@@ -394,7 +395,7 @@ class Session:
         """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
         self._check_open()
         normalized = normalize_parts(parts)
-        wire = [part_to_wire(part) for part in normalized]
+        wire = parts_to_wire(normalized)
         appended, view_tokens = await self._write(
             partial(self._store.append_message, self.id, role, wire),
             lambda appended: Event(
@@ -698,7 +699,7 @@ def _check_stored(
 
 
 async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:
-    path = str(db)
+    path = database_path(db)
     return await anyio.to_thread.run_sync(
         partial(_native.Store, path, config.store.synchronous, config.store.busy_timeout_ms)
     )
@@ -730,7 +731,7 @@ def _reply_parts(reply: StreamedReply, *, keep_empty: bool = True) -> list[dict[
     if reply.text or (keep_empty and not reply.tool_calls):
         parts.append(TextPart(reply.text))
     parts.extend(reply.tool_calls)
-    return [part_to_wire(part) for part in parts]
+    return parts_to_wire(parts)
 
 
 def _usage(reply: StreamedReply) -> dict[str, Any]:

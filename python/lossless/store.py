@@ -7,9 +7,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lossless import _native
-from lossless.parts import PartsInput, normalize_parts, part_to_wire
+from lossless.errors import InvalidInputError
+from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
-__all__ = ["Store"]
+__all__ = ["Store", "database_path"]
+
+
+def database_path(db: object, field: str = "db") -> str:
+    """``db`` as the path the native store opens; refuses what is not a path, which
+    ``str()`` would turn into a file name."""
+    if not isinstance(db, str | os.PathLike):
+        raise InvalidInputError(f"{field}: expected a path, got {type(db).__name__}")
+    path = os.fspath(db)
+    if not isinstance(path, str):
+        raise InvalidInputError(f"{field}: expected a text path, got bytes")
+    return path if path == ":memory:" else str(Path(path))
 
 
 class Store:
@@ -27,7 +39,7 @@ class Store:
         synchronous: Literal["normal", "full"] = "normal",
         busy_timeout_ms: int = 30_000,
     ) -> None:
-        self._path = str(path) if str(path) == ":memory:" else str(Path(path))
+        self._path = database_path(path, "path")
         self._inner = _native.Store(self._path, synchronous, busy_timeout_ms)
 
     @property
@@ -52,7 +64,7 @@ class Store:
 
     def append(self, session_id: str, role: str, parts: PartsInput) -> dict[str, Any]:
         """Append one message; returns its id, sequence number and token count."""
-        wire = [part_to_wire(part) for part in normalize_parts(parts)]
+        wire = parts_to_wire(normalize_parts(parts))
         return self._inner.append_message(session_id, role, wire)
 
     def history(self, session_id: str) -> list[dict[str, Any]]:

@@ -1,10 +1,11 @@
 //! Argument extraction and result conversion: builtins in, builtins out.
 
-use lossless_core::parts::{FileRef, Part, ToolCallPart, ToolStatus};
+use lossless_core::parts::{FileRef, Part, Role, ToolCallPart, ToolStatus};
+use lossless_core::profile::Profile;
 use lossless_core::render::{ChatMessage, StoredPart, ToolCall};
-use lossless_core::store::{MessageRecord, SummaryRow, Usage};
+use lossless_core::store::{Durability, GrepMode, MessageRecord, SummaryRow, Usage};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
 use crate::errors::{invalid, to_py_err};
 
@@ -17,6 +18,59 @@ pub fn text(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
         .to_str()
         .map(str::to_string)
         .map_err(|_| invalid(field, "is not valid text (it holds a lone surrogate)"))
+}
+
+/// An optional `str` argument: `None` stays `None`, anything else is [`text`].
+pub fn maybe_text(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<String>> {
+    value
+        .filter(|value| !value.is_none())
+        .map(|value| text(value, field))
+        .transpose()
+}
+
+/// An `int` argument that fits in 64 bits, naming the field when it is not one.
+pub fn int(value: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
+    let number = value
+        .cast::<PyInt>()
+        .map_err(|_| invalid(field, &format!("expected int, got {}", type_name(value))))?;
+    number
+        .extract()
+        .map_err(|_| invalid(field, &format!("{number} is out of range")))
+}
+
+// Arguments with a default value, extracted through `#[pyo3(from_py_with = ...)]`:
+// a default must be a plain value, not a `Bound`. Each names its argument when it
+// refuses one, and the enumerations are parsed by the core.
+
+pub fn synchronous_arg(value: &Bound<'_, PyAny>) -> PyResult<Durability> {
+    Durability::parse(&text(value, "synchronous")?).map_err(to_py_err)
+}
+
+pub fn mode_arg(value: &Bound<'_, PyAny>) -> PyResult<GrepMode> {
+    GrepMode::parse(&text(value, "mode")?).map_err(to_py_err)
+}
+
+pub fn profile_arg(value: &Bound<'_, PyAny>) -> PyResult<Profile> {
+    let name = text(value, "profile")?;
+    Profile::named(&name).ok_or_else(|| {
+        invalid(
+            "profile",
+            &format!("{name:?} is not one of default, strict, mistral, llama3"),
+        )
+    })
+}
+
+pub fn limit_arg(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    int(value, "limit")
+}
+
+pub fn busy_timeout_arg(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    int(value, "busy_timeout_ms")
+}
+
+/// A message role argument.
+pub fn role(value: &Bound<'_, PyAny>) -> PyResult<Role> {
+    Role::parse(&text(value, "role")?).map_err(to_py_err)
 }
 
 fn type_name(value: &Bound<'_, PyAny>) -> String {

@@ -13,16 +13,17 @@ fn class_name(err: &Error) -> &'static str {
             kind: "summary", ..
         } => "SummaryNotFoundError",
         Error::NotFound { .. } => "NotFoundError",
-        Error::NotADatabase { .. } | Error::CannotOpen { .. }
-            if matches!(err, Error::NotADatabase { .. }) =>
-        {
-            "NotADatabaseError"
-        }
+        Error::NotADatabase { .. } => "NotADatabaseError",
+        Error::Corrupt { .. } => "CorruptDatabaseError",
         Error::SchemaTooNew { .. } => "SchemaVersionError",
         Error::Busy(_) => "StoreBusyError",
         Error::Immutable(_) => "ImmutableRowError",
         Error::Conflict(_) => "CompactionBusyError",
-        Error::CannotOpen { .. } | Error::NotADatabase { .. } | Error::Sqlite(_) => "StoreError",
+        // A panic in the core is a bug, but its call ran in a transaction that was
+        // rolled back: to the caller it is a store call that failed and left nothing.
+        Error::CannotOpen { .. } | Error::Io { .. } | Error::Sqlite(_) | Error::Internal(_) => {
+            "StoreError"
+        }
     }
 }
 

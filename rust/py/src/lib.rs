@@ -17,13 +17,17 @@ mod tokens;
 
 use pyo3::prelude::*;
 
-/// Runs `work` without holding the interpreter and maps a core error to Python.
+/// Runs `work` without holding the interpreter and maps a core error to Python. A
+/// panic in `work` becomes a `StoreError` ("internal error: ..."), not PyO3's
+/// `PanicException`, which derives from `BaseException` and so escapes every
+/// `except Exception` of the caller.
 pub(crate) fn release<T, F>(py: Python<'_>, work: F) -> PyResult<T>
 where
     F: FnOnce() -> lossless_core::Result<T> + Send,
     T: Send,
 {
-    py.detach(work).map_err(errors::to_py_err)
+    py.detach(|| lossless_core::error::catch_panic(work))
+        .map_err(errors::to_py_err)
 }
 
 #[pymodule]

@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError, TryLockError};
 use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::plan::Tail;
 use lossless_core::profile::Profile;
-use lossless_core::store::{self as core_store, GrepMode, OpenOptions};
+use lossless_core::store::{self as core_store, Durability, GrepMode, OpenOptions};
 use lossless_core::Result;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -39,7 +39,7 @@ impl Store {
             // A panic while holding the lock cannot leave a half-written transaction
             // behind (SQLite rolls it back), so the store stays usable.
             let mut store = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            work(&mut store)
+            work(&mut store).map_err(|err| err.with_path(&self.path))
         })
     }
 }
@@ -62,18 +62,21 @@ fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Bound<'
 #[pymethods]
 impl Store {
     #[new]
-    #[pyo3(signature = (path, synchronous = "normal", busy_timeout_ms = 30000))]
+    // The text signatures spell the defaults PyO3 can only show as `...`: they are
+    // not literals where the argument is parsed on extraction.
+    #[pyo3(
+        signature = (path, synchronous = Durability::Normal, busy_timeout_ms = 30000),
+        text_signature = "(path, synchronous='normal', busy_timeout_ms=30000)"
+    )]
     fn new(
         py: Python<'_>,
-        path: String,
-        synchronous: &str,
-        busy_timeout_ms: u64,
+        path: &Bound<'_, PyAny>,
+        #[pyo3(from_py_with = convert::synchronous_arg)] synchronous: Durability,
+        #[pyo3(from_py_with = convert::busy_timeout_arg)] busy_timeout_ms: i64,
     ) -> PyResult<Self> {
-        let options = OpenOptions {
-            durability: core_store::Durability::parse(synchronous)
-                .map_err(crate::errors::to_py_err)?,
-            busy_timeout: std::time::Duration::from_millis(busy_timeout_ms),
-        };
+        let path = convert::text(path, "path")?;
+        let options =
+            OpenOptions::new(synchronous, busy_timeout_ms).map_err(crate::errors::to_py_err)?;
         let store = release(py, || core_store::Store::open(&path, &options))?;
         Ok(Self {
             inner: Mutex::new(store),
@@ -95,17 +98,25 @@ impl Store {
     fn create_session(
         &self,
         py: Python<'_>,
-        model: &str,
-        config_json: &str,
-        system_prompt: Option<&str>,
+        model: &Bound<'_, PyAny>,
+        config_json: &Bound<'_, PyAny>,
+        system_prompt: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
+        let model = convert::text(model, "model")?;
+        let config_json = convert::text(config_json, "config_json")?;
+        let system_prompt = convert::maybe_text(system_prompt, "system_prompt")?;
         self.with(py, |store| {
-            store.create_session(model, config_json, system_prompt)
+            store.create_session(&model, &config_json, system_prompt.as_deref())
         })
     }
 
-    fn get_session<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyDict>> {
-        let info = self.with(py, |store| store.session(session_id).cloned())?;
+    fn get_session<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let info = self.with(py, |store| store.session(&session_id).cloned())?;
         dict_of(
             py,
             &[
@@ -180,15 +191,17 @@ impl Store {
     fn append_message<'py>(
         &self,
         py: Python<'py>,
-        session_id: &str,
-        role: &str,
+        session_id: &Bound<'py, PyAny>,
+        role: &Bound<'py, PyAny>,
         parts: &Bound<'py, PyAny>,
-        model: Option<&str>,
+        model: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let role = Role::parse(role).map_err(crate::errors::to_py_err)?;
+        let session_id = convert::text(session_id, "session_id")?;
+        let role = convert::role(role)?;
         let parts = convert::parts(parts)?;
+        let model = convert::maybe_text(model, "model")?;
         let result = self.with(py, |store| {
-            store.append_message(session_id, role, &parts, model)
+            store.append_message(&session_id, role, &parts, model.as_deref())
         })?;
         append_result(py, &result)
     }
@@ -229,23 +242,22 @@ impl Store {
     fn update_tool(
         &self,
         py: Python<'_>,
-        session_id: &str,
-        call_id: &str,
-        status: &str,
-        output: Option<Bound<'_, PyAny>>,
-        error: Option<Bound<'_, PyAny>>,
+        session_id: &Bound<'_, PyAny>,
+        call_id: &Bound<'_, PyAny>,
+        status: &Bound<'_, PyAny>,
+        output: Option<&Bound<'_, PyAny>>,
+        error: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let status = ToolStatus::parse("status", status).map_err(crate::errors::to_py_err)?;
-        let output = output
-            .map(|value| convert::text(&value, "output"))
-            .transpose()?;
-        let error = error
-            .map(|value| convert::text(&value, "error"))
-            .transpose()?;
+        let session_id = convert::text(session_id, "session_id")?;
+        let call_id = convert::text(call_id, "call_id")?;
+        let status = ToolStatus::parse("status", &convert::text(status, "status")?)
+            .map_err(crate::errors::to_py_err)?;
+        let output = convert::maybe_text(output, "output")?;
+        let error = convert::maybe_text(error, "error")?;
         self.with(py, |store| {
             store.update_tool(
-                session_id,
-                call_id,
+                &session_id,
+                &call_id,
                 status,
                 output.as_deref(),
                 error.as_deref(),
@@ -253,13 +265,23 @@ impl Store {
         })
     }
 
-    fn get_message<'py>(&self, py: Python<'py>, message_id: &str) -> PyResult<Bound<'py, PyDict>> {
-        let record = self.with(py, |store| store.get_message(message_id))?;
+    fn get_message<'py>(
+        &self,
+        py: Python<'py>,
+        message_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let message_id = convert::text(message_id, "message_id")?;
+        let record = self.with(py, |store| store.get_message(&message_id))?;
         convert::message_record(py, &record)
     }
 
-    fn history<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
-        let records = self.with(py, |store| store.history(session_id))?;
+    fn history<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let records = self.with(py, |store| store.history(&session_id))?;
         let list = PyList::empty(py);
         for record in &records {
             list.append(convert::message_record(py, record)?)?;
@@ -267,21 +289,20 @@ impl Store {
         Ok(list)
     }
 
-    #[pyo3(signature = (session_id, budget_tokens, profile = "default"))]
+    #[pyo3(
+        signature = (session_id, budget_tokens, profile = Profile::default()),
+        text_signature = "($self, session_id, budget_tokens, profile='default')"
+    )]
     fn assemble<'py>(
         &self,
         py: Python<'py>,
-        session_id: &str,
-        budget_tokens: i64,
-        profile: &str,
+        session_id: &Bound<'py, PyAny>,
+        budget_tokens: &Bound<'py, PyAny>,
+        #[pyo3(from_py_with = convert::profile_arg)] profile: Profile,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let profile = Profile::named(profile).ok_or_else(|| {
-            invalid(
-                "profile",
-                &format!("{profile:?} is not one of default, strict, mistral, llama3"),
-            )
-        })?;
-        let assembled = self.with(py, |store| store.assemble(session_id, budget_tokens))?;
+        let session_id = convert::text(session_id, "session_id")?;
+        let budget_tokens = convert::int(budget_tokens, "budget_tokens")?;
+        let assembled = self.with(py, |store| store.assemble(&session_id, budget_tokens))?;
         if !profile.is_default() {
             return profiled(py, &assembled, profile);
         }
@@ -289,17 +310,17 @@ impl Store {
         // the cache may be waiting for the interpreter. Busy means build afresh.
         let lists = match self.rendered.try_lock() {
             Ok(mut cache) => {
-                cache.build_lists(py, session_id, &assembled.items, assembled.marker)?
+                cache.build_lists(py, &session_id, &assembled.items, assembled.marker)?
             }
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().build_lists(
                 py,
-                session_id,
+                &session_id,
                 &assembled.items,
                 assembled.marker,
             )?,
             Err(TryLockError::WouldBlock) => RenderCache::default().build_lists(
                 py,
-                session_id,
+                &session_id,
                 &assembled.items,
                 assembled.marker,
             )?,
@@ -315,8 +336,13 @@ impl Store {
         )
     }
 
-    fn view_stats<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyDict>> {
-        let stats = self.with(py, |store| store.view_stats(session_id))?;
+    fn view_stats<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let stats = self.with(py, |store| store.view_stats(&session_id))?;
         dict_of(
             py,
             &[
@@ -361,8 +387,13 @@ impl Store {
         })
     }
 
-    fn events<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
-        let rows = self.with(py, |store| store.events(session_id))?;
+    fn events<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let rows = self.with(py, |store| store.events(&session_id))?;
         let list = PyList::empty(py);
         for row in &rows {
             list.append(dict_of(
@@ -595,22 +626,36 @@ impl Store {
         round_result(py, outcome)
     }
 
-    fn session_file_ids(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<String>> {
-        self.with(py, |store| store.session_file_ids(session_id))
+    fn session_file_ids(
+        &self,
+        py: Python<'_>,
+        session_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<String>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        self.with(py, |store| store.session_file_ids(&session_id))
     }
 
-    #[pyo3(signature = (query, session_id = None, mode = "text", limit = 20))]
+    #[pyo3(
+        signature = (query, session_id = None, mode = GrepMode::Text, limit = 20),
+        text_signature = "($self, query, session_id=None, mode='text', limit=20)"
+    )]
     fn grep<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'py, PyAny>,
-        session_id: Option<&str>,
-        mode: &str,
-        limit: usize,
+        session_id: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = convert::mode_arg)] mode: GrepMode,
+        #[pyo3(from_py_with = convert::limit_arg)] limit: i64,
     ) -> PyResult<Bound<'py, PyList>> {
         let query = convert::text(query, "query")?;
-        let mode = GrepMode::parse(mode).map_err(crate::errors::to_py_err)?;
-        let hits = self.with(py, |store| store.grep(&query, session_id, mode, limit))?;
+        let session_id = convert::maybe_text(session_id, "session_id")?;
+        let limit = usize::try_from(limit)
+            .ok()
+            .filter(|limit| *limit >= 1)
+            .ok_or_else(|| invalid("limit", "must be at least 1"))?;
+        let hits = self.with(py, |store| {
+            store.grep(&query, session_id.as_deref(), mode, limit)
+        })?;
         let list = PyList::empty(py);
         for hit in &hits {
             list.append(dict_of(
@@ -636,10 +681,14 @@ impl Store {
     fn describe<'py>(
         &self,
         py: Python<'py>,
-        session_id: Option<&str>,
-        summary_id: Option<&str>,
+        session_id: Option<&Bound<'py, PyAny>>,
+        summary_id: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let nodes = self.with(py, |store| store.describe(session_id, summary_id))?;
+        let session_id = convert::maybe_text(session_id, "session_id")?;
+        let summary_id = convert::maybe_text(summary_id, "summary_id")?;
+        let nodes = self.with(py, |store| {
+            store.describe(session_id.as_deref(), summary_id.as_deref())
+        })?;
         let list = PyList::empty(py);
         for node in &nodes {
             let dict = convert::summary_row(py, &node.summary)?;
@@ -654,10 +703,12 @@ impl Store {
     fn expand<'py>(
         &self,
         py: Python<'py>,
-        summary_id: &str,
-        max_tokens: i64,
+        summary_id: &Bound<'py, PyAny>,
+        max_tokens: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let expansion = self.with(py, |store| store.expand(summary_id, max_tokens))?;
+        let summary_id = convert::text(summary_id, "summary_id")?;
+        let max_tokens = convert::int(max_tokens, "max_tokens")?;
+        let expansion = self.with(py, |store| store.expand(&summary_id, max_tokens))?;
         let messages = PyList::empty(py);
         for message in &expansion.messages {
             messages.append(dict_of(

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use crate::errors::invalid;
+use crate::release;
 
 /// The UTF-8 of a `str` argument, borrowed; a lone surrogate is an `InvalidInputError`
 /// naming `field`, as everywhere else, not a bare `UnicodeEncodeError`.
@@ -18,7 +19,7 @@ pub(crate) fn utf8<'a>(value: &'a Bound<'_, PyString>, field: &str) -> PyResult<
 pub fn count_tokens(py: Python<'_>, text: &Bound<'_, PyString>, model: &str) -> PyResult<usize> {
     let text = utf8(text, "text")?;
     let counter = tokens::TokenCounter::new(model, 1.0);
-    Ok(py.detach(|| counter.count(text)))
+    release(py, || Ok(counter.count(text)))
 }
 
 #[pyfunction]
@@ -29,7 +30,7 @@ pub fn encoding_for_model(model: &str) -> &'static str {
 #[pyfunction]
 pub fn extract_file_ids(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
     let text = utf8(text, "text")?;
-    Ok(py.detach(|| fileids::extract_file_ids(text)))
+    release(py, || Ok(fileids::extract_file_ids(text)))
 }
 
 #[pyfunction]
@@ -39,7 +40,7 @@ pub fn merge_file_id_footer(
     file_ids: Vec<String>,
 ) -> PyResult<String> {
     let text = utf8(text, "text")?;
-    Ok(py.detach(|| fileids::merge_file_id_footer(text, &file_ids)))
+    release(py, || Ok(fileids::merge_file_id_footer(text, &file_ids)))
 }
 
 /// What a model summary left out of the extractive pass's constraints and
@@ -54,7 +55,9 @@ pub fn check_summary(
 ) -> PyResult<(Vec<String>, f64, f64)> {
     let (summary, extractive) = (utf8(summary, "summary")?, utf8(extractive, "extractive")?);
     let prompt = utf8(prompt, "prompt")?;
-    let check = py.detach(|| summary_check::check_summary(summary, extractive, prompt));
+    let check = release(py, || {
+        Ok(summary_check::check_summary(summary, extractive, prompt))
+    })?;
     Ok((check.missing, check.prompt_echo, check.repetition))
 }
 
@@ -100,7 +103,7 @@ impl TokenCounter {
 
     fn count(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<usize> {
         let text = utf8(text, "text")?;
-        Ok(py.detach(|| self.inner.count(text)))
+        release(py, || Ok(self.inner.count(text)))
     }
 
     fn count_many(&self, py: Python<'_>, texts: &Bound<'_, PyList>) -> PyResult<Vec<usize>> {
@@ -119,6 +122,6 @@ impl TokenCounter {
             .enumerate()
             .map(|(index, string)| utf8(string, &format!("texts[{index}]")))
             .collect::<PyResult<_>>()?;
-        Ok(py.detach(|| self.inner.count_many(&borrowed)))
+        release(py, || Ok(self.inner.count_many(&borrowed)))
     }
 }

@@ -1,5 +1,6 @@
 //! The append-only SQLite store: one [`Store`] per connection, any number per file.
 
+mod check;
 mod commit;
 mod compaction;
 mod events;
@@ -56,12 +57,44 @@ impl Durability {
     }
 }
 
+/// The longest busy timeout: SQLite takes it in milliseconds, as a C `int`.
+pub const MAX_BUSY_TIMEOUT_MS: u64 = i32::MAX as u64;
+
 /// Options for [`Store::open`].
 #[derive(Clone, Debug)]
 pub struct OpenOptions {
     pub durability: Durability,
-    /// How long a writer waits for another writer's lock.
+    /// How long a writer waits for another writer's lock, at most [`MAX_BUSY_TIMEOUT_MS`].
     pub busy_timeout: Duration,
+}
+
+impl OpenOptions {
+    /// Options with the busy timeout in milliseconds, as the Python API takes it.
+    pub fn new(durability: Durability, busy_timeout_ms: i64) -> Result<Self> {
+        let busy_timeout = u64::try_from(busy_timeout_ms)
+            .ok()
+            .filter(|ms| *ms <= MAX_BUSY_TIMEOUT_MS)
+            .map(Duration::from_millis)
+            .ok_or_else(|| busy_timeout_error(busy_timeout_ms))?;
+        Ok(Self {
+            durability,
+            busy_timeout,
+        })
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.busy_timeout.as_millis() > u128::from(MAX_BUSY_TIMEOUT_MS) {
+            return Err(busy_timeout_error(self.busy_timeout.as_millis()));
+        }
+        Ok(())
+    }
+}
+
+fn busy_timeout_error(ms: impl std::fmt::Display) -> Error {
+    Error::invalid(
+        "busy_timeout_ms",
+        format!("expected 0 to {MAX_BUSY_TIMEOUT_MS} milliseconds, got {ms}"),
+    )
 }
 
 impl Default for OpenOptions {
@@ -88,7 +121,18 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path`; `:memory:` gives a private one.
+    ///
+    /// A file that is not a lossless database, or a damaged one, is refused before
+    /// anything is written to it (see `check`).
     pub fn open(path: &str, options: &OpenOptions) -> Result<Self> {
+        options.check()?;
+        Self::open_checked(path, options).map_err(|err| err.with_path(path))
+    }
+
+    fn open_checked(path: &str, options: &OpenOptions) -> Result<Self> {
+        if path.contains('\0') {
+            return Err(Error::invalid("path", "contains a NUL byte"));
+        }
         if path != ":memory:" && Path::new(path).is_dir() {
             return Err(Error::CannotOpen {
                 path: path.into(),
@@ -98,14 +142,17 @@ impl Store {
         let mut conn = Connection::open(path).map_err(|err| open_error(path, err))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|err| open_error(path, err))?;
+        let found = check::inspect(&conn, path)?;
         configure_waiting(&conn, options).map_err(|err| open_error(path, err))?;
-        schema::migrate(&mut conn, path).map_err(|err| match err {
-            Error::NotADatabase { reason, .. } => Error::NotADatabase {
-                path: path.into(),
-                reason,
-            },
-            other => other,
-        })?;
+        schema::migrate(&mut conn, path)?;
+        if found == 0 && path != ":memory:" {
+            // A new database's schema goes from the WAL into the main file at once, so
+            // that a copy of the main file alone (without its -wal) holds the schema
+            // and its page count: cut short, such a copy reads as damaged, not as an
+            // empty file to create a new schema in. Once per database; `PASSIVE`
+            // never waits for readers.
+            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        }
         Ok(Self {
             conn,
             path: path.to_string(),
@@ -195,17 +242,14 @@ fn open_reader(path: &str) -> Option<Connection> {
     Some(conn)
 }
 
+/// An error while opening: one that keeps the file from being opened or written
+/// says the database cannot be opened.
 fn open_error(path: &str, err: rusqlite::Error) -> Error {
-    let reason = err.to_string();
     match err.sqlite_error_code() {
-        Some(ErrorCode::NotADatabase) => Error::NotADatabase {
-            path: path.into(),
-            reason,
-        },
         Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
             Error::CannotOpen {
                 path: path.into(),
-                reason,
+                reason: err.to_string(),
             }
         }
         _ => Error::from(err),
