@@ -34,7 +34,7 @@ from lossless.errors import (
 )
 from lossless.events import Event, EventBus, EventName
 from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
-from lossless.models import Budget, ModelLimits, resolve_limits
+from lossless.models import Budget, ModelLimits, resolve_limits_async
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
 from lossless.parts import (
     Part,
@@ -128,6 +128,7 @@ class Session:
         config: Config,
         system_prompt: str | None,
         limits: ModelLimits,
+        compaction_window: int,
         compaction_store: _native.Store | None = None,
     ) -> None:
         self._store = store
@@ -160,7 +161,7 @@ class Session:
                 compaction_store,
                 config,
                 count=self._count,
-                compaction_window=self._compaction_window,
+                compaction_window=compaction_window,
             ),
         )
 
@@ -177,7 +178,8 @@ class Session:
     ) -> Session:
         """Start a new session stored in ``db``."""
         config = config or Config()
-        limits = resolve_limits(model, config.model)
+        limits = await resolve_limits_async(model, config.model)
+        compaction_window = await _compaction_window(config, limits)
         store = await _open_store(db, config)
         # The snapshot lets `load` rebuild the session; a credential has no place in it.
         snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
@@ -189,6 +191,7 @@ class Session:
             config=config,
             system_prompt=system_prompt,
             limits=limits,
+            compaction_window=compaction_window,
             compaction_store=await _second_store(store, db, config),
         )
         await session._start()
@@ -235,7 +238,8 @@ class Session:
             else Config()
         )
         config = config or stored
-        limits = resolve_limits(row["model"], config.model)
+        limits = await resolve_limits_async(row["model"], config.model)
+        compaction_window = await _compaction_window(config, limits)
         session = cls(
             store=store,
             session_id=session_id,
@@ -243,6 +247,7 @@ class Session:
             config=config,
             system_prompt=row["system_prompt"],
             limits=limits,
+            compaction_window=compaction_window,
             compaction_store=await _second_store(store, db, config),
         )
         flagged = await anyio.to_thread.run_sync(
@@ -321,17 +326,6 @@ class Session:
             raise SessionClosedError(
                 f"session {self.id} is closed; open it again with Session.load"
             )
-
-    def _compaction_window(self) -> int:
-        compaction = self.config.compaction
-        if compaction.model_context_limit is not None:
-            return compaction.model_context_limit
-        if compaction.model is None:
-            return self._limits.context_limit
-        try:
-            return resolve_limits(compaction.model, ModelConfig()).context_limit
-        except UnknownModelError:
-            return self._limits.context_limit
 
     # -- reading ---------------------------------------------------------------
 
@@ -696,6 +690,20 @@ def _check_stored(
             f"system_prompt: session {session_id} was created with another system prompt; "
             "it cannot change"
         )
+
+
+async def _compaction_window(config: Config, limits: ModelLimits) -> int:
+    """The compaction model's window: configured, else from the model map, else the
+    conversation model's. Resolved once, when the session opens: the config is frozen."""
+    compaction = config.compaction
+    if compaction.model_context_limit is not None:
+        return compaction.model_context_limit
+    if compaction.model is None:
+        return limits.context_limit
+    try:
+        return (await resolve_limits_async(compaction.model, ModelConfig())).context_limit
+    except UnknownModelError:
+        return limits.context_limit
 
 
 async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:
