@@ -31,6 +31,7 @@ import importlib.util
 import io
 import json
 import re
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
@@ -96,8 +97,9 @@ class MapEntry:
         """The limits fields of a map entry or rule; other fields are dropped."""
         provider, mode = info.get("litellm_provider"), info.get("mode")
         return cls(
-            provider if isinstance(provider, str) else None,
-            mode if isinstance(mode, str) else None,
+            # Thousands of entries share a few hundred providers and modes.
+            sys.intern(provider) if isinstance(provider, str) else None,
+            sys.intern(mode) if isinstance(mode, str) else None,
             _tokens(info.get("max_input_tokens")),
             _tokens(info.get("max_output_tokens")),
             _tokens(info.get("max_tokens")),
