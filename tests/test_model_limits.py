@@ -9,16 +9,18 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lossless import model_map
+from lossless import _native, model_map, models
 from lossless.config import ModelConfig
 from lossless.errors import UnknownModelError
 from lossless.model_map import MapEntry, ModelMap, load_model_map, read_model_map
 from lossless.models import ModelLimits, resolve_limits
+from lossless.session import Session
 
 # Names as users pass them, across providers: plain and provider-prefixed, Bedrock's
 # routing, region and cross-region forms, a dated snapshot and a fine-tune of a mapped
@@ -240,7 +242,7 @@ def test_a_broken_map_is_a_value_error(text: str) -> None:
         read_model_map(io.StringIO(text))
 
 
-# -- no litellm to open a session ------------------------------------------------------------
+# -- opening a session: no litellm, nothing slow on the event loop -----------------------------
 
 
 def test_a_session_opens_in_a_fresh_process_without_importing_litellm(tmp_path: Path) -> None:
@@ -264,6 +266,33 @@ def test_a_session_opens_in_a_fresh_process_without_importing_litellm(tmp_path: 
     done = run_python(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert ModelLimits(*map(int, done.stdout.split())) == litellm_limits("openai/gpt-4o")
+
+
+@pytest.mark.anyio
+async def test_the_map_and_the_encoder_are_read_in_worker_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lossless import session as session_module
+
+    threads: dict[str, list[threading.Thread]] = {"map": [], "encoder": []}
+    read_map, make_counter = model_map.load_model_map, _native.TokenCounter
+
+    def spy_map() -> ModelMap:
+        threads["map"].append(threading.current_thread())
+        return read_map()
+
+    def spy_counter(model: str) -> _native.TokenCounter:
+        threads["encoder"].append(threading.current_thread())
+        return make_counter(model)
+
+    monkeypatch.setattr(models, "load_model_map", spy_map)
+    monkeypatch.setattr(session_module._native, "TokenCounter", spy_counter)
+    async with await Session.create(model="openai/gpt-4o", db=tmp_path / "s.db") as session:
+        session_id = session.id
+    async with await Session.load(session_id, db=tmp_path / "s.db"):
+        pass
+    assert len(threads["map"]) == 2 and len(threads["encoder"]) == 2, threads
+    assert threading.main_thread() not in threads["map"] + threads["encoder"]
 
 
 def test_the_first_model_call_imports_litellm_once_in_a_worker_thread(tmp_path: Path) -> None:

@@ -129,6 +129,7 @@ class Session:
         system_prompt: str | None,
         limits: ModelLimits,
         compaction_window: int,
+        counter: _native.TokenCounter,
         compaction_store: _native.Store | None = None,
     ) -> None:
         self._store = store
@@ -137,7 +138,6 @@ class Session:
         self.config = config
         self.system_prompt = system_prompt
         self._limits = limits
-        counter = _native.TokenCounter(model)
         self._count = counter.count
         self._system_tokens = counter.count(system_prompt) + 4 if system_prompt else 0
         self.profile = profile_for(model, config.model.profile)
@@ -180,6 +180,7 @@ class Session:
         config = config or Config()
         limits = await resolve_limits_async(model, config.model)
         compaction_window = await _compaction_window(config, limits)
+        counter = await _token_counter(model)
         store = await _open_store(db, config)
         # The snapshot lets `load` rebuild the session; a credential has no place in it.
         snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
@@ -192,6 +193,7 @@ class Session:
             system_prompt=system_prompt,
             limits=limits,
             compaction_window=compaction_window,
+            counter=counter,
             compaction_store=await _second_store(store, db, config),
         )
         await session._start()
@@ -240,6 +242,7 @@ class Session:
         config = config or stored
         limits = await resolve_limits_async(row["model"], config.model)
         compaction_window = await _compaction_window(config, limits)
+        counter = await _token_counter(row["model"])
         session = cls(
             store=store,
             session_id=session_id,
@@ -248,6 +251,7 @@ class Session:
             system_prompt=row["system_prompt"],
             limits=limits,
             compaction_window=compaction_window,
+            counter=counter,
             compaction_store=await _second_store(store, db, config),
         )
         flagged = await anyio.to_thread.run_sync(
@@ -704,6 +708,12 @@ async def _compaction_window(config: Config, limits: ModelLimits) -> int:
         return (await resolve_limits_async(compaction.model, ModelConfig())).context_limit
     except UnknownModelError:
         return limits.context_limit
+
+
+async def _token_counter(model: str) -> _native.TokenCounter:
+    """The model's token counter, made in a worker thread: the first counter of an
+    encoding in a process builds its tables, which takes ~0.3 s for o200k."""
+    return await anyio.to_thread.run_sync(_native.TokenCounter, model)
 
 
 async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:
