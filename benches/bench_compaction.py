@@ -158,7 +158,7 @@ def _engine(store: _native.Store, sid: str) -> CompactionEngine:
     limits = ModelLimits(200_000, 16_384)
     budget = Budget.of(limits, config, 0)
     counter = _native.TokenCounter(MODEL)
-    summariser = Summariser(store, config, count=counter.count, compaction_window=lambda: 200_000)
+    summariser = Summariser(store, config, count=counter.count, compaction_window=200_000)
     return CompactionEngine(
         store=store,
         session_id=sid,

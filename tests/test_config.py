@@ -245,18 +245,26 @@ def _run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_litellm_is_not_imported_by_the_package_the_store_or_a_session(tmp_path: Path) -> None:
-    # A stand-in litellm first on sys.path makes the control at the end cheap (the real
-    # one takes seconds to import); any eager import would load it just the same.
-    stub = tmp_path / "stub"
-    stub.mkdir()
-    (stub / "litellm.py").write_text(
-        "suppress_debug_info = False\n"
-        "def get_model_info(model):\n"
-        "    return {'max_input_tokens': 1234, 'max_output_tokens': 123}\n"
+    # A stand-in litellm package first on sys.path makes the control at the end cheap
+    # (the real one takes seconds to import); any eager import would load it just the
+    # same. Its model map holds one model, with limits no real entry has.
+    stub = tmp_path / "stub" / "litellm"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("suppress_debug_info = False\n")
+    (stub / "model_prices_and_context_window_backup.json").write_text(
+        json.dumps(
+            {
+                "gpt-4o": {
+                    "litellm_provider": "openai",
+                    "max_input_tokens": 1234,
+                    "max_output_tokens": 123,
+                }
+            }
+        )
     )
     code = f"""
         import sys
-        sys.path.insert(0, {str(stub)!r})
+        sys.path.insert(0, {str(stub.parent)!r})
         import anyio
 
         import lossless
@@ -273,13 +281,15 @@ def test_litellm_is_not_imported_by_the_package_the_store_or_a_session(tmp_path:
                 await s.record("user", "hello")
                 s.build_context()
                 s.history()
+            async with await Session.create(model="openai/gpt-4o", db="m.db") as s:
+                assert s.budget.context_limit == 1234, s.budget
 
         anyio.run(main)
-        assert "litellm" not in sys.modules, "a session with configured limits, no model call"
+        assert "litellm" not in sys.modules, "sessions with and without configured limits"
 
-        # The control: resolving a model from the map is what brings litellm in.
-        from lossless.models import ModelLimits, resolve_limits
-        assert resolve_limits("gpt-4o", ModelConfig()) == ModelLimits(1234, 123)
+        # The control: what a model call does first brings litellm in.
+        from lossless.llm import import_litellm
+        import_litellm()
         assert "litellm" in sys.modules
         print("ok")
     """

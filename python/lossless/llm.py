@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,26 +25,46 @@ __all__ = [
     "PartialReply",
     "StreamedReply",
     "complete_text",
+    "ensure_litellm",
     "import_litellm",
     "stream_completion",
 ]
 
 _litellm: ModuleType | None = None
+# Held while litellm is imported and configured: a thread-safe once, for every event loop.
+_importing = threading.Lock()
 
 TextCallback = Callable[[str], Awaitable[None]]
 _T = TypeVar("_T")
 
 
 def import_litellm() -> ModuleType:
-    """litellm, configured to never fetch its model map from the network."""
-    global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+    """litellm, configured to never fetch its model map from the network.
 
-        litellm.suppress_debug_info = True
-        _litellm = litellm
-    return _litellm
+    The first call imports it, which takes seconds: async code awaits
+    :func:`ensure_litellm` instead.
+    """
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    with _importing:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            _litellm = litellm
+        return _litellm
+
+
+async def ensure_litellm() -> ModuleType:
+    """litellm, imported in a worker thread the first time so the event loop keeps running.
+
+    Concurrent first callers wait in their threads for the one import.
+    """
+    if _litellm is not None:
+        return _litellm
+    return await anyio.to_thread.run_sync(import_litellm)
 
 
 @dataclass
@@ -249,7 +270,7 @@ async def stream_completion(
     :class:`CallbackError`); ``on_progress`` gets the whole text so far after each
     delta, before ``on_text``.
     """
-    litellm = import_litellm()
+    litellm = await ensure_litellm()
     kwargs = _call_kwargs(llm)
     if tools:
         kwargs["tools"] = list(tools)
@@ -290,7 +311,7 @@ async def complete_text(
     max_tokens: int | None = None,
 ) -> str:
     """One non-streaming completion's text, with the same retries."""
-    litellm = import_litellm()
+    litellm = await ensure_litellm()
     kwargs = _call_kwargs(llm)
     if max_tokens is not None:
         kwargs["max_tokens"] = max_tokens

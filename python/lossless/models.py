@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+
+import anyio.to_thread
 
 from lossless.config import Config, ModelConfig
 from lossless.errors import UnknownModelError
-from lossless.llm import import_litellm
+from lossless.model_map import MAP_FILE, MapEntry, ModelMap, load_model_map
 
-__all__ = ["Budget", "ModelLimits", "resolve_limits"]
+__all__ = ["Budget", "ModelLimits", "resolve_limits", "resolve_limits_async"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,35 +23,65 @@ class ModelLimits:
     max_output_tokens: int
 
 
-def _model_map_entry(model: str) -> dict[str, Any]:
-    litellm = import_litellm()
+def _not_in_map(model: str, model_map: ModelMap) -> UnknownModelError:
+    where = (
+        "litellm's model map"
+        if len(model_map)
+        else f"litellm's model map (no {MAP_FILE} in the installed litellm)"
+    )
+    return UnknownModelError(
+        f"model {model!r} is not in {where}; set config.model.context_limit and "
+        "config.model.max_output_tokens for it"
+    )
+
+
+def _registered_entry(model: str) -> MapEntry | None:
+    """litellm's own answer, for models registered in this process (``register_model``).
+
+    Asked only when litellm is imported already: importing it takes seconds.
+    """
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return None
     try:
-        info: dict[str, Any] = dict(litellm.get_model_info(model))
-    except Exception as err:
-        raise UnknownModelError(
-            f"model {model!r} is not in litellm's model map; set config.model.context_limit and "
-            "config.model.max_output_tokens for it"
-        ) from err
-    return info
+        info = dict(litellm.get_model_info(model))
+    except Exception:
+        return None
+    return MapEntry.of(info)
+
+
+def _map_entry(model: str) -> MapEntry:
+    model_map = load_model_map()
+    entry = model_map.lookup(model) or _registered_entry(model)
+    if entry is None:
+        raise _not_in_map(model, model_map)
+    return entry
 
 
 def resolve_limits(model: str, overrides: ModelConfig) -> ModelLimits:
     """Limits of ``model``: the overrides where given, litellm's model map for the rest.
 
-    litellm is imported only when an override is missing: importing it takes seconds.
+    The map is read from the file litellm ships, without importing litellm (see
+    :mod:`lossless.model_map`); the first read takes ~25 ms, so async code calls
+    :func:`resolve_limits_async`.
     """
     if overrides.context_limit is not None and overrides.max_output_tokens is not None:
         return ModelLimits(overrides.context_limit, overrides.max_output_tokens)
-    info = _model_map_entry(model)
-    context = overrides.context_limit or info.get("max_input_tokens") or info.get("max_tokens")
+    entry = _map_entry(model)
+    context = overrides.context_limit or entry.max_input_tokens or entry.max_tokens
     if not context:
         raise UnknownModelError(f"litellm's model map has no context window for {model!r}")
-    output = (
-        overrides.max_output_tokens
-        or info.get("max_output_tokens")
-        or min(4_096, int(context) // 4)
-    )
-    return ModelLimits(int(context), int(output))
+    output = overrides.max_output_tokens or entry.max_output_tokens or min(4_096, context // 4)
+    return ModelLimits(context, output)
+
+
+async def resolve_limits_async(model: str, overrides: ModelConfig) -> ModelLimits:
+    """:func:`resolve_limits` in a worker thread when the model map is asked."""
+    if overrides.context_limit is not None and overrides.max_output_tokens is not None:
+        return resolve_limits(model, overrides)
+    # The first read parses a 3 MB file, and a name the map lacks may go to litellm,
+    # which can make requests (Ollama's server, Hugging Face configs): neither on the loop.
+    return await anyio.to_thread.run_sync(partial(resolve_limits, model, overrides))
 
 
 @dataclass(frozen=True, slots=True)

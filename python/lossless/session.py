@@ -34,7 +34,7 @@ from lossless.errors import (
 )
 from lossless.events import Event, EventBus, EventName
 from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
-from lossless.models import Budget, ModelLimits, resolve_limits
+from lossless.models import Budget, ModelLimits, resolve_limits_async
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
 from lossless.parts import (
     Part,
@@ -128,6 +128,8 @@ class Session:
         config: Config,
         system_prompt: str | None,
         limits: ModelLimits,
+        compaction_window: int,
+        counter: _native.TokenCounter,
         compaction_store: _native.Store | None = None,
     ) -> None:
         self._store = store
@@ -136,7 +138,6 @@ class Session:
         self.config = config
         self.system_prompt = system_prompt
         self._limits = limits
-        counter = _native.TokenCounter(model)
         self._count = counter.count
         self._system_tokens = counter.count(system_prompt) + 4 if system_prompt else 0
         self.profile = profile_for(model, config.model.profile)
@@ -160,7 +161,7 @@ class Session:
                 compaction_store,
                 config,
                 count=self._count,
-                compaction_window=self._compaction_window,
+                compaction_window=compaction_window,
             ),
         )
 
@@ -177,7 +178,9 @@ class Session:
     ) -> Session:
         """Start a new session stored in ``db``."""
         config = config or Config()
-        limits = resolve_limits(model, config.model)
+        limits = await resolve_limits_async(model, config.model)
+        compaction_window = await _compaction_window(config, limits)
+        counter = await _token_counter(model)
         store = await _open_store(db, config)
         # The snapshot lets `load` rebuild the session; a credential has no place in it.
         snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
@@ -189,6 +192,8 @@ class Session:
             config=config,
             system_prompt=system_prompt,
             limits=limits,
+            compaction_window=compaction_window,
+            counter=counter,
             compaction_store=await _second_store(store, db, config),
         )
         await session._start()
@@ -235,7 +240,9 @@ class Session:
             else Config()
         )
         config = config or stored
-        limits = resolve_limits(row["model"], config.model)
+        limits = await resolve_limits_async(row["model"], config.model)
+        compaction_window = await _compaction_window(config, limits)
+        counter = await _token_counter(row["model"])
         session = cls(
             store=store,
             session_id=session_id,
@@ -243,6 +250,8 @@ class Session:
             config=config,
             system_prompt=row["system_prompt"],
             limits=limits,
+            compaction_window=compaction_window,
+            counter=counter,
             compaction_store=await _second_store(store, db, config),
         )
         flagged = await anyio.to_thread.run_sync(
@@ -321,17 +330,6 @@ class Session:
             raise SessionClosedError(
                 f"session {self.id} is closed; open it again with Session.load"
             )
-
-    def _compaction_window(self) -> int:
-        compaction = self.config.compaction
-        if compaction.model_context_limit is not None:
-            return compaction.model_context_limit
-        if compaction.model is None:
-            return self._limits.context_limit
-        try:
-            return resolve_limits(compaction.model, ModelConfig()).context_limit
-        except UnknownModelError:
-            return self._limits.context_limit
 
     # -- reading ---------------------------------------------------------------
 
@@ -696,6 +694,26 @@ def _check_stored(
             f"system_prompt: session {session_id} was created with another system prompt; "
             "it cannot change"
         )
+
+
+async def _compaction_window(config: Config, limits: ModelLimits) -> int:
+    """The compaction model's window: configured, else from the model map, else the
+    conversation model's. Resolved once, when the session opens: the config is frozen."""
+    compaction = config.compaction
+    if compaction.model_context_limit is not None:
+        return compaction.model_context_limit
+    if compaction.model is None:
+        return limits.context_limit
+    try:
+        return (await resolve_limits_async(compaction.model, ModelConfig())).context_limit
+    except UnknownModelError:
+        return limits.context_limit
+
+
+async def _token_counter(model: str) -> _native.TokenCounter:
+    """The model's token counter, made in a worker thread: the first counter of an
+    encoding in a process builds its tables, which takes ~0.3 s for o200k."""
+    return await anyio.to_thread.run_sync(_native.TokenCounter, model)
 
 
 async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:

@@ -67,7 +67,7 @@ class Summariser:
         config: Config,
         *,
         count: Callable[[str], int],
-        compaction_window: Callable[[], int],
+        compaction_window: int,
     ) -> None:
         self._store = store
         self._config = config
@@ -136,7 +136,7 @@ class Summariser:
         self, level: int, span: _native.Span, target: int, attempts: list[str]
     ) -> Candidate | None:
         assert self.model is not None
-        window = self._compaction_window()
+        window = self._compaction_window
         # The window is the provider's count; the cap is in ours (see lossless.calibration).
         correction = TokenCalibration(self.model).correction
         cap = int(window * self._config.compaction.input_fraction / correction)

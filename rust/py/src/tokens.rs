@@ -81,8 +81,10 @@ pub struct TokenCounter {
 impl TokenCounter {
     #[new]
     #[pyo3(signature = (model, correction = 1.0))]
-    fn new(model: String, correction: f64) -> Self {
-        let inner = tokens::TokenCounter::new(&model, correction);
+    fn new(py: Python<'_>, model: String, correction: f64) -> Self {
+        // The first counter of an encoding builds its tables (~0.3 s for o200k): other
+        // Python threads, such as an event loop waiting on this one, run meanwhile.
+        let inner = py.detach(|| tokens::TokenCounter::new(&model, correction));
         Self { model, inner }
     }
 
