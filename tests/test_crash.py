@@ -158,8 +158,9 @@ def check_stream(db: Path, run: ChildRun, killed_at: float) -> bool:
         # The reply is still marked streaming (the next process to load the session
         # closes it): its text is its checkpoint.
         rows = conn.execute(
-            "SELECT c.text FROM messages m JOIN stream_checkpoints c ON c.message_id = m.id "
-            "WHERE m.status = 'streaming' ORDER BY m.seq DESC LIMIT 1"
+            "SELECT coalesce((SELECT group_concat(text, '') FROM "
+            "(SELECT text FROM stream_chunks c WHERE c.message_id = m.id ORDER BY ord)), '') "
+            "FROM messages m WHERE m.status = 'streaming' ORDER BY m.seq DESC LIMIT 1"
         ).fetchall()
     finally:
         conn.close()

@@ -147,8 +147,9 @@ class Store:
     def streams(self, session_id: str) -> list[dict[str, Any]]:
         """The session's replies still streaming: ``message_id``, ``owner``,
         ``beat_at`` (ms) and ``chars`` checkpointed."""
-    def checkpoint_message(self, message_id: str, owner: str, text: str | None = None) -> None:
-        """Writes a streaming reply's text so far (None: only that its owner lives)."""
+    def checkpoint_message(self, message_id: str, owner: str, appended: str | None = None) -> None:
+        """Adds the text a streaming reply received since its last checkpoint, with its
+        owner's heartbeat (None: only the heartbeat)."""
     # messages
     def append_message(
         self, session_id: str, role: str, parts: list[dict[str, Any]], model: str | None = None

@@ -99,20 +99,22 @@ class StreamCheckpoint:
         grown = len(text) - self._written_chars
         due = time.monotonic() - self._written_at >= self.config.checkpoint_interval_s
         if grown > 0 and (due or grown >= self.config.checkpoint_chars):
-            await self._write(text)
+            await self._write(text[self._written_chars :], len(text))
 
     async def beat(self) -> None:
         """Says the owner is alive without new text (a retry starting over)."""
-        await self._write(None)
+        await self._write(None, self._written_chars)
 
-    async def _write(self, text: str | None) -> None:
-        call: Any = partial(self.store.checkpoint_message, self.message_id, self.owner, text)
+    async def _write(self, appended: str | None, chars: int) -> None:
+        """Writes the text that arrived since the last checkpoint (``appended``), which
+        brings the checkpoint to ``chars`` characters."""
+        call: Any = partial(self.store.checkpoint_message, self.message_id, self.owner, appended)
         try:
             await anyio.to_thread.run_sync(call)
         except LosslessError as err:
             # A checkpoint is insurance: a busy database must not break the reply,
             # which is stored whole when it ends.
             log.warning("checkpoint of %s failed: %s", self.message_id, err)
+        else:
+            self._written_chars = chars
         self._written_at = time.monotonic()
-        if text is not None:
-            self._written_chars = len(text)

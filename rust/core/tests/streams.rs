@@ -41,9 +41,13 @@ fn a_reply_whose_owner_is_gone_keeps_its_last_checkpoint() {
     let kept = store
         .begin_message(&session, Role::Assistant, None, "host:1:a")
         .unwrap();
-    store
-        .checkpoint_message(&kept, "host:1:a", Some("half a reply"))
-        .unwrap();
+    // Each checkpoint adds what arrived since the one before.
+    for piece in ["half ", "a ", "reply"] {
+        store
+            .checkpoint_message(&kept, "host:1:a", Some(piece))
+            .unwrap();
+    }
+    assert_eq!(store.streams(&session).unwrap()[0].chars, 12);
     let empty = store
         .begin_message(&session, Role::Assistant, None, "host:1:a")
         .unwrap();
@@ -59,6 +63,7 @@ fn a_reply_whose_owner_is_gone_keeps_its_last_checkpoint() {
     assert!(history.iter().all(|message| message.status == "incomplete"));
     assert_eq!(history[0].usage.finish_reason.as_deref(), Some(INTERRUPTED));
     assert_eq!(history[0].parts.len(), 1);
+    assert!(format!("{:?}", history[0].parts[0].part).contains("half a reply"));
     assert!(history[1].parts.is_empty(), "no empty text part");
     assert!(store.streams(&session).unwrap().is_empty());
     // Closed replies stay out of the view.

@@ -173,17 +173,20 @@ impl Store {
         Ok(list)
     }
 
-    #[pyo3(signature = (message_id, owner, text = None))]
+    #[pyo3(signature = (message_id, owner, appended = None))]
     fn checkpoint_message(
         &self,
         py: Python<'_>,
         message_id: &str,
         owner: &str,
-        text: Option<Bound<'_, PyString>>,
+        appended: Option<Bound<'_, PyString>>,
     ) -> PyResult<()> {
-        let text = text.as_ref().map(|text| utf8(text, "text")).transpose()?;
+        let appended = appended
+            .as_ref()
+            .map(|text| utf8(text, "appended"))
+            .transpose()?;
         self.with(py, |store| {
-            store.checkpoint_message(message_id, owner, text)
+            store.checkpoint_message(message_id, owner, appended)
         })
     }
 

@@ -152,18 +152,26 @@ CREATE VIRTUAL TABLE fts USING fts5(
 CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
 ";
 
-/// What a reply has streamed so far, and who streams it (as of version 4): the one
-/// row of a message that changes while it streams. The stream's owner rewrites it
-/// at each checkpoint, and the transaction that finishes the message (or flags it
-/// interrupted) deletes it, so it holds only replies still streaming. Not content:
-/// the text becomes a part when the message is finished.
+/// Replies while they stream, and who streams them (as of version 4): the one row of
+/// a message that changes while it streams (its owner's last write and the
+/// characters checkpointed), and the text checkpointed so far, one row per
+/// checkpoint holding only what arrived since the one before (a checkpoint costs its
+/// delta, not the whole reply again). The transaction that finishes the message, or
+/// flags it interrupted, deletes both, so they hold only replies in flight. Not
+/// content: the text becomes a part when the message is finished.
 const STREAMS: &str = r"
 CREATE TABLE IF NOT EXISTS stream_checkpoints (
     message_id TEXT PRIMARY KEY REFERENCES messages(id),
     session_id TEXT NOT NULL,
     owner      TEXT NOT NULL,
-    text       TEXT NOT NULL DEFAULT '',
+    chars      INTEGER NOT NULL DEFAULT 0,
     beat_at    INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stream_chunks (
+    message_id TEXT NOT NULL,
+    ord        INTEGER NOT NULL,
+    text       TEXT NOT NULL,
+    PRIMARY KEY (message_id, ord)
 ) WITHOUT ROWID;
 ";
 

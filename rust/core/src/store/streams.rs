@@ -43,36 +43,51 @@ pub(super) fn start_checkpoint(
 }
 
 pub(super) fn end_checkpoint(tx: &Transaction<'_>, message_id: &str) -> Result<()> {
+    tx.prepare_cached("DELETE FROM stream_chunks WHERE message_id = ?1")?
+        .execute([message_id])?;
     tx.prepare_cached("DELETE FROM stream_checkpoints WHERE message_id = ?1")?
         .execute([message_id])?;
     Ok(())
 }
 
 impl Store {
-    /// Records what a streaming reply holds so far (`text`, the whole of it), or
-    /// with `None` only that its owner is alive. Fails with a conflict when the
-    /// reply is no longer streamed by `owner` (finished, or flagged interrupted).
+    /// Records the text a streaming reply received since its last checkpoint
+    /// (`appended`), in one transaction with its owner's heartbeat; with `None`, only
+    /// that its owner is alive. Fails with a conflict when the reply is no longer
+    /// streamed by `owner` (finished, or flagged interrupted).
     pub fn checkpoint_message(
         &mut self,
         message_id: &str,
         owner: &str,
-        text: Option<&str>,
+        appended: Option<&str>,
     ) -> Result<()> {
-        if let Some(text) = text {
+        let appended = appended.filter(|text| !text.is_empty());
+        if let Some(text) = appended {
             check_content("text", text)?;
         }
-        let changed = self
+        let chars = appended.map_or(0, |text| text.chars().count() as i64);
+        let tx = self
             .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx
             .prepare_cached(
-                "UPDATE stream_checkpoints SET text = coalesce(?3, text), beat_at = ?4
+                "UPDATE stream_checkpoints SET chars = chars + ?3, beat_at = ?4
                  WHERE message_id = ?1 AND owner = ?2",
             )?
-            .execute(params![message_id, owner, text, now_ms()])?;
+            .execute(params![message_id, owner, chars, now_ms()])?;
         if changed == 0 {
             return Err(Error::Conflict(format!(
                 "message {message_id} is not streamed by {owner} (finished, or flagged interrupted)"
             )));
         }
+        if let Some(text) = appended {
+            tx.prepare_cached(
+                "INSERT INTO stream_chunks (message_id, ord, text)
+                 SELECT ?1, coalesce(max(ord) + 1, 0), ?2 FROM stream_chunks WHERE message_id = ?1",
+            )?
+            .execute(params![message_id, text])?;
+        }
+        tx.commit()?;
         Ok(())
     }
 
@@ -80,7 +95,7 @@ impl Store {
     pub fn streams(&mut self, session_id: &str) -> Result<Vec<StreamRow>> {
         self.session(session_id)?;
         let mut stmt = self.conn.prepare_cached(
-            "SELECT m.id, c.owner, c.beat_at, coalesce(length(c.text), 0)
+            "SELECT m.id, c.owner, c.beat_at, coalesce(c.chars, 0)
              FROM messages m LEFT JOIN stream_checkpoints c ON c.message_id = m.id
              WHERE m.session_id = ?1 AND m.status = 'streaming' ORDER BY m.seq",
         )?;
@@ -143,14 +158,21 @@ fn streaming_head(
     message_id: &str,
 ) -> Result<Option<(i64, String)>> {
     use rusqlite::OptionalExtension;
-    Ok(tx
+    let seq: Option<i64> = tx
         .prepare_cached(
-            "SELECT m.seq, coalesce(c.text, '')
-             FROM messages m LEFT JOIN stream_checkpoints c ON c.message_id = m.id
-             WHERE m.id = ?1 AND m.session_id = ?2 AND m.status = 'streaming'",
+            "SELECT seq FROM messages WHERE id = ?1 AND session_id = ?2 AND status = 'streaming'",
         )?
-        .query_row(params![message_id, session_id], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })
-        .optional()?)
+        .query_row(params![message_id, session_id], |row| row.get(0))
+        .optional()?;
+    let Some(seq) = seq else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    let mut chunks =
+        tx.prepare_cached("SELECT text FROM stream_chunks WHERE message_id = ?1 ORDER BY ord")?;
+    let mut rows = chunks.query([message_id])?;
+    while let Some(row) = rows.next()? {
+        text.push_str(row.get_ref(0)?.as_str()?);
+    }
+    Ok(Some((seq, text)))
 }
