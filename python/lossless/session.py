@@ -573,7 +573,9 @@ class Session:
         message_id = await anyio.to_thread.run_sync(
             partial(self._store.begin_message, self.id, "assistant", self.model, owner)
         )
-        checkpoint = StreamCheckpoint(self._store, message_id, owner, self.config.store)
+        checkpoint = StreamCheckpoint(
+            self._store, message_id, owner, self.config.store, self._background
+        )
         try:
             reply = await stream_completion(
                 self.model,
@@ -588,22 +590,25 @@ class Session:
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._store_incomplete(
-                    message_id, StreamedReply(text=checkpoint.text), "cancelled"
+                    message_id, StreamedReply(text=checkpoint.text), "cancelled", checkpoint
                 )
             raise
         except CallbackError as err:
             await self._store_incomplete(
-                message_id, err.reply, f"on_part raised {type(err.original).__name__}"
+                message_id,
+                err.reply,
+                f"on_part raised {type(err.original).__name__}",
+                checkpoint,
             )
             raise err.original from None
         except PartialReply as err:
-            await self._store_incomplete(message_id, err.reply, str(err))
+            await self._store_incomplete(message_id, err.reply, str(err), checkpoint)
             self.events.publish(
                 EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err)
             )
             raise LLMError(str(err)) from err
         except LLMError as err:
-            await self._store_incomplete(message_id, StreamedReply(), str(err))
+            await self._store_incomplete(message_id, StreamedReply(), str(err), checkpoint)
             self.events.publish(
                 EventName.LLM_FAILED, self.id, message_id=message_id, error=str(err)
             )
@@ -612,9 +617,13 @@ class Session:
             # Anything else (an interrupt, a bug): what streamed is stored all the same.
             with anyio.CancelScope(shield=True):
                 await self._store_incomplete(
-                    message_id, StreamedReply(text=checkpoint.text), type(err).__name__
+                    message_id,
+                    StreamedReply(text=checkpoint.text),
+                    type(err).__name__,
+                    checkpoint,
                 )
             raise
+        await checkpoint.settle()
         finished = await anyio.to_thread.run_sync(
             self._store.finish_message, message_id, _reply_parts(reply), True, _usage(reply)
         )
@@ -659,9 +668,18 @@ class Session:
         if self.compaction.is_hard_overflow(self.view_tokens()):
             await self.compaction.run_compaction()
 
-    async def _store_incomplete(self, message_id: str, reply: StreamedReply, reason: str) -> None:
+    async def _store_incomplete(
+        self,
+        message_id: str,
+        reply: StreamedReply,
+        reason: str,
+        checkpoint: StreamCheckpoint | None = None,
+    ) -> None:
         """Keep what streamed before a failure, flagged incomplete; never the error text.
-        The reason is the message's finish reason, unless the provider gave one."""
+        The reason is the message's finish reason, unless the provider gave one. A
+        checkpoint write still in flight ends first."""
+        if checkpoint is not None:
+            await checkpoint.settle()
         usage = _usage(reply)
         usage["finish_reason"] = reply.finish_reason or _reason_code(reason)
         await anyio.to_thread.run_sync(

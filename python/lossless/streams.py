@@ -14,9 +14,10 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -77,35 +78,51 @@ def gone_streams(store: _native.Store, session_id: str, stale_s: float) -> list[
     ]
 
 
+class Spawner(Protocol):
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
+
+
 @dataclass
 class StreamCheckpoint:
     """Writes a streaming reply's text to the store as it grows (bounded by time and
-    size), and remembers the newest text so a failure can store it whole."""
+    size), and remembers the newest text so a failure can store it whole.
+
+    A write runs beside the stream (one at a time, started with ``spawner``), so the
+    stream never waits for the database; :meth:`settle` waits for the one in flight
+    before the reply is finished.
+    """
 
     store: _native.Store
     message_id: str
     owner: str
     config: StoreConfig
+    spawner: Spawner
     text: str = ""
     _written_chars: int = 0
     _written_at: float = 0.0
+    _in_flight: anyio.Event | None = None
 
     def __post_init__(self) -> None:
         self._written_at = time.monotonic()
 
     async def update(self, text: str) -> None:
-        """Takes the reply's whole text so far; writes it when a checkpoint is due."""
+        """Takes the reply's whole text so far; starts a write when a checkpoint is due
+        and none is in flight (the next one takes everything since)."""
         self.text = text
+        if self._in_flight is not None:
+            return
         grown = len(text) - self._written_chars
         due = time.monotonic() - self._written_at >= self.config.checkpoint_interval_s
         if grown > 0 and (due or grown >= self.config.checkpoint_chars):
-            await self._write(text[self._written_chars :], len(text))
+            done = self._in_flight = anyio.Event()
+            self.spawner.start_soon(self._write, text[self._written_chars :], len(text), done)
 
-    async def beat(self) -> None:
-        """Says the owner is alive without new text (a retry starting over)."""
-        await self._write(None, self._written_chars)
+    async def settle(self) -> None:
+        """Returns once no checkpoint write is in flight."""
+        if self._in_flight is not None:
+            await self._in_flight.wait()
 
-    async def _write(self, appended: str | None, chars: int) -> None:
+    async def _write(self, appended: str, chars: int, done: anyio.Event) -> None:
         """Writes the text that arrived since the last checkpoint (``appended``), which
         brings the checkpoint to ``chars`` characters."""
         call: Any = partial(self.store.checkpoint_message, self.message_id, self.owner, appended)
@@ -117,4 +134,7 @@ class StreamCheckpoint:
             log.warning("checkpoint of %s failed: %s", self.message_id, err)
         else:
             self._written_chars = chars
-        self._written_at = time.monotonic()
+        finally:
+            self._written_at = time.monotonic()
+            self._in_flight = None
+            done.set()
