@@ -29,17 +29,26 @@ def test_demo_compacts_and_recalls_turn_three(tmp_path: Path) -> None:
     assert code == 0, output
     assert "recovered verbatim" in output
     assert RECALL_FACT in output
+    assert "a reply cut off by a timeout is kept" in output
     with sqlite3.connect(db) as conn:
         compactions = conn.execute(
             "SELECT count(*) FROM events"
             " WHERE name = 'compaction_completed' AND payload LIKE '%sum_%'"
         ).fetchone()[0]
-        messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        messages = conn.execute(
+            "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " WHERE s.model = 'gpt-4o'"
+        ).fetchone()[0]
+        cut_off = conn.execute(
+            "SELECT count(*) FROM messages"
+            " WHERE status = 'incomplete' AND finish_reason = 'cancelled'"
+        ).fetchone()[0]
         live = conn.execute(
             "SELECT count(*) FROM summaries WHERE superseded_by IS NULL"
         ).fetchone()[0]
     assert compactions >= MIN_COMPACTIONS
     assert messages == 520
+    assert cut_off == 1, "the reply cut off by the timeout is kept"
     assert live >= 1
 
 

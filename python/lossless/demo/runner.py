@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lossless.demo._stream import StreamReport, show_cancelled_stream
 from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class DemoReport:
     requests_failed: int = 0
     request_violations: list[str] = field(default_factory=list)
     worst_view: float = 0.0
+    stream: StreamReport = field(default_factory=StreamReport)
 
 
 def demo_config(model: str | None, api_base: str | None = None) -> Config:
@@ -90,6 +92,7 @@ def run_demo(
         and report.recall_expanded
         and report.file_ids_in_context == report.file_ids_total
         and not report.request_violations
+        and report.stream.kept
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -145,6 +148,7 @@ async def _replay(
         _check_request(session, report)
         _check_context(session, report)
         _show_recall(session, report, console)
+    report.stream = await show_cancelled_stream(db_path, console)
     return report
 
 
@@ -233,6 +237,11 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
         ),
         ("file ids kept in context", f"{report.file_ids_in_context} of {report.file_ids_total}"),
         ("turn-3 fact found / expanded", f"{report.recall_found} / {report.recall_expanded}"),
+        (
+            "reply cut off by a timeout: received / kept",
+            f"{report.stream.received_chars:,} / {report.stream.stored_chars:,} characters "
+            f"({report.stream.status})",
+        ),
     ]
     for name, value in rows:
         table.add_row(name, value)
