@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 
 # litellm fetches its model price map over the network at import unless told otherwise;
 # the machines running these tests have no internet.
@@ -85,3 +88,16 @@ async def session(config: Config, db: Path) -> AsyncIterator[Any]:
 
     async with await Session.create(model=TEST_MODEL, db=db, config=config) as sess:
         yield sess
+
+
+def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Runs ``code`` (dedented) in a fresh interpreter in ``cwd``, output captured."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +10,7 @@ import anyio
 import pydantic
 import pytest
 
-from conftest import CONTEXT_LIMIT, MAX_OUTPUT_TOKENS, TEST_MODEL
+from conftest import CONTEXT_LIMIT, MAX_OUTPUT_TOKENS, TEST_MODEL, run_python
 from lossless import Store
 from lossless.config import (
     ArenaConfig,
@@ -232,18 +228,6 @@ async def test_load_restores_the_config_snapshot_without_the_api_key(
 # -- litellm is imported lazily -----------------------------------------------------------
 
 
-def _run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_litellm_is_not_imported_by_the_package_the_store_or_a_session(tmp_path: Path) -> None:
     # A stand-in litellm package first on sys.path makes the control at the end cheap
     # (the real one takes seconds to import); any eager import would load it just the
@@ -293,6 +277,6 @@ def test_litellm_is_not_imported_by_the_package_the_store_or_a_session(tmp_path:
         assert "litellm" in sys.modules
         print("ok")
     """
-    done = _run_python(code, tmp_path)
+    done = run_python(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"

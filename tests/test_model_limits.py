@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
 import sys
-import textwrap
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import run_python
 from lossless import _native, model_map, models
 from lossless.config import ModelConfig
 from lossless.errors import UnknownModelError
@@ -68,18 +66,6 @@ def litellm_limits(name: str) -> ModelLimits:
     info = litellm.get_model_info(name)
     assert info["max_input_tokens"] and info["max_output_tokens"], f"{name}: {info}"
     return ModelLimits(int(info["max_input_tokens"]), int(info["max_output_tokens"]))
-
-
-def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 # -- agreement with litellm ------------------------------------------------------------------

@@ -14,11 +14,11 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
-__all__ = ["Background"]
+__all__ = ["Background", "Spawner"]
 
 log = logging.getLogger("lossless")
 
@@ -29,6 +29,13 @@ def _on_asyncio() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+class Spawner(Protocol):
+    """Starts a task its caller does not wait for (:class:`Background`, or any
+    object with the same method, such as a task group)."""
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
 
 
 class Background:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
 import anyio
+
+from lossless._background import Spawner
 
 __all__ = ["Event", "EventBus", "EventName", "Handler"]
 
@@ -48,10 +50,6 @@ class Event:
 Handler = Callable[[Event], None] | Callable[[Event], Awaitable[None]]
 
 
-class _Spawner(Protocol):
-    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
-
-
 class _Tape(Protocol):
     def append_event(self, session_id: str, name: str, payload_json: str) -> int: ...
 
@@ -64,12 +62,12 @@ class EventBus:
     publisher. With a tape, every event is appended to the store first.
     """
 
-    def __init__(self, *, tape: _Tape | None = None, spawner: _Spawner | None = None) -> None:
+    def __init__(self, *, tape: _Tape | None = None, spawner: Spawner | None = None) -> None:
         self._handlers: dict[EventName | None, list[Handler]] = {}
         self._tape = tape
         self._spawner = spawner
 
-    def attach(self, spawner: _Spawner | None) -> None:
+    def attach(self, spawner: Spawner | None) -> None:
         """Set (or clear) the task group that runs async handlers."""
         self._spawner = spawner
 

@@ -194,7 +194,7 @@ class Session:
             limits=limits,
             compaction_window=compaction_window,
             counter=counter,
-            compaction_store=await _second_store(store, db, config),
+            compaction_store=await _second_store(store, config),
         )
         await session._start()
         session.events.publish(
@@ -252,7 +252,7 @@ class Session:
             limits=limits,
             compaction_window=compaction_window,
             counter=counter,
-            compaction_store=await _second_store(store, db, config),
+            compaction_store=await _second_store(store, config),
         )
         flagged = await anyio.to_thread.run_sync(
             _close_gone_streams, store, session_id, config.store.stream_stale_s
@@ -587,12 +587,6 @@ class Session:
                 on_progress=checkpoint.update,
                 on_retry=self._on_retry,
             )
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self._store_incomplete(
-                    message_id, StreamedReply(text=checkpoint.text), "cancelled", checkpoint
-                )
-            raise
         except CallbackError as err:
             await self._store_incomplete(
                 message_id,
@@ -614,12 +608,14 @@ class Session:
             )
             raise
         except BaseException as err:
-            # Anything else (an interrupt, a bug): what streamed is stored all the same.
+            # Cancellation (a timeout around send), an interrupt, a bug: what streamed
+            # is stored all the same.
+            cancelled = isinstance(err, anyio.get_cancelled_exc_class())
             with anyio.CancelScope(shield=True):
                 await self._store_incomplete(
                     message_id,
                     StreamedReply(text=checkpoint.text),
-                    type(err).__name__,
+                    "cancelled" if cancelled else type(err).__name__,
                     checkpoint,
                 )
             raise
@@ -673,13 +669,12 @@ class Session:
         message_id: str,
         reply: StreamedReply,
         reason: str,
-        checkpoint: StreamCheckpoint | None = None,
+        checkpoint: StreamCheckpoint,
     ) -> None:
         """Keep what streamed before a failure, flagged incomplete; never the error text.
         The reason is the message's finish reason, unless the provider gave one. A
         checkpoint write still in flight ends first."""
-        if checkpoint is not None:
-            await checkpoint.settle()
+        await checkpoint.settle()
         usage = _usage(reply)
         usage["finish_reason"] = reply.finish_reason or _reason_code(reason)
         await anyio.to_thread.run_sync(
@@ -741,14 +736,12 @@ async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Sto
     )
 
 
-async def _second_store(
-    store: _native.Store, db: str | os.PathLike[str], config: Config
-) -> _native.Store:
-    """Another connection to ``db`` for compaction; ``store`` itself for a private
-    in-memory database, which no second connection could see."""
-    if str(db) == ":memory:":
+async def _second_store(store: _native.Store, config: Config) -> _native.Store:
+    """Another connection to ``store``'s database for compaction; ``store`` itself for
+    a private in-memory database, which no second connection could see."""
+    if store.path == ":memory:":
         return store
-    return await _open_store(db, config)
+    return await _open_store(store.path, config)
 
 
 def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -> int:

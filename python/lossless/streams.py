@@ -14,14 +14,14 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
 from lossless import _native
+from lossless._background import Spawner
 from lossless.config import StoreConfig
 from lossless.errors import LosslessError
 
@@ -76,10 +76,6 @@ def gone_streams(store: _native.Store, session_id: str, stale_s: float) -> list[
         for row in store.streams(session_id)
         if _owner_gone(row["owner"], row["beat_at"], stale_s, now_ms)
     ]
-
-
-class Spawner(Protocol):
-    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
 
 
 @dataclass

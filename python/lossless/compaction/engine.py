@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 
 from lossless import _native
+from lossless._background import Spawner
 from lossless.compaction.levels import Candidate, Summariser
 from lossless.config import Config
 from lossless.errors import CompactionBusyError
@@ -87,12 +88,6 @@ class _Opening:
     # Why the first round stopped when the view changed under it; the round loop
     # plans again, still holding the lease.
     busy: CompactionBusyError | None = None
-
-
-class Spawner(Protocol):
-    """Starts a task the caller does not wait for."""
-
-    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any: ...
 
 
 class CompactionEngine:
@@ -251,19 +246,21 @@ class CompactionEngine:
             if self._abort:
                 scope.cancel()
             try:
-                return await self._renewing_lease(func, *args)
+                return await self._renewing_lease(scope, func, *args)
             finally:
                 self._scope = None
         return None
 
-    async def _renewing_lease(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+    async def _renewing_lease(
+        self, scope: anyio.CancelScope, func: Callable[..., Awaitable[_T]], *args: Any
+    ) -> _T:
         """``await func(*args)`` while a task renews the lease every third of its
         lifetime, so a slow model call cannot outlive it. A lease another process took
-        meanwhile (this one expired) aborts the round."""
+        meanwhile (this one expired) aborts the round and cancels ``scope``."""
         ttl_s = self._config.compaction.lease_ttl_s
         results: list[_T] = []
 
-        async def renew(scope: anyio.CancelScope) -> None:
+        async def renew() -> None:
             while True:
                 await anyio.sleep(ttl_s / 3)
                 held = await self._call(
@@ -278,10 +275,9 @@ class CompactionEngine:
                     scope.cancel()
                     return
 
-        outer = self._scope
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(renew, outer if outer is not None else group.cancel_scope)
+                group.start_soon(renew)
                 results.append(await func(*args))
                 group.cancel_scope.cancel()
         except BaseExceptionGroup as group_error:

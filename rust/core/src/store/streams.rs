@@ -5,7 +5,7 @@
 //! be asked; one elsewhere is judged by how long ago it last wrote): the store
 //! reports each stream's owner and last write, and closes the ones it is told to.
 
-use rusqlite::{params, Transaction, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::messages::{close_message, prepare_parts, Closing, Usage};
 use super::Store;
@@ -157,7 +157,6 @@ fn streaming_head(
     session_id: &str,
     message_id: &str,
 ) -> Result<Option<(i64, String)>> {
-    use rusqlite::OptionalExtension;
     let seq: Option<i64> = tx
         .prepare_cached(
             "SELECT seq FROM messages WHERE id = ?1 AND session_id = ?2 AND status = 'streaming'",
