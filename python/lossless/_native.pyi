@@ -154,6 +154,11 @@ class Store:
     def append_message(
         self, session_id: str, role: str, parts: list[dict[str, Any]], model: str | None = None
     ) -> dict[str, Any]: ...
+    def append_turn(
+        self, session_id: str, role: str, parts: list[dict[str, Any]], event: str, payload_json: str
+    ) -> dict[str, Any]:
+        """A turn as one transaction: the message, the event ``event`` (its payload given
+        the new message's id) and, read right after, the view's size (``view_tokens``)."""
     def begin_message(
         self, session_id: str, role: str, model: str | None = None, owner: str = "local"
     ) -> str: ...
@@ -172,6 +177,18 @@ class Store:
         output: str | None = None,
         error: str | None = None,
     ) -> None: ...
+    def update_tool_turn(
+        self,
+        session_id: str,
+        call_id: str,
+        status: str,
+        output: str | None,
+        error: str | None,
+        event: str,
+        payload_json: str,
+    ) -> int:
+        """``update_tool`` as one transaction with the event ``event``; returns the view's
+        size in tokens, read right after."""
     def get_message(self, message_id: str) -> dict[str, Any]: ...
     def history(self, session_id: str) -> list[dict[str, Any]]: ...
     # context view

@@ -102,11 +102,6 @@ class EventBus:
         if self._tape is not None:
             await anyio.to_thread.run_sync(self._persist, event, via)
 
-    def record(self, event: Event) -> None:
-        """Record ``event`` on the tape without delivering it (see :meth:`deliver`).
-        Blocks on the write: for worker threads."""
-        self._persist(event)
-
     def _persist(self, event: Event, via: _Tape | None = None) -> None:
         tape = via or self._tape
         if tape is None:

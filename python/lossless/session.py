@@ -178,10 +178,13 @@ class Session:
     ) -> Session:
         """Start a new session stored in ``db``."""
         config = config or Config()
-        limits = await resolve_limits_async(model, config.model)
-        compaction_window = await _compaction_window(config, limits)
-        counter = await _token_counter(model)
-        store = await _open_store(db, config)
+
+        async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
+            limits = await resolve_limits_async(model, config.model)
+            window = await _compaction_window(config, limits)
+            return limits, window, await _open_store(db, config)
+
+        counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
         # The snapshot lets `load` rebuild the session; a credential has no place in it.
         snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
         session_id = store.create_session(model, snapshot, system_prompt)
@@ -240,9 +243,14 @@ class Session:
             else Config()
         )
         config = config or stored
-        limits = await resolve_limits_async(row["model"], config.model)
-        compaction_window = await _compaction_window(config, limits)
-        counter = await _token_counter(row["model"])
+
+        async def limits_and_window() -> tuple[ModelLimits, int]:
+            limits = await resolve_limits_async(row["model"], config.model)
+            return limits, await _compaction_window(config, limits)
+
+        counter, (limits, compaction_window) = await _beside_counter(
+            row["model"], limits_and_window
+        )
         session = cls(
             store=store,
             session_id=session_id,
@@ -373,33 +381,26 @@ class Session:
 
     # -- writing ---------------------------------------------------------------
 
-    async def _write(self, write: Callable[[], _T], event: Callable[[_T], Event]) -> tuple[_T, int]:
-        """Runs a turn's write, records the event it makes and reads the view's size,
-        in one worker-thread hop: a write can wait on another writer's lock (a round
-        committing, another process), and the event loop must not. The event reaches
-        its handlers on the loop. Returns the write's result and the view's size."""
-
-        def in_thread() -> tuple[_T, Event, int]:
-            result = write()
-            made = event(result)
-            self.events.record(made)
-            return result, made, int(self._store.view_stats(self.id)["tokens"])
-
-        result, made, view_tokens = await anyio.to_thread.run_sync(in_thread)
-        self.events.deliver(made)
-        return result, view_tokens
+    async def _write_turn(self, write: Callable[[str], _T], event: Event) -> _T:
+        """Runs a turn's write in a worker thread: a write can wait on another
+        writer's lock (a round committing, another process), and the event loop must
+        not. ``write`` gets ``event``'s payload as JSON and records the event in the
+        write's own transaction; the caller then completes the payload from the result
+        (a new message's id) and delivers the event to its handlers, on the loop."""
+        return await anyio.to_thread.run_sync(write, json.dumps(event.payload, default=str))
 
     async def record(self, role: str, parts: PartsInput) -> RecordResult:
         """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
         self._check_open()
         normalized = normalize_parts(parts)
         wire = parts_to_wire(normalized)
-        appended, view_tokens = await self._write(
-            partial(self._store.append_message, self.id, role, wire),
-            lambda appended: Event(
-                EventName.MESSAGE_CREATED, self.id, {"message_id": appended["id"], "role": role}
-            ),
+        created = Event(EventName.MESSAGE_CREATED, self.id, {"role": role})
+        appended = await self._write_turn(
+            partial(self._store.append_turn, self.id, role, wire, created.name.value), created
         )
+        created.payload["message_id"] = appended["id"]
+        self.events.deliver(created)
+        view_tokens = int(appended["view_tokens"])
         self._watch_tool_calls(normalized)
         view_tokens, triggered = await self._keep_within_budget(view_tokens)
         return RecordResult(
@@ -474,12 +475,20 @@ class Session:
     ) -> None:
         """Move a recorded tool call along its lifecycle, setting its output or error once."""
         self._check_open()
-        _, view_tokens = await self._write(
-            partial(self._store.update_tool, self.id, call_id, status, output, error),
-            lambda _: Event(
-                EventName.TOOL_UPDATED, self.id, {"call_id": call_id, "status": status}
+        updated = Event(EventName.TOOL_UPDATED, self.id, {"call_id": call_id, "status": status})
+        view_tokens = await self._write_turn(
+            partial(
+                self._store.update_tool_turn,
+                self.id,
+                call_id,
+                status,
+                output,
+                error,
+                updated.name.value,
             ),
+            updated,
         )
+        self.events.deliver(updated)
         # A result can be the largest thing a session stores.
         await self._keep_within_budget(view_tokens)
 
@@ -727,6 +736,27 @@ async def _token_counter(model: str) -> _native.TokenCounter:
     """The model's token counter, made in a worker thread: the first counter of an
     encoding in a process builds its tables, which takes ~0.3 s for o200k."""
     return await anyio.to_thread.run_sync(_native.TokenCounter, model)
+
+
+async def _beside_counter(
+    model: str, work: Callable[[], Awaitable[_T]]
+) -> tuple[_native.TokenCounter, _T]:
+    """The model's token counter and ``work()``'s result, the two made at once: the
+    counter's first build in a process is most of the time it takes to open a session."""
+    built: list[_native.TokenCounter] = []
+
+    async def build() -> None:
+        built.append(await _token_counter(model))
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(build)
+            result = await work()
+    except BaseExceptionGroup as failed:
+        # One of the two failed (a missing database, an unknown model): raise that
+        # error itself, typed as the caller knows it, not wrapped in a group.
+        raise failed.exceptions[0] from None
+    return built[0], result
 
 
 async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:

@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError, TryLockError};
 use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::plan::Tail;
 use lossless_core::profile::Profile;
-use lossless_core::store::{self as core_store, Durability, GrepMode, OpenOptions};
+use lossless_core::store::{self as core_store, Durability, GrepMode, OpenOptions, WriteEvent};
 use lossless_core::Result;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -209,6 +209,31 @@ impl Store {
         append_result(py, &result)
     }
 
+    /// A turn as one transaction: the message, the event `event` (its payload given
+    /// the new message's id) and, read right after, the view's size in tokens.
+    #[pyo3(signature = (session_id, role, parts, event, payload_json))]
+    fn append_turn<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        role: &Bound<'py, PyAny>,
+        parts: &Bound<'py, PyAny>,
+        event: &str,
+        payload_json: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let role = convert::role(role)?;
+        let parts = convert::parts(parts)?;
+        let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
+        let (result, view_tokens) = self.with(py, |store| {
+            let result = store.append_turn(&session_id, role, &parts, None, Some(&event))?;
+            Ok((result, store.view_stats(&session_id)?.tokens))
+        })?;
+        let dict = append_result(py, &result)?;
+        dict.set_item("view_tokens", view_tokens)?;
+        Ok(dict)
+    }
+
     #[pyo3(signature = (session_id, role, model = None, owner = "local"))]
     fn begin_message(
         &self,
@@ -265,6 +290,41 @@ impl Store {
                 output.as_deref(),
                 error.as_deref(),
             )
+        })
+    }
+
+    /// [`Store::update_tool`] as one transaction with the event `event`; returns
+    /// the view's size in tokens, read right after.
+    #[pyo3(signature = (session_id, call_id, status, output, error, event, payload_json))]
+    #[allow(clippy::too_many_arguments)]
+    fn update_tool_turn(
+        &self,
+        py: Python<'_>,
+        session_id: &Bound<'_, PyAny>,
+        call_id: &Bound<'_, PyAny>,
+        status: &Bound<'_, PyAny>,
+        output: Option<&Bound<'_, PyAny>>,
+        error: Option<&Bound<'_, PyAny>>,
+        event: &str,
+        payload_json: &str,
+    ) -> PyResult<i64> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let call_id = convert::text(call_id, "call_id")?;
+        let status = ToolStatus::parse("status", &convert::text(status, "status")?)
+            .map_err(crate::errors::to_py_err)?;
+        let output = convert::maybe_text(output, "output")?;
+        let error = convert::maybe_text(error, "error")?;
+        let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
+        self.with(py, |store| {
+            store.update_tool_turn(
+                &session_id,
+                &call_id,
+                status,
+                output.as_deref(),
+                error.as_deref(),
+                Some(&event),
+            )?;
+            Ok(store.view_stats(&session_id)?.tokens)
         })
     }
 

@@ -1,6 +1,7 @@
 //! The persisted event tape of each session.
 
-use rusqlite::params;
+use rusqlite::{params, Connection};
+use serde_json::{Map, Value};
 
 use super::Store;
 use crate::error::{Error, Result};
@@ -17,6 +18,65 @@ pub struct EventRow {
     pub created_at: i64,
 }
 
+/// An event that a write records in its own transaction, so the tape never misses
+/// a write nor reports one that did not happen. The write adds what only it knows
+/// (a new message's id) to the payload.
+#[derive(Clone, Debug)]
+pub struct WriteEvent {
+    pub name: String,
+    pub payload: Map<String, Value>,
+}
+
+impl WriteEvent {
+    /// The event `name` with the JSON object `payload`, both checked.
+    pub fn parse(name: &str, payload: &str) -> Result<Self> {
+        check_identifier("name", name)?;
+        match serde_json::from_str::<Value>(payload) {
+            Ok(Value::Object(payload)) => Ok(Self {
+                name: name.to_string(),
+                payload,
+            }),
+            Ok(_) => Err(Error::invalid("payload", "not a JSON object")),
+            Err(err) => Err(Error::invalid("payload", format!("not valid JSON: {err}"))),
+        }
+    }
+
+    /// Writes the event, with `extra` added to its payload, inside the caller's
+    /// transaction.
+    pub(super) fn insert(
+        &self,
+        conn: &Connection,
+        session_id: &str,
+        extra: &[(&str, &str)],
+    ) -> Result<i64> {
+        let mut payload = self.payload.clone();
+        for (key, value) in extra {
+            payload.insert((*key).to_string(), Value::from(*value));
+        }
+        insert_event(
+            conn,
+            session_id,
+            &self.name,
+            &Value::Object(payload).to_string(),
+        )
+    }
+}
+
+/// Writes one event row inside the caller's transaction; returns its sequence number.
+fn insert_event(conn: &Connection, session_id: &str, name: &str, payload: &str) -> Result<i64> {
+    let seq = conn
+        .prepare_cached(
+            "INSERT INTO events (session_id, seq, id, name, payload, created_at)
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM events WHERE session_id = ?1
+             RETURNING seq",
+        )?
+        .query_row(
+            params![session_id, new_id("evt"), name, payload, now_ms()],
+            |row| row.get(0),
+        )?;
+    Ok(seq)
+}
+
 impl Store {
     /// Appends an event to the session's tape; returns its sequence number.
     pub fn append_event(&mut self, session_id: &str, name: &str, payload: &str) -> Result<i64> {
@@ -24,15 +84,7 @@ impl Store {
         serde_json::from_str::<serde_json::Value>(payload)
             .map_err(|err| Error::invalid("payload", format!("not valid JSON: {err}")))?;
         self.session(session_id)?;
-        let seq = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO events (session_id, seq, id, name, payload, created_at)
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM events WHERE session_id = ?1
-                 RETURNING seq",
-            )?
-            .query_row(params![session_id, new_id("evt"), name, payload, now_ms()], |row| row.get(0))?;
-        Ok(seq)
+        insert_event(&self.conn, session_id, name, payload)
     }
 
     /// The session's events in order.

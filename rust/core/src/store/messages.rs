@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
+use super::events::WriteEvent;
 use super::search::{bound_backlog, queue_part};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
@@ -302,6 +303,19 @@ impl Store {
         parts: &[Part],
         model: Option<&str>,
     ) -> Result<AppendResult> {
+        self.append_turn(session_id, role, parts, model, None)
+    }
+
+    /// [`Store::append_message`], with `event` (its payload given the new message's
+    /// `message_id`) written in the same transaction: a turn as one commit.
+    pub fn append_turn(
+        &mut self,
+        session_id: &str,
+        role: Role,
+        parts: &[Part],
+        model: Option<&str>,
+        event: Option<&WriteEvent>,
+    ) -> Result<AppendResult> {
         if parts.is_empty() {
             return Err(Error::invalid("parts", "a message needs at least one part"));
         }
@@ -320,6 +334,9 @@ impl Store {
         .execute(params![id, session_id, seq, role.as_str(), now_ms(), model, tokens])?;
         insert_parts(&tx, session_id, &id, seq, &prepared)?;
         insert_view_item(&tx, session_id, position, &id, tokens)?;
+        if let Some(event) = event {
+            event.insert(&tx, session_id, &[("message_id", &id)])?;
+        }
         tx.commit()?;
         self.views.appended(
             session_id,
@@ -448,6 +465,19 @@ impl Store {
         output: Option<&str>,
         error: Option<&str>,
     ) -> Result<()> {
+        self.update_tool_turn(session_id, call_id, status, output, error, None)
+    }
+
+    /// [`Store::update_tool`], with `event` written in the same transaction.
+    pub fn update_tool_turn(
+        &mut self,
+        session_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: Option<&str>,
+        error: Option<&str>,
+        event: Option<&WriteEvent>,
+    ) -> Result<()> {
         for (field, text) in [("output", output), ("error", error)] {
             if let Some(text) = text {
                 check_content(field, text)?;
@@ -506,6 +536,9 @@ impl Store {
         }
         let delta = tokens as i64 - call.tokens;
         let version = bump_item_tokens(&tx, session_id, &call.message_id, delta)?;
+        if let Some(event) = event {
+            event.insert(&tx, session_id, &[])?;
+        }
         tx.commit()?;
         if let Some(version) = version {
             self.views

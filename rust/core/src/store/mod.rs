@@ -25,7 +25,7 @@ use crate::tokens::TokenCounter;
 
 pub use commit::CommitResult;
 pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
-pub use events::EventRow;
+pub use events::{EventRow, WriteEvent};
 pub use extractive::SpanCommit;
 pub use messages::{AppendResult, MessageRecord, Usage};
 pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
