@@ -766,12 +766,22 @@ async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Sto
     )
 
 
+# Pages the write-ahead log of a session's turn connection may hold before one of its
+# commits copies them into the database file. SQLite's default (1,000, about 65 tool
+# results) made one turn in that many wait for the copy; with compaction on its own
+# connection, whose commits copy at the default, a turn rarely does it at all.
+_TURN_CHECKPOINT_PAGES = 8_000
+
+
 async def _second_store(store: _native.Store, config: Config) -> _native.Store:
     """Another connection to ``store``'s database for compaction; ``store`` itself for
-    a private in-memory database, which no second connection could see."""
+    a private in-memory database, which no second connection could see. The second
+    connection takes over most of the write-ahead log's checkpoints."""
     if store.path == ":memory:":
         return store
-    return await _open_store(store.path, config)
+    compaction_store = await _open_store(store.path, config)
+    store.set_checkpoint_pages(_TURN_CHECKPOINT_PAGES)
+    return compaction_store
 
 
 def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -> int:

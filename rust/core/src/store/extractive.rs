@@ -22,11 +22,6 @@ use crate::tokens::TokenCounter;
 /// less on them than it costs to start.
 const PARALLEL_MIN_MESSAGES: usize = 1_000;
 
-/// Percent of a span's messages that the connection writing a commit reads, beside
-/// its writes; the reader takes the rest. Removing 10,000 messages from the view
-/// and writing their edges takes about as long as gathering from a quarter of them.
-const WRITER_READ_PERCENT: usize = 38;
-
 /// A byte range of [`SpanText::text`].
 type TextSpan = (usize, usize);
 
@@ -146,25 +141,11 @@ impl Store {
     ) -> Result<TextResult> {
         let (session_id, members) = self.named_messages(message_ids)?;
         let counter = self.counter(&session_id)?;
-        let split = members.len() >= PARALLEL_MIN_MESSAGES && self.open_reader();
-        let older_count = if split {
-            members.len() / 2
-        } else {
-            members.len()
-        };
         let (mut older_text, mut newer_text) = (SpanText::default(), SpanText::default());
         let (mut older_messages, mut newer_messages) = (Vec::new(), Vec::new());
-        let read = SpanRead {
-            session_id: &session_id,
-            members: &members,
-        };
-        let reader = if split { self.reader.as_mut() } else { None };
-        let gathered = gather_in_two(
-            &self.conn,
-            reader,
-            &read,
-            older_count,
-            || Ok(()),
+        let gathered = self.gather_span(
+            &session_id,
+            &members,
             (&mut older_text, &mut older_messages),
             (&mut newer_text, &mut newer_messages),
         )?;
@@ -181,10 +162,11 @@ impl Store {
     /// (level 1) in the same call when it says something, fits, and costs the view
     /// fewer tokens than the messages it replaces; otherwise nothing is written.
     ///
-    /// The commit's transaction is open while the span is read: its writes that do
-    /// not depend on the summary (the DAG edges, the removal of the messages from
-    /// the view) run beside the read of the newer part of the span, and are rolled
-    /// back if the summary is not committed.
+    /// The span is read and summarised before the commit's transaction begins, so
+    /// the write lock is held only for the commit's own writes: a turn appended
+    /// meanwhile never waits for the summariser. The span cannot change under the
+    /// round (its messages are stored once, and only the round's holder prunes
+    /// them); the commit checks its sources are still in the view all the same.
     pub fn commit_extractive_summary(
         &mut self,
         span: &SpanInfo,
@@ -200,36 +182,22 @@ impl Store {
             .members
             .as_ref()
             .expect("a plan over messages has members");
-        let id = new_id("sum");
-        let split = members.len() >= PARALLEL_MIN_MESSAGES && self.open_reader();
-        let older_count = if split {
-            members.len() * WRITER_READ_PERCENT / 100
-        } else {
-            members.len()
-        };
         let (mut older_text, mut newer_text) = (SpanText::default(), SpanText::default());
         let (mut older_messages, mut newer_messages) = (Vec::new(), Vec::new());
-        let read = SpanRead {
+        let gathered = self.gather_span(
             session_id,
             members,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let reader = if split { self.reader.as_mut() } else { None };
-        let gathered = gather_in_two(
-            &tx,
-            reader,
-            &read,
-            older_count,
-            || write_sources(&tx, session_id, &plan, &id, None),
             (&mut older_text, &mut older_messages),
             (&mut newer_text, &mut newer_messages),
         )?;
         let written = gathered.write(max_tokens, &counter);
-        let summary = NewSummary::new(&counter, id, &plan, written.text.clone(), 1);
+        let summary = NewSummary::new(&counter, new_id("sum"), &plan, written.text.clone(), 1);
         let fits = written.says_something && written.token_count <= max_tokens;
         let committed = if fits && summary.tokens < plan.source_tokens {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            write_sources(&tx, session_id, &plan, &summary.id, None)?;
             write_summary(&tx, session_id, &plan, &summary)?;
             tx.commit()?;
             self.views.forget(session_id);
@@ -245,6 +213,30 @@ impl Store {
         })
     }
 
+    /// Reads and gathers a span's member messages in one read transaction: a large
+    /// span in two halves at once, the newer on the second connection.
+    fn gather_span<'a>(
+        &mut self,
+        session_id: &str,
+        members: &Members,
+        older: RunBuffers<'a>,
+        newer: RunBuffers<'a>,
+    ) -> Result<Gathered<'a>> {
+        let split = members.len() >= PARALLEL_MIN_MESSAGES && self.open_reader();
+        let older_count = if split {
+            members.len() / 2
+        } else {
+            members.len()
+        };
+        let read = SpanRead {
+            session_id,
+            members,
+        };
+        let snapshot = self.conn.transaction()?;
+        let reader = if split { self.reader.as_mut() } else { None };
+        gather_in_two(&snapshot, reader, &read, older_count, older, newer)
+    }
+
     /// Opens the second connection a large span is read with, once; false when
     /// the database is not a file another connection can open.
     fn open_reader(&mut self) -> bool {
@@ -256,28 +248,25 @@ impl Store {
     }
 }
 
-/// Reads and gathers the member messages: the oldest `older_count` on `conn`, after
-/// `first` ran there, and the rest at the same time on `reader`, or all of them on
-/// `conn` when there is no reader.
+/// Reads and gathers the member messages: the oldest `older_count` on `conn`, and
+/// the rest at the same time on `reader`, or all of them on `conn` when there is
+/// no reader.
 fn gather_in_two<'a>(
     conn: &Connection,
     reader: Option<&mut Connection>,
     read: &SpanRead<'_>,
     older_count: usize,
-    first: impl FnOnce() -> Result<()>,
     older: RunBuffers<'a>,
     newer: RunBuffers<'a>,
 ) -> Result<Gathered<'a>> {
     let members = read.members;
     let Some(reader) = reader.filter(|_| older_count < members.len()) else {
-        first()?;
         let whole = (members.low, members.high);
         return gather(conn, read.session_id, members, whole, older.0, older.1);
     };
     let [older_range, newer_range] = members.split(older_count);
     let (older_run, newer_run) = beside(
         move || {
-            first()?;
             gather(
                 conn,
                 read.session_id,

@@ -176,6 +176,19 @@ impl Store {
             .query_row("PRAGMA user_version", [], |row| row.get(0))?)
     }
 
+    /// Sets how many pages the write-ahead log may hold before a commit on this
+    /// connection copies them into the database file (SQLite's automatic
+    /// checkpoint, 1,000 pages by default). The commit that crosses the mark does
+    /// that work before it returns, so a connection whose writes must come back
+    /// fast can leave most of it to another connection that commits too.
+    pub fn set_checkpoint_pages(&mut self, pages: u32) -> Result<()> {
+        self.conn
+            .query_row(&format!("PRAGMA wal_autocheckpoint = {pages}"), [], |_| {
+                Ok(())
+            })?;
+        Ok(())
+    }
+
     /// The token counter of a session's model.
     pub fn counter(&mut self, session_id: &str) -> Result<TokenCounter> {
         Ok(self.session(session_id)?.counter.clone())
