@@ -800,7 +800,10 @@ impl Store {
 
     /// Moves the text waiting for the full-text index into it; returns the rows written.
     fn set_checkpoint_pages(&self, py: Python<'_>, pages: u32) -> PyResult<()> {
-        self.with(py, |store| store.set_checkpoint_pages(pages))
+        self.with(py, |store| {
+            store.set_checkpoint_pages(pages);
+            Ok(())
+        })
     }
 
     fn flush_search_index(&self, py: Python<'_>) -> PyResult<usize> {

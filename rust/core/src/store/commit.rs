@@ -3,9 +3,10 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{params, TransactionBehavior};
+use rusqlite::params;
 
 use super::compaction::{locate, IdList, Members, SummaryRow};
+use super::gate::Write;
 use super::messages::join_ids;
 use super::search::{bound_backlog, queue_summary};
 use super::view::ItemKind;
@@ -63,9 +64,7 @@ impl Store {
         }
         let text = merge_file_id_footer(text, &file_ids.ids);
         let summary = NewSummary::new(&counter, new_id("sum"), &plan, text, level);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         write_sources(&tx, session_id, &plan, &summary.id, expected_version)?;
         write_summary(&tx, session_id, &plan, &summary)?;
         tx.commit()?;

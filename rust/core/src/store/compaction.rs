@@ -8,8 +8,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension};
 
+use super::gate::Write;
 use super::messages::{row_to_part, split_ids};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
@@ -447,9 +448,7 @@ impl Store {
                 .map(|(&index, &delta)| (view.items[index].position, delta))
                 .collect()
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let now: i64 = tx.query_row(
             "SELECT view_version FROM sessions WHERE id = ?1",
             [session_id],
@@ -883,6 +882,7 @@ impl Store {
     ) -> Result<bool> {
         self.session(session_id)?;
         let now = now_ms();
+        let _gate = self.writer.hold();
         let changed = self
             .conn
             .prepare_cached(
@@ -896,6 +896,7 @@ impl Store {
 
     /// Gives the lease back, if `holder` has it.
     pub fn release_compaction_lease(&mut self, session_id: &str, holder: &str) -> Result<()> {
+        let _gate = self.writer.hold();
         self.conn
             .prepare_cached("DELETE FROM compaction_leases WHERE session_id = ?1 AND holder = ?2")?
             .execute(params![session_id, holder])?;

@@ -2,10 +2,11 @@
 //! a span's parts and gathering from them, the older and the newer half of a large
 //! span at once, each on its own connection and thread.
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection};
 
 use super::commit::{write_sources, write_summary, CommitResult, NewSummary};
 use super::compaction::{IdList, Members, SpanInfo, TextResult};
+use super::gate::Write;
 use super::messages::split_ids;
 use super::Store;
 use crate::error::{Error, Result};
@@ -194,9 +195,7 @@ impl Store {
         let summary = NewSummary::new(&counter, new_id("sum"), &plan, written.text.clone(), 1);
         let fits = written.says_something && written.token_count <= max_tokens;
         let committed = if fits && summary.tokens < plan.source_tokens {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Write::begin(&mut self.conn, &self.writer)?;
             write_sources(&tx, session_id, &plan, &summary.id, None)?;
             write_summary(&tx, session_id, &plan, &summary)?;
             tx.commit()?;

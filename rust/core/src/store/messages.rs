@@ -2,9 +2,10 @@
 
 use std::borrow::Cow;
 
-use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::events::WriteEvent;
+use super::gate::Write;
 use super::search::{bound_backlog, queue_part};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
@@ -323,9 +324,7 @@ impl Store {
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
         let id = new_id("msg");
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let (seq, position, version) = allocate(&tx, session_id, true)?;
         tx.prepare_cached(
             "INSERT INTO messages (id, session_id, seq, role, created_at, model, status, token_count)
@@ -371,9 +370,7 @@ impl Store {
         self.session(session_id)?;
         check_identifier("owner", owner)?;
         let id = new_id("msg");
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let (seq, _, _) = allocate(&tx, session_id, false)?;
         tx.prepare_cached(
             "INSERT INTO messages (id, session_id, seq, role, created_at, model, status)
@@ -410,9 +407,7 @@ impl Store {
         let counter = self.counter(&session_id)?;
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let closing = Closing {
             session_id: &session_id,
             message_id,
@@ -484,9 +479,7 @@ impl Store {
             }
         }
         let counter = self.counter(session_id)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let call = open_call(&tx, session_id, call_id)?;
         if call.status == ToolStatus::Running && status == ToolStatus::Pending {
             return Err(Error::invalid(

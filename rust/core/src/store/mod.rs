@@ -5,6 +5,7 @@ mod commit;
 mod compaction;
 mod events;
 mod extractive;
+mod gate;
 mod messages;
 mod recall;
 mod round;
@@ -110,6 +111,9 @@ impl Default for OpenOptions {
 pub struct Store {
     conn: Connection,
     path: String,
+    /// The file's gate, shared by every store of this process on the same file (one
+    /// writer at a time), and this connection's checkpoint mark.
+    writer: gate::Writer,
     sessions: HashMap<String, SessionInfo>,
     views: view::ViewCache,
     /// A second, read-only connection to the same file, opened the first time a
@@ -154,6 +158,7 @@ impl Store {
             conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         }
         Ok(Self {
+            writer: gate::Writer::new(&conn, path),
             conn,
             path: path.to_string(),
             sessions: HashMap::new(),
@@ -176,17 +181,14 @@ impl Store {
             .query_row("PRAGMA user_version", [], |row| row.get(0))?)
     }
 
-    /// Sets how many pages the write-ahead log may hold before a commit on this
-    /// connection copies them into the database file (SQLite's automatic
-    /// checkpoint, 1,000 pages by default). The commit that crosses the mark does
-    /// that work before it returns, so a connection whose writes must come back
-    /// fast can leave most of it to another connection that commits too.
-    pub fn set_checkpoint_pages(&mut self, pages: u32) -> Result<()> {
-        self.conn
-            .query_row(&format!("PRAGMA wal_autocheckpoint = {pages}"), [], |_| {
-                Ok(())
-            })?;
-        Ok(())
+    /// Sets how many pages the write-ahead log may hold before a write on this
+    /// connection copies them into the database file (a passive checkpoint, once
+    /// the write is committed; [`gate::DEFAULT_CHECKPOINT_PAGES`] by default). The
+    /// write that crosses the mark does that work before it returns, so a
+    /// connection whose writes must come back fast can leave most of it to another
+    /// connection on the same file that writes too.
+    pub fn set_checkpoint_pages(&mut self, pages: u32) {
+        self.writer.set_checkpoint_pages(pages);
     }
 
     /// The token counter of a session's model.

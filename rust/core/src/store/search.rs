@@ -12,14 +12,19 @@
 //! Moving a rowid (re)builds its index row from the text stored now, so a tool
 //! call whose result arrives later is indexed once, with its result.
 
-use rusqlite::{params, Transaction, TransactionBehavior};
+use rusqlite::{params, Transaction};
 
+use super::gate::Write;
 use super::Store;
 use crate::error::Result;
 
 /// Rows the backlog may hold before the write that crosses it moves them all
-/// into the index: bounds the work a search may have to do first.
-pub const BACKLOG_LIMIT: i64 = 128;
+/// into the index: bounds the work a search may have to do first. The write that
+/// moves them takes about as many milliseconds as a fiftieth of this (tool outputs
+/// of a few KB), so it is set for that write to be rarer than one in a hundred:
+/// agents' turns come back-to-back in long tool runs, and one turn in a hundred
+/// paying for a batch would be their 99th percentile.
+pub const BACKLOG_LIMIT: i64 = 512;
 
 /// Queues a part's index row, inside the caller's transaction. The caller ends
 /// its writes with [`bound_backlog`].
@@ -90,9 +95,7 @@ impl Store {
         if self.search_backlog()? == 0 {
             return Ok(0);
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let moved = move_backlog(&tx)?;
         tx.commit()?;
         Ok(moved)

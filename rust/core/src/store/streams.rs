@@ -5,8 +5,9 @@
 //! be asked; one elsewhere is judged by how long ago it last wrote): the store
 //! reports each stream's owner and last write, and closes the ones it is told to.
 
-use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::gate::Write;
 use super::messages::{close_message, prepare_parts, Closing, Usage};
 use super::Store;
 use crate::error::{Error, Result};
@@ -66,9 +67,7 @@ impl Store {
             check_content("text", text)?;
         }
         let chars = appended.map_or(0, |text| text.chars().count() as i64);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let changed = tx
             .prepare_cached(
                 "UPDATE stream_checkpoints SET chars = chars + ?3, beat_at = ?4
@@ -121,9 +120,7 @@ impl Store {
             finish_reason: Some(INTERRUPTED.to_string()),
             ..Usage::default()
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
         let mut closed = 0;
         for message_id in message_ids {
             let Some((seq, text)) = streaming_head(&tx, session_id, message_id)? else {
