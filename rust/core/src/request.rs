@@ -9,9 +9,11 @@ use std::collections::{HashSet, VecDeque};
 
 use rustc_hash::{FxBuildHasher, FxHashSet};
 
+use crate::fileids::merge_file_id_footer;
 use crate::parts::Role;
 use crate::render::ChatMessage;
 use crate::store::{ItemKind, RenderedItem, ViewItem};
+use crate::tokens::TokenCounter;
 
 /// Tokens reserved for the lead marker: its text is one short line.
 pub const MARKER_TOKENS: i64 = 32;
@@ -51,25 +53,36 @@ pub fn marker_position(items: &[ViewItem], chosen: &[usize]) -> Option<usize> {
 /// The lead marker's text: what was left out, or that the conversation opens with
 /// another role.
 #[must_use]
-pub fn marker_text(omitted: usize) -> String {
-    if omitted == 0 {
+pub fn marker_text(omitted: usize, file_ids: &[String]) -> String {
+    let line = if omitted == 0 {
         "[the conversation begins with the message below]".to_string()
     } else {
         format!(
             "[{omitted} earlier messages are left out of this context to fit the window; \
-             they are stored in full and can be searched]"
+             they are stored in full: search them with lossless_grep]"
         )
+    };
+    merge_file_id_footer(&line, file_ids)
+}
+
+/// What the lead marker costs: [`MARKER_TOKENS`] for its line, and the footer of
+/// the file ids of what was left out.
+#[must_use]
+pub fn marker_tokens(counter: &TokenCounter, file_ids: &[String]) -> i64 {
+    if file_ids.is_empty() {
+        return MARKER_TOKENS;
     }
+    MARKER_TOKENS + counter.count(&merge_file_id_footer("", file_ids)) as i64
 }
 
 /// The lead marker as a rendered item. Its id is empty: it is no view item.
 #[must_use]
-pub fn marker_item(omitted: usize) -> RenderedItem {
+pub fn marker_item(text: String) -> RenderedItem {
     RenderedItem {
         id: String::new(),
         messages: vec![ChatMessage {
             role: "user",
-            content: Some(marker_text(omitted)),
+            content: Some(text),
             tool_calls: Vec::new(),
             tool_call_id: None,
         }],

@@ -6,6 +6,7 @@ mod compaction;
 mod events;
 mod extractive;
 mod gate;
+mod left_out;
 mod messages;
 mod recall;
 mod round;

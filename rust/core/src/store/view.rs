@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use rusqlite::OptionalExtension;
 
+use super::left_out::LeftOutIds;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::parts::Role;
@@ -103,25 +104,27 @@ pub(super) struct CachedView {
     pub(super) tokens: i64,
     pub(super) summary_tokens: i64,
     /// Indices of the summary items, so assembly never scans the whole view for them.
-    summaries: Vec<usize>,
+    pub(super) summaries: Vec<usize>,
     /// The rendering of each item (by index), once an assembly needed it.
     rendered: Vec<Option<Arc<RenderedItem>>>,
     /// Items in `rendered` that hold a rendering.
     rendered_count: usize,
     /// The last lead marker, kept so an unchanged one is the same `Arc`.
     marker: Option<Arc<RenderedItem>>,
+    /// File ids of the first items, gathered for markers as assemblies left them out.
+    pub(super) left_out: LeftOutIds,
 }
 
 impl CachedView {
     /// The lead marker for `omitted` left-out items, the same `Arc` while unchanged.
-    fn marker_for(&mut self, omitted: usize) -> Arc<RenderedItem> {
-        let text = request::marker_text(omitted);
+    fn marker_for(&mut self, omitted: usize, file_ids: &[String]) -> Arc<RenderedItem> {
+        let text = request::marker_text(omitted, file_ids);
         match &self.marker {
             Some(marker) if marker.messages[0].content.as_deref() == Some(text.as_str()) => {
                 Arc::clone(marker)
             }
             _ => {
-                let marker = Arc::new(request::marker_item(omitted));
+                let marker = Arc::new(request::marker_item(text));
                 self.marker = Some(Arc::clone(&marker));
                 marker
             }
@@ -289,16 +292,38 @@ impl Store {
     /// renamed (see [`crate::request`]). Cost grows with the items included, not the
     /// session length.
     pub fn assemble(&mut self, session_id: &str, budget: i64) -> Result<Assembled> {
-        let view = self.fresh_view(session_id)?;
-        let (selected, marker) = select_with_marker(view, budget);
+        let counter = self.counter(session_id)?;
+        let mut reserve = request::MARKER_TOKENS;
+        let (selected, marker, file_ids) = loop {
+            let view = self.fresh_view(session_id)?;
+            let (selected, marker) = select_with_marker(view, budget, reserve);
+            let file_ids = match marker {
+                Some(_) if selected.chosen.len() < view.items.len() => {
+                    self.left_out_file_ids(session_id, &selected.chosen)?
+                }
+                _ => Vec::new(),
+            };
+            // A marker that names file ids can outgrow its reservation: select
+            // again with room for it (leaving more out can only add ids, so this
+            // ends within a few passes).
+            let needed = request::marker_tokens(&counter, &file_ids);
+            if marker.is_none() || needed <= reserve {
+                break (selected, marker, file_ids);
+            }
+            if needed >= budget {
+                // The ids alone would not fit: the budget holds, with a plain marker.
+                break (selected, marker, Vec::new());
+            }
+            reserve = needed;
+        };
         let mut items = self.rendered_items(session_id, &selected.chosen)?;
         unique_call_ids(&mut items);
         let view = self.cached(session_id);
         let omitted = view.items.len() - selected.chosen.len();
         let mut tokens = selected.tokens;
         if let Some(position) = marker {
-            items.insert(position, view.marker_for(omitted));
-            tokens += request::MARKER_TOKENS;
+            items.insert(position, view.marker_for(omitted, &file_ids));
+            tokens += request::marker_tokens(&counter, &file_ids);
         }
         Ok(Assembled {
             items,
@@ -308,7 +333,7 @@ impl Store {
         })
     }
 
-    fn cached(&mut self, session_id: &str) -> &mut CachedView {
+    pub(super) fn cached(&mut self, session_id: &str) -> &mut CachedView {
         self.views
             .views
             .get_mut(session_id)
@@ -382,16 +407,16 @@ fn unique_call_ids(items: &mut [Arc<RenderedItem>]) {
 /// Picks view items for `budget` with room for a lead marker where one is needed (see
 /// [`crate::request`]); with less room than a marker takes, the context opens at its
 /// first user message instead. Returns the selection and the marker's position in it.
-fn select_with_marker(view: &CachedView, budget: i64) -> (Selection, Option<usize>) {
+fn select_with_marker(view: &CachedView, budget: i64, reserve: i64) -> (Selection, Option<usize>) {
     let select = |room| select_items(&view.items, &view.summaries, view.summary_tokens, room);
     let mut selected = select(budget);
-    if budget < request::MARKER_TOKENS {
+    if budget < reserve {
         open_with_user(&view.items, &mut selected);
         return (selected, None);
     }
     match request::marker_position(&view.items, &selected.chosen) {
-        Some(_) if selected.tokens + request::MARKER_TOKENS > budget => {
-            let selected = select(budget - request::MARKER_TOKENS);
+        Some(_) if selected.tokens + reserve > budget => {
+            let selected = select(budget - reserve);
             let marker = request::marker_position(&view.items, &selected.chosen);
             (selected, marker)
         }

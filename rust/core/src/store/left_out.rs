@@ -1,0 +1,99 @@
+//! The file ids of what an assembly leaves out, for the marker that stands in its
+//! place: a file id that entered a session never leaves its context, even when
+//! compaction is behind and assembly has to drop raw messages or summaries.
+//!
+//! Messages are left out oldest first, so those left out are always the view's
+//! first items; their ids are gathered once and extended as more are left out,
+//! never read again for the same items while the view is unchanged.
+
+use rusqlite::params;
+
+use super::compaction::IdList;
+use super::messages::split_ids;
+use super::view::{ItemKind, ViewItem};
+use super::Store;
+use crate::error::Result;
+
+/// File ids of a view's first `through` items that are messages.
+#[derive(Default)]
+pub(super) struct LeftOutIds {
+    through: usize,
+    ids: IdList,
+}
+
+impl Store {
+    /// The file ids of the view items that are not `chosen` (ascending indices of
+    /// `items`): the messages before the first chosen message, then any summaries
+    /// not chosen, each id once.
+    pub(super) fn left_out_file_ids(
+        &mut self,
+        session_id: &str,
+        chosen: &[usize],
+    ) -> Result<Vec<String>> {
+        let view = self.cached(session_id);
+        let first_message = chosen
+            .iter()
+            .copied()
+            .find(|&index| view.items[index].kind == ItemKind::Message)
+            .unwrap_or(view.items.len());
+        let (through, pending) = if view.left_out.through <= first_message {
+            let through = view.left_out.through;
+            (through, message_seqs(&view.items[through..first_message]))
+        } else {
+            view.left_out = LeftOutIds::default();
+            (0, message_seqs(&view.items[..first_message]))
+        };
+        let dropped_summaries: Vec<String> = view
+            .summaries
+            .iter()
+            .filter(|index| chosen.binary_search(index).is_err())
+            .map(|&index| view.items[index].id.clone())
+            .collect();
+        let gathered = self.message_file_ids(session_id, &pending)?;
+        let summary_ids = self.summary_file_ids(&dropped_summaries)?;
+        let view = self.cached(session_id);
+        debug_assert_eq!(view.left_out.through, through);
+        view.left_out.ids.extend(gathered);
+        view.left_out.through = first_message;
+        let mut all = IdList::default();
+        all.extend(view.left_out.ids.ids.iter().cloned());
+        all.extend(summary_ids);
+        Ok(all.ids)
+    }
+
+    fn message_file_ids(&self, session_id: &str, seqs: &[i64]) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT file_ids FROM parts
+             WHERE session_id = ?1 AND msg_seq = ?2 AND file_ids IS NOT NULL ORDER BY ord",
+        )?;
+        let mut ids = Vec::new();
+        for seq in seqs {
+            let rows = stmt.query_map(params![session_id, seq], |row| row.get::<_, String>(0))?;
+            for joined in rows {
+                ids.extend(split_ids(Some(&joined?)));
+            }
+        }
+        Ok(ids)
+    }
+
+    fn summary_file_ids(&self, summary_ids: &[String]) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT file_ids FROM summaries WHERE id = ?1")?;
+        let mut ids = Vec::new();
+        for id in summary_ids {
+            let joined: Option<String> = stmt.query_row(params![id], |row| row.get(0))?;
+            ids.extend(split_ids(joined.as_deref()));
+        }
+        Ok(ids)
+    }
+}
+
+/// The sequence numbers of the messages among `items`.
+fn message_seqs(items: &[ViewItem]) -> Vec<i64> {
+    items
+        .iter()
+        .filter(|item| item.kind == ItemKind::Message)
+        .map(|item| item.seq)
+        .collect()
+}
