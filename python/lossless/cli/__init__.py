@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from lossless.cli import demo, recall, sessions, show, stats
+from lossless.cli import demo, mcp, recall, sessions, show, stats
 from lossless.cli._common import Settings, guarded
 
 __all__ = ["app", "main"]
@@ -37,6 +37,7 @@ for command in (
     stats.stats,
     sessions.export,
     demo.demo,
+    mcp.mcp,
 ):
     app.command()(guarded(command))
 

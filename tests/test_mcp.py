@@ -1,0 +1,112 @@
+"""`lossless mcp`: the recall tools over MCP, driven end to end by the official SDK's
+own client over stdio, on a real database file that is not in the working directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from lossless.demo.runner import demo_config
+from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
+from lossless.session import Session
+
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A compacted session of 240 replayed turns in its own directory."""
+    db = tmp_path_factory.mktemp("served") / "agent.db"
+    async with Session.open(model="gpt-4o", db=db, config=demo_config(None)) as session:
+        for turn in generate_trajectory(turns=240):
+            await session.record(turn.role, list(turn.parts))
+        await session.compaction.wait_for_pending()
+        return db, session.id
+
+
+@pytest.fixture
+async def client(database: tuple[Path, str], tmp_path: Path) -> AsyncIterator[Client]:
+    db, _ = database
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lossless", "--db", str(db), "mcp"],
+        env=env,
+        cwd=str(tmp_path),
+    )
+    async with Client(server, read_timeout_seconds=60) as connected:
+        yield connected
+
+
+def _answer(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+async def test_the_server_lists_its_recall_tools(client: Client) -> None:
+    listed = await client.list_tools()
+    assert {tool.name for tool in listed.tools} >= {"sessions", "grep", "describe", "expand"}
+    for tool in listed.tools:
+        assert tool.description, tool.name
+
+
+async def test_a_compacted_fact_is_found_and_read_back(
+    client: Client, database: tuple[Path, str], tmp_path: Path
+) -> None:
+    _, session_id = database
+    sessions = _answer(await client.call_tool("sessions", {}))
+    assert [row["id"] for row in sessions] == [session_id]
+    hits = _answer(await client.call_tool("grep", {"query": RECALL_QUERY, "limit": 5}))
+    message_hits = [hit for hit in hits if hit["owner_kind"] == "message"]
+    assert message_hits and message_hits[0]["covering_summary_id"]
+    summary_id = message_hits[0]["covering_summary_id"]
+    expansion = _answer(
+        await client.call_tool("expand", {"summary_id": summary_id, "max_tokens": 20_000})
+    )
+    assert any(
+        RECALL_FACT in message["text"] and message["seq"] == RECALL_TURN
+        for message in expansion["messages"]
+    )
+    described = _answer(await client.call_tool("describe", {"target": session_id}))
+    assert summary_id in {node["id"] for node in described["nodes"]}
+    # Serving reads: nothing is created where the server runs.
+    assert not any(os.scandir(tmp_path))
+
+
+async def test_bad_calls_are_error_results_and_the_server_keeps_serving(client: Client) -> None:
+    unknown = await client.call_tool("expand", {"summary_id": "sum_missing"})
+    assert unknown.is_error
+    assert "SummaryNotFoundError" in unknown.content[0].text
+    too_many = await client.call_tool("grep", {"query": "parser", "limit": 10_000})
+    assert too_many.is_error
+    assert "limit" in too_many.content[0].text
+    assert _answer(await client.call_tool("sessions", {}))
+
+
+def test_serving_a_missing_database_fails_naming_it(tmp_path: Path) -> None:
+    import subprocess
+
+    missing = tmp_path / "absent.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "lossless", "--db", str(missing), "mcp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+    assert done.returncode != 0
+    assert str(missing) in done.stderr
+    assert not missing.exists()
