@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -541,11 +542,15 @@ async def test_condensation_runs_while_over_budget_with_two_or_more_summaries(
         result = await session.compact()
         assert result.status == "completed", result.reason
         live = session.store.live_summaries(session.id)
-        assert len(live) == 1 and live[0]["kind"] == "condensed"
+        condensed = [row for row in live if row["kind"] == "condensed"]
+        assert len(condensed) == 1
         assert 3 in result.levels, "without a model, condensation is deterministic"
-        assert live[0]["token_count"] <= 512 + 64
+        assert condensed[0]["token_count"] <= 512 + 64
+        # A parent over at most `condense_max_children` summaries, the oldest first.
+        children = session.store.describe(None, condensed[0]["id"])
+        assert len([node for node in children if node["depth"] == 0]) <= 8
         for index in range(8):
-            assert file_id(1_000 + index) in live[0]["text"]
+            assert file_id(1_000 + index) in condensed[0]["text"]
         payload = named(events, EventName.COMPACTION_COMPLETED)[-1].payload
         assert payload["levels"] == result.levels
         assert session.view_tokens() <= session.budget.soft_limit
@@ -567,8 +572,44 @@ async def test_condensation_through_the_model(
         assert result.status == "completed", result.reason
         assert any(r["messages"][0]["content"] == prompts.CONDENSE1 for r in server.requests)
         live = session.store.live_summaries(session.id)
-        assert len(live) == 1 and live[0]["kind"] == "condensed" and live[0]["level"] == 1
-        assert {file_id(1_000 + index) for index in range(8)} <= set(live[0]["file_ids"])
+        condensed = [row for row in live if row["kind"] == "condensed"]
+        assert len(condensed) == 1 and condensed[0]["level"] == 1
+        assert {file_id(1_000 + index) for index in range(8)} <= set(condensed[0]["file_ids"])
+
+
+async def test_a_long_span_is_summarised_as_bounded_leaves_concurrently(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    summary = SummaryResponder()
+    in_flight = [0]
+    most = [0]
+
+    def responder(request: dict[str, Any]) -> Reply:
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        time.sleep(0.2)
+        in_flight[0] -= 1
+        return summary(request)
+
+    server.responder = responder
+    bound = 1_500
+    compaction = llm_compaction(leaf_chunk_tokens=bound, leaf_concurrency=3, level2_enabled=False)
+    async with await open_session(config_for, db, compaction=compaction) as session:
+        stuff(session, 40, words=120, files_every=5)
+        result = await session.compact()
+        assert result.status == "completed", result.reason
+        leaves = [row for row in session.store.describe(session.id, None) if row["kind"] == "leaf"]
+        assert len(leaves) >= 3, f"{len(leaves)} leaves"
+        assert most[0] >= 2, "the leaves' model calls ran at once"
+        for leaf in leaves:
+            expansion = session.store.expand(leaf["id"], 1_000_000)
+            source = sum(message["tokens"] for message in expansion["messages"])
+            # A run holds at most the bound, or a single larger message.
+            assert source <= bound or len(expansion["messages"]) == 1, source
+        # Every file id of the compacted turns is still in the context.
+        context = json.dumps(session.build_context().messages)
+        for turn in range(0, 40, 5):
+            assert file_id(turn) in context
 
 
 async def test_two_compactions_of_one_session_never_overlap(

@@ -81,9 +81,13 @@ class RoundRules:
         prune_minimum_tokens: int,
         protected_tools: list[str],
         summary_max_tokens: int,
+        leaf_chunk_tokens: int = 20_000,
     ) -> Self: ...
     @property
     def soft_limit(self) -> int: ...
+    @property
+    def leaf_chunk_tokens(self) -> int:
+        """The most source tokens one leaf summary covers."""
     @property
     def goal(self) -> int: ...
     @property
@@ -126,6 +130,9 @@ class Span:
     def summary_ids(self) -> list[str]: ...
     @property
     def summary_tokens(self) -> int: ...
+    def chunks(self, max_tokens: int) -> list[Span]:
+        """The runs of the span that leaf summaries of at most ``max_tokens`` of source
+        each cover, oldest first."""
     def head(self, count: int) -> Span: ...
     def __len__(self) -> int: ...
 

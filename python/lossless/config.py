@@ -97,6 +97,22 @@ class CompactionConfig(_Section):
     summary_max_tokens: int = Field(
         default=2_048, gt=0, description="Largest summary one round writes."
     )
+    leaf_chunk_tokens: int = Field(
+        default=20_000,
+        gt=0,
+        description=(
+            "Most source tokens one leaf summary covers; a round over a longer span writes "
+            "several leaves, so expanding any summary to its sources stays a modest read."
+        ),
+    )
+    leaf_concurrency: int = Field(
+        default=4, ge=1, description="Model calls for the leaves of one round that run at once."
+    )
+    condense_max_children: int = Field(
+        default=8,
+        ge=2,
+        description="Most summaries one condensed summary merges (the oldest live ones first).",
+    )
     level2_enabled: bool = True
     input_fraction: float = Field(
         default=0.75,

@@ -303,6 +303,7 @@ class CompactionEngine:
             prune_minimum_tokens=compaction.prune_minimum_tokens,
             protected_tools=list(compaction.protected_tools),
             summary_max_tokens=compaction.summary_max_tokens,
+            leaf_chunk_tokens=compaction.leaf_chunk_tokens,
         )
 
     def _goal(self) -> int:
@@ -500,20 +501,51 @@ class CompactionEngine:
                 EventName.PRUNE_COMPLETED, self._session_id, via=self._store, **pruned
             )
         result.attempts.extend(outcome["attempts"])
-        committed = outcome["committed"]
-        if committed is not None:
-            self._record(committed, outcome["level"], outcome["span_messages"], result)
+        for committed in outcome["committed"]:
+            self._record(committed, committed["level"], committed["messages"], result)
         return int(outcome["saved"])
 
     async def _model_leaf(self, span: _native.Span, target: int, result: CompactionResult) -> int:
-        """The model's summary of ``span`` (with the summariser's fallbacks), committed
-        when it shrinks the view. Returns the tokens taken out of the view."""
-        candidate = await self._abortable(self._summariser.summarise, span, target)
-        if candidate is None or self._abort:
+        """The model's summaries of ``span``, one leaf per run of at most
+        ``leaf_chunk_tokens`` of messages (the calls run at once, within
+        ``leaf_concurrency``), each committed, oldest first, when it shrinks the view.
+        Returns the tokens taken out of the view."""
+        runs = span.chunks(self._config.compaction.leaf_chunk_tokens)
+        limiter = anyio.CapacityLimiter(self._config.compaction.leaf_concurrency)
+
+        async def summarise_all() -> list[Candidate | None]:
+            candidates: list[Candidate | None] = [None] * len(runs)
+
+            async def summarise(index: int, run: _native.Span) -> None:
+                async with limiter:
+                    share = max(1, target * run.tokens // max(span.tokens, 1))
+                    candidates[index] = await self._summariser.summarise(run, share)
+
+            try:
+                async with anyio.create_task_group() as group:
+                    for index, run in enumerate(runs):
+                        group.start_soon(summarise, index, run)
+            except BaseExceptionGroup as failed:
+                # One run's failure, as itself: callers handle errors by type.
+                raise failed.exceptions[0] from None
+            return candidates
+
+        candidates = await self._abortable(summarise_all)
+        if candidates is None or self._abort:
             return 0
+        saved = 0
+        for run, candidate in zip(runs, candidates, strict=True):
+            if candidate is None or self._abort:
+                break
+            saved += await self._commit_leaf(run, candidate, result)
+        return saved
+
+    async def _commit_leaf(
+        self, run: _native.Span, candidate: Candidate, result: CompactionResult
+    ) -> int:
         result.attempts.extend(candidate.attempts)
-        # What the summary replaces: the span, or (a capped transcript) its head.
-        covered = span.tokens if candidate.span is None else candidate.span.tokens
+        # What the summary replaces: the run, or (a capped transcript) its head.
+        covered = run.tokens if candidate.span is None else candidate.span.tokens
         if _native.RoundRules.shrinks(candidate.token_count, covered):
             return await self._commit(candidate, result)
         result.attempts.append(
@@ -540,6 +572,9 @@ class CompactionEngine:
             live = await self._call(self._store.live_summaries, self._session_id)
             if len(live) < 2:
                 break
+            # A parent over a bounded number of children, the oldest first: expanding
+            # any summary to its direct children stays a modest read.
+            live = live[: self._config.compaction.condense_max_children]
             total = sum(int(row["token_count"]) for row in live)
             target = min(self._config.compaction.summary_max_tokens, total // 2)
             candidate = await self._abortable(self._summariser.condense, live, target)

@@ -109,6 +109,9 @@ pub struct RoundRules {
     pub protected_tools: Vec<String>,
     /// The largest summary a round writes.
     pub summary_max_tokens: i64,
+    /// The most source tokens one leaf summary covers: a longer span is written as
+    /// several leaves, so expanding a leaf to its messages stays a modest read.
+    pub leaf_chunk_tokens: i64,
 }
 
 impl RoundRules {
@@ -161,6 +164,44 @@ impl RoundRules {
     pub fn shrinks(summary_tokens: i64, covered_tokens: i64) -> bool {
         summary_tokens + SUMMARY_FRAMING_TOKENS < covered_tokens
     }
+}
+
+/// Splits a span's messages (their view tokens, in order) into consecutive runs
+/// of at most `max_tokens` each, as even as that allows: `k` runs for a span of
+/// `k - 1` to `k` times the bound, each near the span's `k`-th part, rather than full
+/// runs and a small remainder. A message larger than the bound is a run of its own.
+#[must_use]
+pub fn leaf_chunks(message_tokens: &[i64], max_tokens: i64) -> Vec<std::ops::Range<usize>> {
+    let max_tokens = max_tokens.max(1);
+    let total: i64 = message_tokens.iter().sum();
+    if message_tokens.is_empty() {
+        return Vec::new();
+    }
+    let runs = total.div_euclid(max_tokens) + i64::from(total % max_tokens != 0);
+    let ideal = total.div_euclid(runs.max(1)).max(1);
+    let mut chunks = Vec::new();
+    let (mut start, mut held) = (0, 0);
+    for (index, &tokens) in message_tokens.iter().enumerate() {
+        let over_bound = held + tokens > max_tokens;
+        if index > start && (over_bound || held >= ideal) {
+            chunks.push(start..index);
+            (start, held) = (index, 0);
+        }
+        held += tokens;
+    }
+    chunks.push(start..message_tokens.len());
+    chunks
+}
+
+/// The summary budget of each run of a span of `span_tokens`: `target` shared in
+/// proportion to the tokens each run holds, never below [`MIN_SUMMARY_TOKENS`].
+#[must_use]
+pub fn chunk_target(target: i64, chunk_tokens: i64, span_tokens: i64) -> i64 {
+    if span_tokens <= 0 {
+        return target.max(MIN_SUMMARY_TOKENS);
+    }
+    let share = (i128::from(target) * i128::from(chunk_tokens) / i128::from(span_tokens)) as i64;
+    share.max(MIN_SUMMARY_TOKENS)
 }
 
 #[cfg(test)]
@@ -287,6 +328,7 @@ mod tests {
             prune_minimum_tokens: 20_000,
             protected_tools: Vec::new(),
             summary_max_tokens: 4_000,
+            leaf_chunk_tokens: 20_000,
         }
     }
 
@@ -323,5 +365,32 @@ mod tests {
     fn a_summary_must_cost_less_than_what_it_covers_framing_included() {
         assert!(RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS + 1));
         assert!(!RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS));
+    }
+
+    #[test]
+    fn a_span_within_the_bound_is_one_run() {
+        assert_eq!(leaf_chunks(&[100, 200, 300], 1_000), vec![0..3]);
+        assert!(leaf_chunks(&[], 1_000).is_empty());
+    }
+
+    #[test]
+    fn a_long_span_is_split_into_even_runs_within_the_bound() {
+        let tokens = vec![1_000; 50];
+        let chunks = leaf_chunks(&tokens, 20_000);
+        assert_eq!(chunks.len(), 3);
+        for chunk in &chunks {
+            let held: i64 = tokens[chunk.clone()].iter().sum();
+            assert!(held <= 20_000);
+            assert!(held >= 16_000, "{chunk:?} holds {held}");
+        }
+        // A message over the bound is a run of its own.
+        assert_eq!(leaf_chunks(&[10, 5_000, 10], 1_000), vec![0..1, 1..2, 2..3]);
+    }
+
+    #[test]
+    fn chunk_targets_share_the_target_by_size() {
+        assert_eq!(chunk_target(4_000, 10_000, 40_000), 1_000);
+        assert_eq!(chunk_target(4_000, 100, 40_000), MIN_SUMMARY_TOKENS);
+        assert_eq!(chunk_target(4_000, 0, 0), 4_000);
     }
 }

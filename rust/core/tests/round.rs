@@ -21,6 +21,7 @@ fn rules(soft_limit: i64) -> RoundRules {
         prune_minimum_tokens: 1,
         protected_tools: Vec::new(),
         summary_max_tokens: 2_000,
+        leaf_chunk_tokens: 20_000,
     }
 }
 
@@ -58,7 +59,7 @@ fn a_prune_that_reaches_the_goal_ends_the_round() {
         .compaction_round(&session, &rules, before, false, LeafWriter::BuiltIn)
         .expect("round");
     assert!(outcome.pruned.pruned_parts > 0);
-    assert!(outcome.committed.is_none() && outcome.span.is_none());
+    assert!(outcome.committed.is_empty() && outcome.span.is_none());
     let after = view_tokens(&mut store, &session);
     assert_eq!(outcome.view_after, Some(after));
     assert!(after <= rules.goal());
@@ -75,7 +76,7 @@ fn the_built_in_summary_is_committed_in_the_same_call() {
     let outcome = store
         .compaction_round(&session, &rules, before, false, LeafWriter::BuiltIn)
         .expect("round");
-    let (commit, level) = outcome.committed.as_ref().expect("a summary");
+    let (commit, level, _) = outcome.committed.first().expect("a summary");
     assert_eq!(*level, 1);
     assert!(outcome.span_messages > 0 && outcome.target <= rules.summary_max_tokens);
     assert!(commit.token_count <= outcome.target + 64);
@@ -102,7 +103,7 @@ fn a_model_writer_gets_the_span_and_nothing_is_summarised() {
         outcome.target,
         rules.leaf_target(span.tokens, span.view_tokens, span.summary_tokens)
     );
-    assert!(outcome.committed.is_none() && outcome.view_after.is_none());
+    assert!(outcome.committed.is_empty() && outcome.view_after.is_none());
     assert!(store.live_summaries(&session).expect("live").is_empty());
 }
 
@@ -135,10 +136,46 @@ fn truncation_is_committed_when_the_built_in_summary_does_not_fit() {
     let outcome = store
         .compaction_round(&session, &rules, before, false, LeafWriter::BuiltIn)
         .expect("round");
-    let (commit, level) = outcome.committed.as_ref().expect("a summary");
+    let (commit, level, _) = outcome.committed.first().expect("a summary");
     assert_eq!(*level, 3, "{outcome:?}");
     assert!(outcome.attempts[0].starts_with("extractive:"));
     let summary = store.summary(&commit.summary_id).expect("summary");
     assert!(summary.text.contains(&file_id(0)) && summary.text.contains(&file_id(15)));
+    assert!(view_tokens(&mut store, &session) < before);
+}
+
+#[test]
+fn a_long_span_is_written_as_several_bounded_leaves() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = tool_run(&mut store, 120, 150);
+    let before = view_tokens(&mut store, &session);
+    let mut rules = rules(before / 2);
+    rules.prune_minimum_tokens = i64::MAX;
+    rules.leaf_chunk_tokens = 4_000;
+    let outcome = store
+        .compaction_round(&session, &rules, before, true, LeafWriter::BuiltIn)
+        .expect("round");
+    assert!(
+        outcome.committed.len() >= 2,
+        "{} leaves",
+        outcome.committed.len()
+    );
+    let covered: usize = outcome
+        .committed
+        .iter()
+        .map(|(_, _, messages)| messages)
+        .sum();
+    assert_eq!(covered, outcome.span_messages);
+    for (commit, _, _) in &outcome.committed {
+        // Every leaf expands to sources within the bound (plus one message, which a
+        // run may start with).
+        let expansion = store.expand(&commit.summary_id, i64::MAX).expect("expand");
+        let source: i64 = expansion
+            .messages
+            .iter()
+            .map(|message| message.tokens)
+            .sum();
+        assert!(source <= 4_000 + 1_000, "a leaf covers {source} tokens");
+    }
     assert!(view_tokens(&mut store, &session) < before);
 }

@@ -15,6 +15,7 @@ impl RoundRules {
     #[pyo3(signature = (
         soft_limit, *, tail_tokens = None, tail_messages, user_turns,
         prune_protect_tokens, prune_minimum_tokens, protected_tools, summary_max_tokens,
+        leaf_chunk_tokens = 20_000,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -29,6 +30,7 @@ impl RoundRules {
         prune_minimum_tokens: i64,
         protected_tools: Vec<String>,
         summary_max_tokens: i64,
+        leaf_chunk_tokens: i64,
     ) -> Self {
         let tail = Tail {
             user_turns,
@@ -44,6 +46,7 @@ impl RoundRules {
                 prune_minimum_tokens,
                 protected_tools,
                 summary_max_tokens,
+                leaf_chunk_tokens,
             },
         }
     }
@@ -57,6 +60,12 @@ impl RoundRules {
     #[getter]
     fn goal(&self) -> i64 {
         self.inner.goal()
+    }
+
+    /// The most source tokens one leaf summary covers.
+    #[getter]
+    fn leaf_chunk_tokens(&self) -> i64 {
+        self.inner.leaf_chunk_tokens
     }
 
     #[getter]

@@ -76,6 +76,16 @@ impl Span {
         }
     }
 
+    /// The runs of the span that leaf summaries of at most `max_tokens` of source
+    /// each cover, oldest first.
+    fn chunks(&self, max_tokens: i64) -> Vec<Span> {
+        self.inner
+            .chunks(max_tokens)
+            .into_iter()
+            .map(|inner| Span { inner })
+            .collect()
+    }
+
     fn __len__(&self) -> usize {
         self.inner.message_ids.len()
     }

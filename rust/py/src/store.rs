@@ -861,10 +861,13 @@ fn round_result(py: Python<'_>, outcome: core_store::RoundOutcome) -> PyResult<B
             ("tokens_saved", obj(py, outcome.pruned.tokens_saved)?),
         ],
     )?;
-    let (committed, level) = match &outcome.committed {
-        Some((commit, level)) => (commit_result(py, commit)?.into_any(), Some(*level)),
-        None => (py.None().into_bound(py), None),
-    };
+    let committed = PyList::empty(py);
+    for (commit, level, messages) in &outcome.committed {
+        let entry = commit_result(py, commit)?;
+        entry.set_item("level", level)?;
+        entry.set_item("messages", messages)?;
+        committed.append(entry)?;
+    }
     let span = match outcome.span {
         Some(inner) => Bound::new(py, Span { inner })?.into_any(),
         None => py.None().into_bound(py),
@@ -876,8 +879,7 @@ fn round_result(py: Python<'_>, outcome: core_store::RoundOutcome) -> PyResult<B
             ("span", span),
             ("target", obj(py, outcome.target)?),
             ("span_messages", obj(py, outcome.span_messages)?),
-            ("committed", committed),
-            ("level", obj(py, level)?),
+            ("committed", committed.into_any()),
             ("attempts", obj(py, outcome.attempts)?),
             ("view_after", obj(py, outcome.view_after)?),
             ("saved", obj(py, saved)?),

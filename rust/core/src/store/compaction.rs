@@ -59,6 +59,35 @@ pub struct SpanInfo {
 }
 
 impl SpanInfo {
+    /// The runs of the span that leaf summaries of at most `max_tokens` of source
+    /// each cover (see [`plan::leaf_chunks`]), oldest first.
+    #[must_use]
+    pub fn chunks(&self, max_tokens: i64) -> Vec<SpanInfo> {
+        plan::leaf_chunks(&self.message_tokens, max_tokens)
+            .into_iter()
+            .map(|range| self.run(range))
+            .collect()
+    }
+
+    /// The messages of the span at `range` (view order).
+    fn run(&self, range: std::ops::Range<usize>) -> SpanInfo {
+        let seqs = self.message_seqs[range.clone()].to_vec();
+        let tokens = self.message_tokens[range.clone()].to_vec();
+        SpanInfo {
+            session_id: self.session_id.clone(),
+            message_ids: self.message_ids[range].to_vec(),
+            tokens: tokens.iter().sum(),
+            message_tokens: tokens,
+            first_seq: seqs.iter().copied().min().unwrap_or_default(),
+            last_seq: seqs.iter().copied().max().unwrap_or_default(),
+            message_seqs: seqs,
+            view_version: self.view_version,
+            view_tokens: self.view_tokens,
+            summary_ids: self.summary_ids.clone(),
+            summary_tokens: self.summary_tokens,
+        }
+    }
+
     /// The `count` messages of the span with the lowest sequence numbers (all of
     /// them when it holds fewer), in view order: what a summary of a capped
     /// transcript covers, since a transcript runs in message order.

@@ -6,7 +6,7 @@ use super::commit::CommitResult;
 use super::compaction::{PruneResult, SpanInfo};
 use super::Store;
 use crate::error::Result;
-use crate::plan::RoundRules;
+use crate::plan::{self, RoundRules};
 
 /// Who writes a round's leaf summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +29,9 @@ pub struct RoundOutcome {
     pub target: i64,
     /// Messages in the span the round read (0 when it ended at the prune).
     pub span_messages: usize,
-    /// The summary the round committed, and its level.
-    pub committed: Option<(CommitResult, i64)>,
+    /// The leaf summaries the round committed, oldest first, each with its level and
+    /// the messages it covers: one per run of at most `leaf_chunk_tokens` of span.
+    pub committed: Vec<(CommitResult, i64, usize)>,
     /// Why the deterministic levels committed nothing, level by level.
     pub attempts: Vec<String>,
     /// The view's size read after the round's last write, when the round's store
@@ -42,11 +43,12 @@ impl RoundOutcome {
     /// Tokens the round took out of the view.
     #[must_use]
     pub fn saved(&self) -> i64 {
-        let summary = self
+        let summaries: i64 = self
             .committed
-            .as_ref()
-            .map_or(0, |(commit, _)| commit.tokens_before - commit.tokens_after);
-        self.pruned.tokens_saved + summary
+            .iter()
+            .map(|(commit, _, _)| commit.tokens_before - commit.tokens_after)
+            .sum();
+        self.pruned.tokens_saved + summaries
     }
 }
 
@@ -96,38 +98,58 @@ impl Store {
             outcome.span = Some(span);
             return Ok(outcome);
         }
-        self.deterministic_leaf(&span, &mut outcome)?;
+        self.deterministic_leaf(&span, rules, &mut outcome)?;
         outcome.view_after = Some(self.view_stats(session_id)?.tokens);
         Ok(outcome)
     }
 
-    /// The built-in summary of `span` within `outcome.target`, else its truncation,
-    /// committed when it fits and shrinks the view.
-    fn deterministic_leaf(&mut self, span: &SpanInfo, outcome: &mut RoundOutcome) -> Result<()> {
-        let extractive = self.commit_extractive_summary(span, outcome.target)?;
+    /// The built-in summary of each run of `span` (at most `leaf_chunk_tokens` of
+    /// messages), within its share of `outcome.target`, else its truncation,
+    /// committed when it fits and shrinks the view: one leaf per run.
+    fn deterministic_leaf(
+        &mut self,
+        span: &SpanInfo,
+        rules: &RoundRules,
+        outcome: &mut RoundOutcome,
+    ) -> Result<()> {
+        for run in span.chunks(rules.leaf_chunk_tokens) {
+            let target = plan::chunk_target(outcome.target, run.tokens, span.tokens);
+            self.deterministic_run(&run, target, outcome)?;
+        }
+        Ok(())
+    }
+
+    fn deterministic_run(
+        &mut self,
+        run: &SpanInfo,
+        target: i64,
+        outcome: &mut RoundOutcome,
+    ) -> Result<()> {
+        let messages = run.message_ids.len();
+        let extractive = self.commit_extractive_summary(run, target)?;
         if let Some(commit) = extractive.committed {
-            outcome.committed = Some((commit, 1));
+            outcome.committed.push((commit, 1, messages));
             return Ok(());
         }
         outcome.attempts.push(format!(
             "extractive: {} tokens for a {}-token span",
-            extractive.token_count, span.tokens
+            extractive.token_count, run.tokens
         ));
-        let truncated = self.truncate_summary(&span.message_ids, outcome.target)?;
-        if RoundRules::shrinks(truncated.token_count, span.tokens) {
+        let truncated = self.truncate_summary(&run.message_ids, target)?;
+        if RoundRules::shrinks(truncated.token_count, run.tokens) {
             let commit = self.commit_summary(
-                &span.session_id,
+                &run.session_id,
                 &truncated.text,
                 3,
-                &span.message_ids,
+                &run.message_ids,
                 &[],
                 None,
             )?;
-            outcome.committed = Some((commit, 3));
+            outcome.committed.push((commit, 3, messages));
         } else {
             outcome.attempts.push(format!(
                 "level 3: {} tokens would not shrink {} tokens of messages; not committed",
-                truncated.token_count, span.tokens
+                truncated.token_count, run.tokens
             ));
         }
         Ok(())
