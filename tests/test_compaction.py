@@ -4,12 +4,12 @@ engine's thresholds, rounds, failures and leases, and session.compact()."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import sqlite3
 import subprocess
 import sys
 import textwrap
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
