@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -28,6 +29,7 @@ from lossless.config import Config, ModelConfig
 from lossless.errors import (
     InvalidInputError,
     LLMError,
+    LosslessError,
     SessionBusyError,
     SessionClosedError,
     UnknownModelError,
@@ -52,6 +54,7 @@ from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 __all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
 
 PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
+log = logging.getLogger("lossless")
 _T = TypeVar("_T")
 
 
@@ -314,6 +317,10 @@ class Session:
             return
         self._closed = True
         await self.compaction.wait_for_pending()
+        # Closing is idle time: index what the turns queued for search, so the next
+        # reader of the file (the CLI, an MCP client) does not pay for it.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_flush_search_index, self._store)
         self.events.publish(EventName.SESSION_CLOSED, self.id)
         await self._background.wait()
         self.events.attach(None)
@@ -782,6 +789,14 @@ async def _second_store(store: _native.Store, config: Config) -> _native.Store:
     compaction_store = await _open_store(store.path, config)
     store.set_checkpoint_pages(_TURN_CHECKPOINT_PAGES)
     return compaction_store
+
+
+def _flush_search_index(store: _native.Store) -> None:
+    try:
+        store.flush_search_index()
+    except LosslessError:
+        # A search indexes what is still queued before it reads: nothing is lost.
+        log.warning("could not index the search backlog while closing", exc_info=True)
 
 
 def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -> int:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._stream import StreamReport, show_cancelled_stream
 from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
 
@@ -57,6 +58,7 @@ class DemoReport:
     request_violations: list[str] = field(default_factory=list)
     worst_view: float = 0.0
     stream: StreamReport = field(default_factory=StreamReport)
+    mcp: McpReport = field(default_factory=McpReport)
 
 
 def demo_config(model: str | None, api_base: str | None = None) -> Config:
@@ -93,6 +95,7 @@ def run_demo(
         and report.file_ids_in_context == report.file_ids_total
         and not report.request_violations
         and report.stream.kept
+        and report.mcp.expanded
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -149,6 +152,7 @@ async def _replay(
         _check_context(session, report)
         _show_recall(session, report, console)
     report.stream = await show_cancelled_stream(db_path, console)
+    report.mcp = await show_mcp_recall(db_path, console)
     return report
 
 
@@ -241,6 +245,10 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             "reply cut off by a timeout: received / kept",
             f"{report.stream.received_chars:,} / {report.stream.stored_chars:,} characters "
             f"({report.stream.status})",
+        ),
+        (
+            "over MCP (lossless mcp): fact found / read back",
+            f"{report.mcp.found} / {report.mcp.expanded}, grep in {report.mcp.grep_ms:.1f} ms",
         ),
     ]
     for name, value in rows:
