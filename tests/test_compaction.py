@@ -577,9 +577,9 @@ async def test_condensation_through_the_model(
         assert {file_id(1_000 + index) for index in range(8)} <= set(condensed[0]["file_ids"])
 
 
-async def test_a_long_span_is_summarised_as_bounded_leaves_concurrently(
-    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
-) -> None:
+def overlap_counting(delay_s: float) -> tuple[Callable[[dict[str, Any]], Reply], list[int]]:
+    """A summary responder that takes ``delay_s`` a request, and the most requests it
+    ever saw in flight at once (a one-item list, read after the calls)."""
     summary = SummaryResponder()
     in_flight = [0]
     most = [0]
@@ -587,10 +587,17 @@ async def test_a_long_span_is_summarised_as_bounded_leaves_concurrently(
     def responder(request: dict[str, Any]) -> Reply:
         in_flight[0] += 1
         most[0] = max(most[0], in_flight[0])
-        time.sleep(0.2)
+        time.sleep(delay_s)
         in_flight[0] -= 1
         return summary(request)
 
+    return responder, most
+
+
+async def test_a_long_span_is_summarised_as_bounded_leaves_concurrently(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    responder, most = overlap_counting(0.2)
     server.responder = responder
     bound = 1_500
     compaction = llm_compaction(leaf_chunk_tokens=bound, leaf_concurrency=3, level2_enabled=False)
@@ -615,17 +622,7 @@ async def test_a_long_span_is_summarised_as_bounded_leaves_concurrently(
 async def test_two_compactions_of_one_session_never_overlap(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
-    summary = SummaryResponder()
-    in_flight = [0]
-    most = [0]
-
-    def responder(request: dict[str, Any]) -> Reply:
-        in_flight[0] += 1
-        most[0] = max(most[0], in_flight[0])
-        time.sleep(0.3)
-        in_flight[0] -= 1
-        return summary(request)
-
+    responder, most = overlap_counting(0.3)
     server.responder = responder
     async with await open_session(config_for, db, compaction=llm_compaction()) as session:
         stuff(session, 45)

@@ -276,21 +276,8 @@ impl Store {
         output: Option<&Bound<'_, PyAny>>,
         error: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let session_id = convert::text(session_id, "session_id")?;
-        let call_id = convert::text(call_id, "call_id")?;
-        let status = ToolStatus::parse("status", &convert::text(status, "status")?)
-            .map_err(crate::errors::to_py_err)?;
-        let output = convert::maybe_text(output, "output")?;
-        let error = convert::maybe_text(error, "error")?;
-        self.with(py, |store| {
-            store.update_tool(
-                &session_id,
-                &call_id,
-                status,
-                output.as_deref(),
-                error.as_deref(),
-            )
-        })
+        let update = ToolUpdate::convert(session_id, call_id, status, output, error)?;
+        self.with(py, |store| update.apply(store, None))
     }
 
     /// [`Store::update_tool`] as one transaction with the event `event`; returns
@@ -308,23 +295,11 @@ impl Store {
         event: &str,
         payload_json: &str,
     ) -> PyResult<i64> {
-        let session_id = convert::text(session_id, "session_id")?;
-        let call_id = convert::text(call_id, "call_id")?;
-        let status = ToolStatus::parse("status", &convert::text(status, "status")?)
-            .map_err(crate::errors::to_py_err)?;
-        let output = convert::maybe_text(output, "output")?;
-        let error = convert::maybe_text(error, "error")?;
+        let update = ToolUpdate::convert(session_id, call_id, status, output, error)?;
         let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
         self.with(py, |store| {
-            store.update_tool_turn(
-                &session_id,
-                &call_id,
-                status,
-                output.as_deref(),
-                error.as_deref(),
-                Some(&event),
-            )?;
-            Ok(store.view_stats(&session_id)?.tokens)
+            update.apply(store, Some(&event))?;
+            Ok(store.view_stats(&update.session_id)?.tokens)
         })
     }
 
@@ -958,4 +933,43 @@ fn profiled<'py>(
             obj(py, assembled.omitted)?,
         ],
     )
+}
+
+/// The arguments of a tool call's update, converted from Python.
+struct ToolUpdate {
+    session_id: String,
+    call_id: String,
+    status: ToolStatus,
+    output: Option<String>,
+    error: Option<String>,
+}
+
+impl ToolUpdate {
+    fn convert(
+        session_id: &Bound<'_, PyAny>,
+        call_id: &Bound<'_, PyAny>,
+        status: &Bound<'_, PyAny>,
+        output: Option<&Bound<'_, PyAny>>,
+        error: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            session_id: convert::text(session_id, "session_id")?,
+            call_id: convert::text(call_id, "call_id")?,
+            status: ToolStatus::parse("status", &convert::text(status, "status")?)
+                .map_err(crate::errors::to_py_err)?,
+            output: convert::maybe_text(output, "output")?,
+            error: convert::maybe_text(error, "error")?,
+        })
+    }
+
+    fn apply(&self, store: &mut core_store::Store, event: Option<&WriteEvent>) -> Result<()> {
+        store.update_tool_turn(
+            &self.session_id,
+            &self.call_id,
+            self.status,
+            self.output.as_deref(),
+            self.error.as_deref(),
+            event,
+        )
+    }
 }

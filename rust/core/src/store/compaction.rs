@@ -71,11 +71,25 @@ impl SpanInfo {
 
     /// The messages of the span at `range` (view order).
     fn run(&self, range: std::ops::Range<usize>) -> SpanInfo {
-        let seqs = self.message_seqs[range.clone()].to_vec();
-        let tokens = self.message_tokens[range.clone()].to_vec();
+        self.pick(&range.collect::<Vec<_>>())
+    }
+
+    /// The span's messages at `indices` (ascending), as a span of the same view.
+    fn pick(&self, indices: &[usize]) -> SpanInfo {
+        let seqs: Vec<i64> = indices
+            .iter()
+            .map(|&index| self.message_seqs[index])
+            .collect();
+        let tokens: Vec<i64> = indices
+            .iter()
+            .map(|&index| self.message_tokens[index])
+            .collect();
         SpanInfo {
             session_id: self.session_id.clone(),
-            message_ids: self.message_ids[range].to_vec(),
+            message_ids: indices
+                .iter()
+                .map(|&index| self.message_ids[index].clone())
+                .collect(),
             tokens: tokens.iter().sum(),
             message_tokens: tokens,
             first_seq: seqs.iter().copied().min().unwrap_or_default(),
@@ -103,27 +117,7 @@ impl SpanInfo {
             by_seq.sort_unstable();
             by_seq
         };
-        let seqs: Vec<i64> = keep.iter().map(|&index| self.message_seqs[index]).collect();
-        let tokens: Vec<i64> = keep
-            .iter()
-            .map(|&index| self.message_tokens[index])
-            .collect();
-        SpanInfo {
-            session_id: self.session_id.clone(),
-            message_ids: keep
-                .iter()
-                .map(|&index| self.message_ids[index].clone())
-                .collect(),
-            tokens: tokens.iter().sum(),
-            message_tokens: tokens,
-            first_seq: seqs.iter().copied().min().unwrap_or_default(),
-            last_seq: seqs.iter().copied().max().unwrap_or_default(),
-            message_seqs: seqs,
-            view_version: self.view_version,
-            view_tokens: self.view_tokens,
-            summary_ids: self.summary_ids.clone(),
-            summary_tokens: self.summary_tokens,
-        }
+        self.pick(&keep)
     }
 }
 
