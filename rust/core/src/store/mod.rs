@@ -4,8 +4,12 @@ mod check;
 mod commit;
 mod compaction;
 mod events;
+mod expand;
 mod extractive;
 mod messages;
+mod pending;
+mod read;
+mod readonly;
 mod recall;
 mod round;
 pub mod schema;
@@ -26,9 +30,12 @@ use crate::tokens::TokenCounter;
 pub use commit::CommitResult;
 pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
 pub use events::EventRow;
+pub use expand::{ExpandedMessage, Expansion, Focus};
 pub use extractive::SpanCommit;
 pub use messages::{AppendResult, MessageRecord, Usage};
-pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
+pub use read::MessageRead;
+pub use readonly::OLDEST_READABLE_SCHEMA;
+pub use recall::{DagNode, GrepHit, GrepMode, StoreStats};
 pub use round::{LeafWriter, RoundOutcome};
 pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
@@ -117,6 +124,9 @@ pub struct Store {
     reader: Option<Connection>,
     /// Opening `reader` failed (or the database is not a file): reads stay on `conn`.
     reader_failed: bool,
+    /// Opened with [`Store::open_read_only`]: nothing is written, not even the
+    /// search index's backlog.
+    read_only: bool,
 }
 
 impl Store {
@@ -160,6 +170,7 @@ impl Store {
             views: view::ViewCache::default(),
             reader: None,
             reader_failed: false,
+            read_only: false,
         })
     }
 

@@ -1,0 +1,595 @@
+//! Expanding a summary back into a window of its source messages.
+//!
+//! A summary's sources are the leaves of its part of the DAG, each leaf a run of
+//! messages, and every summary stores its seq span and how many messages it
+//! covers. So a window is found without listing every source: walk down the
+//! children whose span holds the anchor (counting the messages of the siblings
+//! passed on the way), load that leaf's messages, and load a neighbouring leaf
+//! only when the window reaches the edge of what is loaded. The cost follows the
+//! DAG's depth, its fan-out and the window, not the number of messages covered.
+
+use std::fmt::Write as _;
+
+use rusqlite::params;
+
+use super::messages::row_to_part;
+use super::Store;
+use crate::error::{Error, Result};
+use crate::render::{transcript_entry, StoredPart, MESSAGE_OVERHEAD};
+use crate::window::{any_word_query, grow, Growth, Window};
+
+/// Where an expansion's window starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Focus {
+    /// The oldest source message, growing newer.
+    Oldest,
+    /// Centred on this source message.
+    Around(String),
+    /// Centred on the source message that best matches these words.
+    Query(String),
+    /// The messages just older than this source message, newest shown last.
+    Before(String),
+    /// The messages just newer than this source message.
+    After(String),
+}
+
+/// A summary expanded back into a window of its source messages.
+#[derive(Clone, Debug, Default)]
+pub struct Expansion {
+    pub summary_id: String,
+    pub session_id: String,
+    pub messages: Vec<ExpandedMessage>,
+    pub tokens: i64,
+    pub total_messages: i64,
+    pub omitted_messages: i64,
+    /// Source messages older than the window.
+    pub messages_before: i64,
+    /// Source messages newer than the window.
+    pub messages_after: i64,
+    /// The message the window was centred on (`Around`, or the best `Query` match).
+    pub focus_id: Option<String>,
+    /// Pass as `Before` for the page of older messages; `None` when there are none.
+    pub before_cursor: Option<String>,
+    /// Pass as `After` for the page of newer messages; `None` when there are none.
+    pub after_cursor: Option<String>,
+    pub note: String,
+}
+
+/// One source message in an [`Expansion`].
+#[derive(Clone, Debug)]
+pub struct ExpandedMessage {
+    pub id: String,
+    pub seq: i64,
+    pub role: String,
+    pub text: String,
+    pub tokens: i64,
+}
+
+/// A child of a summary in the DAG: a summary, with its span and message count.
+#[derive(Clone, Debug)]
+struct Child {
+    id: String,
+    leaf: bool,
+    start: i64,
+    end: i64,
+    count: i64,
+}
+
+/// One level of a walk down the DAG: a summary's children and the one taken.
+#[derive(Clone, Debug)]
+struct Level {
+    children: Vec<Child>,
+    index: usize,
+}
+
+/// A source message of a leaf, with its tokens as stored.
+#[derive(Clone, Debug)]
+struct Source {
+    id: String,
+    seq: i64,
+    role: String,
+    tokens: i64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Older,
+    Newer,
+}
+
+/// The messages loaded so far around the anchor, and what lies outside them.
+struct Loaded {
+    run: Vec<Source>,
+    anchor: usize,
+    /// Source messages older / newer than the loaded run.
+    outside_before: i64,
+    outside_after: i64,
+    older_path: Vec<Level>,
+    newer_path: Vec<Level>,
+}
+
+/// How many full-text matches a focus query looks through for one under the summary.
+const QUERY_CANDIDATES: i64 = 64;
+
+impl Store {
+    /// A window of the source messages of a summary (through condensed summaries),
+    /// as many as fit `max_tokens`, placed by `focus`, with what lies on each side.
+    pub fn expand_window(
+        &mut self,
+        summary_id: &str,
+        focus: &Focus,
+        max_tokens: i64,
+    ) -> Result<Expansion> {
+        if max_tokens < 1 {
+            return Err(Error::invalid("max_tokens", "must be at least 1"));
+        }
+        let root = self.summary(summary_id)?;
+        let root_child = Child {
+            id: root.id.clone(),
+            leaf: root.kind == "leaf",
+            start: root.span_start_seq,
+            end: root.span_end_seq,
+            count: root.message_count,
+        };
+        let (anchor_id, growth, focus_id, fallback) = match focus {
+            Focus::Oldest => (None, Growth::Forward, None, false),
+            Focus::Around(id) => (Some(id.clone()), Growth::Centred, Some(id.clone()), false),
+            Focus::Before(id) => (Some(id.clone()), Growth::Backward, None, false),
+            Focus::After(id) => (Some(id.clone()), Growth::Forward, None, false),
+            Focus::Query(words) => match self.best_match(&root_child, words)? {
+                Some(id) => (Some(id.clone()), Growth::Centred, Some(id), false),
+                None => (None, Growth::Forward, None, true),
+            },
+        };
+        let field = match focus {
+            Focus::Before(_) => "before",
+            Focus::After(_) => "after",
+            _ => "around",
+        };
+        let mut loaded = match &anchor_id {
+            Some(id) => self.load_at(&root_child, id, field)?,
+            None => self.load_oldest(&root_child)?,
+        };
+        // A cursor names the last message shown: the page goes on past it.
+        let moved = match focus {
+            Focus::Before(_) => self.step(&mut loaded, Side::Older)?,
+            Focus::After(_) => self.step(&mut loaded, Side::Newer)?,
+            _ => true,
+        };
+        let (window, nothing_on) = if moved {
+            (self.grow_loaded(&mut loaded, growth, max_tokens)?, None)
+        } else {
+            let empty = Window {
+                start: loaded.anchor,
+                end: loaded.anchor,
+                tokens: 0,
+                open_before: false,
+                open_after: false,
+            };
+            let side = if growth == Growth::Backward {
+                Side::Older
+            } else {
+                Side::Newer
+            };
+            (empty, Some(side))
+        };
+        let mut expansion = self.window_expansion(&root, &loaded, window, nothing_on)?;
+        expansion.focus_id = focus_id;
+        expansion.note = match (nothing_on, &anchor_id) {
+            (Some(side), Some(cursor)) => format!(
+                "no source message {} than {cursor}; {} source messages in all",
+                if side == Side::Older {
+                    "older"
+                } else {
+                    "newer"
+                },
+                expansion.total_messages
+            ),
+            _ => note(&expansion, max_tokens, fallback),
+        };
+        Ok(expansion)
+    }
+
+    /// The source messages of a summary, oldest first, as many as fit `max_tokens`.
+    pub fn expand(&mut self, summary_id: &str, max_tokens: i64) -> Result<Expansion> {
+        self.expand_window(summary_id, &Focus::Oldest, max_tokens)
+    }
+
+    /// The window grown from the anchor, loading neighbouring leaves while it
+    /// reaches the edge of what is loaded.
+    fn grow_loaded(&self, loaded: &mut Loaded, growth: Growth, budget: i64) -> Result<Window> {
+        loop {
+            let costs: Vec<i64> = loaded.run.iter().map(|source| source.tokens).collect();
+            let window = grow(&costs, loaded.anchor, growth, budget);
+            let older = window.open_before && self.load_next(loaded, Side::Older)?;
+            let newer = window.open_after && self.load_next(loaded, Side::Newer)?;
+            if !older && !newer {
+                return Ok(window);
+            }
+        }
+    }
+
+    /// Moves the anchor one message to `side`, loading the neighbouring leaf when
+    /// needed; false when there is no message there.
+    fn step(&self, loaded: &mut Loaded, side: Side) -> Result<bool> {
+        match side {
+            Side::Older => {
+                if loaded.anchor == 0 && !self.load_next(loaded, Side::Older)? {
+                    return Ok(false);
+                }
+                loaded.anchor -= 1;
+            }
+            Side::Newer => {
+                if loaded.anchor + 1 >= loaded.run.len() && !self.load_next(loaded, Side::Newer)? {
+                    return Ok(false);
+                }
+                loaded.anchor += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Loads the leaf next to the loaded run on `side`; false when there is none.
+    fn load_next(&self, loaded: &mut Loaded, side: Side) -> Result<bool> {
+        let path = match side {
+            Side::Older => &mut loaded.older_path,
+            Side::Newer => &mut loaded.newer_path,
+        };
+        let Some(leaf) = self.neighbour_leaf(path, side)? else {
+            return Ok(false);
+        };
+        let sources = self.leaf_sources(&leaf)?;
+        let count = sources.len() as i64;
+        match side {
+            Side::Older => {
+                loaded.anchor += sources.len();
+                loaded.outside_before -= count;
+                loaded.run.splice(0..0, sources);
+            }
+            Side::Newer => {
+                loaded.outside_after -= count;
+                loaded.run.extend(sources);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The leaf next to the one `path` ends at, on `side`; `path` then ends at it.
+    fn neighbour_leaf(&self, path: &mut Vec<Level>, side: Side) -> Result<Option<String>> {
+        loop {
+            let Some(level) = path.last_mut() else {
+                return Ok(None);
+            };
+            match side {
+                Side::Older if level.index > 0 => level.index -= 1,
+                Side::Newer if level.index + 1 < level.children.len() => level.index += 1,
+                _ => {
+                    path.pop();
+                    continue;
+                }
+            }
+            break;
+        }
+        let Some(level) = path.last() else {
+            return Ok(None);
+        };
+        let mut node = level.children[level.index].clone();
+        while !node.leaf {
+            let children = self.summary_children(&node.id)?;
+            let Some(index) = (match side {
+                Side::Older => children.len().checked_sub(1),
+                Side::Newer => (!children.is_empty()).then_some(0),
+            }) else {
+                return Ok(None);
+            };
+            node = children[index].clone();
+            path.push(Level { children, index });
+        }
+        Ok(Some(node.id))
+    }
+
+    /// The leaf holding the oldest source message, loaded.
+    fn load_oldest(&self, root: &Child) -> Result<Loaded> {
+        let mut path = Vec::new();
+        let mut node = root.clone();
+        while !node.leaf {
+            let children = self.summary_children(&node.id)?;
+            let Some(first) = children.first().cloned() else {
+                break;
+            };
+            path.push(Level { children, index: 0 });
+            node = first;
+        }
+        let run = if node.leaf {
+            self.leaf_sources(&node.id)?
+        } else {
+            Vec::new()
+        };
+        let outside_after = root.count - run.len() as i64;
+        Ok(Loaded {
+            run,
+            anchor: 0,
+            outside_before: 0,
+            outside_after,
+            older_path: path.clone(),
+            newer_path: path,
+        })
+    }
+
+    /// The leaf holding source message `message_id` of `root`, loaded, anchored on
+    /// it; `field` names the argument in the error when it is not a source.
+    fn load_at(&self, root: &Child, message_id: &str, field: &str) -> Result<Loaded> {
+        let not_a_source = || {
+            Error::invalid(
+                field,
+                format!("{message_id} is not a source message of {}", root.id),
+            )
+        };
+        let seq = self
+            .source_seq(root, message_id)?
+            .ok_or_else(not_a_source)?;
+        let (mut before, mut after) = (0, 0);
+        let mut path = Vec::new();
+        let mut node = root.clone();
+        while !node.leaf {
+            let children = self.summary_children(&node.id)?;
+            let index = children
+                .iter()
+                .position(|child| child.start <= seq && seq <= child.end)
+                .ok_or_else(not_a_source)?;
+            before += children[..index].iter().map(|c| c.count).sum::<i64>();
+            after += children[index + 1..].iter().map(|c| c.count).sum::<i64>();
+            node = children[index].clone();
+            path.push(Level { children, index });
+        }
+        let run = self.leaf_sources(&node.id)?;
+        let anchor = run
+            .iter()
+            .position(|source| source.id == message_id)
+            .ok_or_else(not_a_source)?;
+        Ok(Loaded {
+            run,
+            anchor,
+            outside_before: before,
+            outside_after: after,
+            older_path: path.clone(),
+            newer_path: path,
+        })
+    }
+
+    /// The seq of a message of the root's session inside its span, if it is one.
+    fn source_seq(&self, root: &Child, message_id: &str) -> Result<Option<i64>> {
+        let seq: Option<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT m.seq FROM messages m JOIN summaries s ON s.session_id = m.session_id
+                 WHERE m.id = ?1 AND s.id = ?2",
+            )?
+            .query_row(params![message_id, root.id], |row| row.get(0))
+            .map_or_else(
+                |err| match err {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    other => Err(other),
+                },
+                |seq| Ok(Some(seq)),
+            )?;
+        Ok(seq.filter(|seq| root.start <= *seq && *seq <= root.end))
+    }
+
+    /// The summaries a condensed summary stands for, oldest span first.
+    fn summary_children(&self, summary_id: &str) -> Result<Vec<Child>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT c.id, c.kind, c.span_start_seq, c.span_end_seq, c.message_count
+             FROM summary_sources s JOIN summaries c ON c.id = s.source_id
+             WHERE s.summary_id = ?1 AND s.source_kind = 'summary'
+             ORDER BY c.span_start_seq",
+        )?;
+        let children = stmt
+            .query_map([summary_id], |row| {
+                Ok(Child {
+                    id: row.get(0)?,
+                    leaf: row.get_ref(1)?.as_str()? == "leaf",
+                    start: row.get(2)?,
+                    end: row.get(3)?,
+                    count: row.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(children)
+    }
+
+    /// A leaf's source messages, oldest first, with their tokens as written (their
+    /// parts with full outputs, plus framing): expanding never re-tokenises.
+    fn leaf_sources(&self, leaf_id: &str) -> Result<Vec<Source>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT m.id, m.seq, m.role,
+                    (SELECT COALESCE(SUM(p.token_count), 0) FROM parts p
+                      WHERE p.session_id = m.session_id AND p.msg_seq = m.seq)
+             FROM summary_sources s JOIN messages m ON m.id = s.source_id
+             WHERE s.summary_id = ?1 AND s.source_kind = 'message'
+             ORDER BY m.seq",
+        )?;
+        let sources = stmt
+            .query_map([leaf_id], |row| {
+                Ok(Source {
+                    id: row.get(0)?,
+                    seq: row.get(1)?,
+                    role: row.get(2)?,
+                    tokens: row.get::<_, i64>(3)? + MESSAGE_OVERHEAD as i64,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(sources)
+    }
+
+    /// The source message of `root` that best matches `words` (bm25 over the
+    /// full-text index, any of the words), if one does.
+    fn best_match(&mut self, root: &Child, words: &str) -> Result<Option<String>> {
+        let Some(query) = any_word_query(words) else {
+            return Err(Error::invalid(
+                "query",
+                "has no words to search for (only punctuation or spaces)",
+            ));
+        };
+        if !self.read_only {
+            // The index is fed from a backlog; a read-only store cannot move it and
+            // searches what was indexed.
+            self.flush_search_index()?;
+        }
+        let session_id = self.summary(&root.id)?.session_id;
+        let candidates: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT m.id FROM fts JOIN messages m ON m.id = fts.owner_id
+                 WHERE fts MATCH ?1 AND fts.session_id = ?2 AND m.seq BETWEEN ?3 AND ?4
+                 ORDER BY bm25(fts) LIMIT ?5",
+            )?
+            .query_map(
+                params![query, session_id, root.start, root.end, QUERY_CANDIDATES],
+                |row| row.get(0),
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        for id in candidates {
+            // A message inside the span may be outside the summary (a reply that
+            // never finished is not in the view, so no summary covers it).
+            if self.load_at(root, &id, "query").is_ok() {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The expansion of `window` over the loaded run, its messages rendered. An
+    /// empty window stands at the anchor, which alone was over the budget; with
+    /// `nothing_on` a cursor was already at the oldest or newest source.
+    fn window_expansion(
+        &self,
+        root: &super::SummaryRow,
+        loaded: &Loaded,
+        window: Window,
+        nothing_on: Option<Side>,
+    ) -> Result<Expansion> {
+        let shown = &loaded.run[window.start..window.end];
+        let messages = self.render_sources(&root.session_id, shown)?;
+        let total = root.message_count;
+        let mut expansion = Expansion {
+            summary_id: root.id.clone(),
+            session_id: root.session_id.clone(),
+            tokens: window.tokens,
+            total_messages: total,
+            omitted_messages: total - messages.len() as i64,
+            messages,
+            ..Expansion::default()
+        };
+        match nothing_on {
+            Some(Side::Older) => expansion.messages_after = total,
+            Some(Side::Newer) => expansion.messages_before = total,
+            None if loaded.run.is_empty() => {}
+            None => {
+                // An empty window leaves out its anchor: it is on neither side.
+                let end = window.end.max(window.start + 1);
+                expansion.messages_before = loaded.outside_before + window.start as i64;
+                expansion.messages_after = loaded.outside_after + (loaded.run.len() - end) as i64;
+                let first = &loaded.run[window.start].id;
+                let last = &loaded.run[end - 1].id;
+                expansion.before_cursor = (expansion.messages_before > 0).then(|| first.clone());
+                expansion.after_cursor = (expansion.messages_after > 0).then(|| last.clone());
+            }
+        }
+        Ok(expansion)
+    }
+
+    /// The sources rendered as the transcript shows them, pruned outputs restored.
+    fn render_sources(&self, session_id: &str, shown: &[Source]) -> Result<Vec<ExpandedMessage>> {
+        let (Some(first), Some(last)) = (shown.first(), shown.last()) else {
+            return Ok(Vec::new());
+        };
+        // Every part of the window in one walk, in message order.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT p.id, p.kind, p.body, p.tool_name, p.call_id, p.tool_status, o.output,
+                    p.tool_error, p.compacted_at, p.file_ids, p.msg_seq
+             FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq, p.ord",
+        )?;
+        let mut parts: Vec<(i64, StoredPart)> = Vec::new();
+        let mut rows = stmt.query(params![session_id, first.seq, last.seq])?;
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(10)?;
+            // Expanding restores what pruning took out of the view: originals, not markers.
+            let part = StoredPart {
+                tombstone: None,
+                ..row_to_part(row)??
+            };
+            parts.push((seq, part));
+        }
+        let mut messages = Vec::with_capacity(shown.len());
+        let mut next = 0;
+        for source in shown {
+            while parts.get(next).is_some_and(|(seq, _)| *seq < source.seq) {
+                next += 1;
+            }
+            let from = next;
+            while parts.get(next).is_some_and(|(seq, _)| *seq == source.seq) {
+                next += 1;
+            }
+            let own: Vec<StoredPart> = parts[from..next].iter().map(|(_, p)| p.clone()).collect();
+            messages.push(ExpandedMessage {
+                id: source.id.clone(),
+                seq: source.seq,
+                role: source.role.clone(),
+                text: transcript_entry(source.seq, &source.role, &own, None),
+                tokens: source.tokens,
+            });
+        }
+        Ok(messages)
+    }
+}
+
+/// What the window shows and how to page on from it.
+fn note(expansion: &Expansion, max_tokens: i64, fallback: bool) -> String {
+    let shown = expansion.messages.len();
+    let total = expansion.total_messages;
+    let mut note = if fallback {
+        String::from("no source message matched the query; showing the oldest. ")
+    } else {
+        String::new()
+    };
+    if expansion.omitted_messages == 0 {
+        let _ = write!(note, "all {total} source messages shown");
+        return note;
+    }
+    let _ = write!(
+        note,
+        "{shown} of {total} source messages shown within {max_tokens} tokens; {} left out",
+        expansion.omitted_messages
+    );
+    if let Some(cursor) = &expansion.before_cursor {
+        let _ = write!(
+            note,
+            "; {} older: page back with before={cursor}",
+            expansion.messages_before
+        );
+    }
+    if let Some(cursor) = &expansion.after_cursor {
+        let _ = write!(
+            note,
+            "; {} newer: page on with after={cursor}",
+            expansion.messages_after
+        );
+    }
+    if shown == 0 {
+        // An empty window stands at a message that alone is over the budget.
+        if let Some(at) = expansion
+            .focus_id
+            .as_ref()
+            .or(expansion.before_cursor.as_ref())
+            .or(expansion.after_cursor.as_ref())
+        {
+            let _ = write!(
+                note,
+                "; {at} alone is over the budget: read it page by page"
+            );
+        }
+    }
+    note
+}
