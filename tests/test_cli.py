@@ -267,6 +267,8 @@ def test_expand_within_max_tokens_says_what_was_left_out(fx: Fixture) -> None:
     out = ok(fx, "expand", fx.condensed, "--max-tokens", "60")
     assert f"{len(expansion['messages'])} of {expansion['total_messages']} source messages" in out
     assert "left out" in out
+    paging = f"lossless expand {fx.condensed} --after {expansion['after_cursor']} --max-tokens 60"
+    assert paging in " ".join(out.split())
 
 
 # ---------------------------------------------------------------- grep

@@ -322,3 +322,18 @@ async def test_the_recall_tools_do_not_read_another_session(data: Fixture, opene
     other_message = grep("another", db=data.path, session=data.other_id)[0].owner_id
     with pytest.raises(errors.NotFoundError):
         run_recall_tool(opened, "lossless_read", json.dumps({"message_id": other_message}))
+
+
+def test_a_read_only_grep_finds_rows_not_yet_indexed_and_leaves_them_queued(
+    data: Fixture,
+) -> None:
+    reader = Store(data.path, read_only=True)
+    queued = reader.native.search_backlog()
+    assert queued > 0  # the newest rows wait for the index
+    newest = data.ids[-1]
+    assert [hit["owner_id"] for hit in reader.grep(_text(MESSAGES + 3))] == [newest]
+    assert [h["owner_id"] for h in reader.grep(r"Step 12[0-9]:", mode="regex")][0] == newest
+    assert reader.native.search_backlog() == queued
+    read_only = [hit["owner_id"] for hit in reader.grep("ledger module", limit=200)]
+    writable = [hit["owner_id"] for hit in Store(data.path).grep("ledger module", limit=200)]
+    assert sorted(read_only) == sorted(writable)

@@ -2,21 +2,21 @@
 //!
 //! Writers queue new text in `search_backlog` and move it into the index in
 //! batches (see `search.rs`); a search by a writer moves the queue first. A
-//! read-only store cannot, so it reads the queued rows (fewer than
-//! `BACKLOG_LIMIT`) itself and matches them as the index would: every word of
-//! the query, in any case, or the regex. They are the newest rows and have no
-//! bm25 score, so they come after the ranked hits.
+//! read-only store cannot write the file, so it indexes the queued rows (fewer
+//! than `BACKLOG_LIMIT`) in a temporary index of its own connection, with the
+//! same tokenizer, and merges what that finds: by bm25 in text mode, newest
+//! first (they are the newest rows) in regex mode.
 
-use regex::Regex;
+use regex::RegexBuilder;
 use rusqlite::params;
 
-use super::recall::{GrepHit, GrepMode};
+use super::recall::{fts_query, snippet_around, GrepHit, GrepMode};
 use super::Store;
 use crate::error::Result;
 
-/// The text a queued row will be indexed with: the same expressions as the
+/// The rows a queued rowid will be indexed as: the same expressions as the
 /// backlog's move into `fts` (`search::move_backlog`), which this must follow.
-const QUEUED_TEXT: &str = "
+const QUEUED_ROWS: &str = "
     SELECT CASE p.kind
                WHEN 'tool' THEN p.tool_name || ' ' || p.body
                    || COALESCE(char(10) || o.output, '')
@@ -24,85 +24,149 @@ const QUEUED_TEXT: &str = "
                WHEN 'file_ref' THEN concat_ws(' ', p.body ->> '$.file_id',
                    p.body ->> '$.path', p.body ->> '$.summary')
                ELSE p.body END,
-           p.session_id, p.message_id, p.id
-    FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
-    LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+           p.session_id, p.message_id, p.id, b.fts_rowid
+    FROM main.search_backlog b JOIN main.parts p ON p.pk = b.fts_rowid
+    LEFT JOIN main.tool_outputs o ON o.part_pk = p.pk
     WHERE b.fts_rowid > 0 AND (?1 IS NULL OR p.session_id = ?1)
     UNION ALL
-    SELECT s.text, s.session_id, s.id, ''
-    FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
+    SELECT s.text, s.session_id, s.id, '', b.fts_rowid
+    FROM main.search_backlog b JOIN main.summaries s ON s.pk = -b.fts_rowid
     WHERE b.fts_rowid < 0 AND (?1 IS NULL OR s.session_id = ?1)";
 
 impl Store {
-    /// Hits among the rows waiting for the index, newest first (text mode: rows
-    /// holding every word of `query`).
-    pub(super) fn grep_pending(
+    /// Adds the hits among queued rows to `hits` (found in the index), keeping
+    /// `limit`. A part indexed before its tool result arrived is queued again:
+    /// it is reported once.
+    pub(super) fn merge_pending(
         &self,
+        hits: &mut Vec<GrepHit>,
         query: &str,
         session_id: Option<&str>,
         mode: GrepMode,
         limit: usize,
-    ) -> Result<Vec<GrepHit>> {
-        let matcher = match mode {
-            GrepMode::Regex => Regex::new(query).ok(),
-            GrepMode::Text => words_regex(query),
+    ) -> Result<()> {
+        let pending = match mode {
+            GrepMode::Text => self.pending_text(query, session_id, limit)?,
+            GrepMode::Regex => self.pending_regex(query, session_id, limit)?,
         };
-        let Some(matcher) = matcher else {
+        hits.retain(|hit| {
+            !pending
+                .iter()
+                .any(|p| p.owner_id == hit.owner_id && p.part_id == hit.part_id)
+        });
+        match mode {
+            // bm25 scores are negative, better ones lower; a stable sort keeps ties in order.
+            GrepMode::Text => {
+                hits.extend(pending);
+                hits.sort_by(|a, b| a.rank.total_cmp(&b.rank));
+            }
+            GrepMode::Regex => {
+                hits.splice(0..0, pending);
+            }
+        }
+        hits.truncate(limit);
+        Ok(())
+    }
+
+    /// Queued rows matching the words of `query`, ranked by bm25 in a temporary index.
+    fn pending_text(
+        &self,
+        query: &str,
+        session_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<GrepHit>> {
+        let match_expr = fts_query(query)?;
+        self.conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending USING fts5(
+                 body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
+                 tokenize = 'unicode61 remove_diacritics 2');
+             DELETE FROM temp.pending;",
+        )?;
+        self.fill_pending(session_id)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT session_id, owner_id, part_id, snippet(pending, 0, '[', ']', ' ... ', 24),
+                    bm25(pending)
+             FROM temp.pending WHERE pending MATCH ?1 ORDER BY bm25(pending) LIMIT ?2",
+        )?;
+        let hits = stmt
+            .query_map(params![match_expr, limit as i64], |row| {
+                Ok(hit(
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(hits)
+    }
+
+    fn fill_pending(&self, session_id: Option<&str>) -> Result<()> {
+        let mut read = self.conn.prepare_cached(QUEUED_ROWS)?;
+        let mut insert = self.conn.prepare_cached(
+            "INSERT INTO temp.pending (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        let mut rows = read.query(params![session_id])?;
+        while let Some(row) = rows.next()? {
+            let body: String = row.get(0)?;
+            let session: String = row.get(1)?;
+            let owner: String = row.get(2)?;
+            let part: String = row.get(3)?;
+            insert.execute(params![body, session, owner, part])?;
+        }
+        Ok(())
+    }
+
+    /// Queued rows matching the regex `pattern`, newest first.
+    fn pending_regex(
+        &self,
+        pattern: &str,
+        session_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<GrepHit>> {
+        // The pattern was compiled with the same limit by the search of the index.
+        let Ok(regex) = RegexBuilder::new(pattern).size_limit(1 << 22).build() else {
             return Ok(Vec::new());
         };
-        let mut stmt = self.conn.prepare_cached(QUEUED_TEXT)?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("{QUEUED_ROWS} ORDER BY 5 DESC"))?;
         let mut rows = stmt.query(params![session_id])?;
         let mut hits = Vec::new();
         while let Some(row) = rows.next()? {
-            let body: String = row.get(0)?;
-            let Some(found) = matcher.find(&body) else {
+            let body = row.get_ref(0)?.as_str()?;
+            let Some(found) = regex.find(body) else {
                 continue;
             };
-            if mode == GrepMode::Text && !has_every_word(query, &body) {
-                continue;
+            let snippet = snippet_around(body, found.start(), found.end());
+            hits.push(hit(row.get(1)?, row.get(2)?, row.get(3)?, snippet, 0.0));
+            if hits.len() >= limit {
+                break;
             }
-            let owner_id: String = row.get(2)?;
-            let part_id: String = row.get(3)?;
-            hits.push(GrepHit {
-                session_id: row.get(1)?,
-                owner_kind: if owner_id.starts_with("sum_") {
-                    "summary"
-                } else {
-                    "message"
-                },
-                owner_id,
-                part_id: (!part_id.is_empty()).then_some(part_id),
-                snippet: super::recall::snippet_around(&body, found.start(), found.end()),
-                rank: 0.0,
-                covering_summary_id: None,
-            });
         }
-        hits.reverse();
-        hits.truncate(limit);
         Ok(hits)
     }
 }
 
-fn query_words(query: &str) -> Vec<String> {
-    query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// A case-insensitive regex finding any word of `query` as a whole word.
-fn words_regex(query: &str) -> Option<Regex> {
-    let words = query_words(query);
-    if words.is_empty() {
-        return None;
+fn hit(
+    session_id: String,
+    owner_id: String,
+    part_id: String,
+    snippet: String,
+    rank: f64,
+) -> GrepHit {
+    GrepHit {
+        session_id,
+        owner_kind: if owner_id.starts_with("sum_") {
+            "summary"
+        } else {
+            "message"
+        },
+        owner_id,
+        part_id: (!part_id.is_empty()).then_some(part_id),
+        snippet,
+        rank,
+        covering_summary_id: None,
     }
-    let alternatives: Vec<String> = words.iter().map(|word| regex::escape(word)).collect();
-    Regex::new(&format!(r"(?i)\b(?:{})\b", alternatives.join("|"))).ok()
-}
-
-/// Whether `body` holds every word of `query` as a whole word, in any case.
-fn has_every_word(query: &str, body: &str) -> bool {
-    let found: std::collections::HashSet<String> = query_words(body).into_iter().collect();
-    query_words(query).iter().all(|word| found.contains(word))
 }

@@ -59,8 +59,9 @@ impl Store {
         let version = check::inspect(&conn, path)?;
         check_readable(path, version)?;
         conn.execute_batch(
-            "PRAGMA query_only = ON;
-             PRAGMA temp_store = MEMORY;
+            // Not `query_only`: grep indexes the rows still queued for the index in
+            // a temporary table (see `pending.rs`); the file itself is opened read-only.
+            "PRAGMA temp_store = MEMORY;
              PRAGMA cache_size = -65536;
              PRAGMA mmap_size = 268435456;",
         )?;

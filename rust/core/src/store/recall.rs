@@ -95,16 +95,7 @@ impl Store {
             GrepMode::Regex => self.grep_regex(query, session_id, limit)?,
         };
         if self.read_only {
-            // A part indexed before its tool result arrived is queued again: one hit each.
-            for hit in self.grep_pending(query, session_id, mode, limit)? {
-                if !hits
-                    .iter()
-                    .any(|h| h.part_id == hit.part_id && h.owner_id == hit.owner_id)
-                {
-                    hits.push(hit);
-                }
-            }
-            hits.truncate(limit);
+            self.merge_pending(&mut hits, query, session_id, mode, limit)?;
         }
         self.attach_covering_summaries(&mut hits)?;
         Ok(hits)
@@ -337,7 +328,7 @@ fn hit_from_row(row: &rusqlite::Row<'_>, snippet: String, rank: f64) -> rusqlite
 }
 
 /// Turns a user's words into an FTS5 query: each word quoted, all required.
-fn fts_query(query: &str) -> Result<String> {
+pub(super) fn fts_query(query: &str) -> Result<String> {
     let words: Vec<String> = query
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|word| !word.is_empty())
