@@ -332,7 +332,8 @@ def test_a_read_only_grep_finds_rows_not_yet_indexed_and_leaves_them_queued(
     assert queued > 0  # the newest rows wait for the index
     newest = data.ids[-1]
     assert [hit["owner_id"] for hit in reader.grep(_text(MESSAGES + 3))] == [newest]
-    assert [h["owner_id"] for h in reader.grep(r"Step 12[0-9]:", mode="regex")][0] == newest
+    regex_hits = reader.grep(r"Step 12[0-9]:", mode="regex")
+    assert regex_hits[0]["owner_id"] == newest
     assert reader.native.search_backlog() == queued
     read_only = [hit["owner_id"] for hit in reader.grep("ledger module", limit=200)]
     writable = [hit["owner_id"] for hit in Store(data.path).grep("ledger module", limit=200)]
