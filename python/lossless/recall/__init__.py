@@ -195,6 +195,10 @@ def _describe_target(target: object, session: object) -> tuple[str | None, objec
         if session is not None:
             raise InvalidInputError("target: a session is given twice (target and session=)")
         return None, target
+    if not isinstance(target, str):
+        raise InvalidInputError(
+            f"target: expected a summary id, a session id or a Session, got {type(target).__name__}"
+        )
     raise InvalidInputError(
         f"target: {target!r} is not a summary id (sum_…), a session id or a Session; "
         "a database goes in db="

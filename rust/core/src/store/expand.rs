@@ -1,21 +1,22 @@
 //! Expanding a summary back into a window of its source messages.
 //!
-//! A summary's sources are the leaves of its part of the DAG, each leaf a run of
-//! messages, and every summary stores its seq span and how many messages it
-//! covers. So a window is found without listing every source: walk down the
-//! children whose span holds the anchor (counting the messages of the siblings
-//! passed on the way), load that leaf's messages, and load a neighbouring leaf
-//! only when the window reaches the edge of what is loaded. The cost follows the
-//! DAG's depth, its fan-out and the window, not the number of messages covered.
+//! Every summary stores its seq span and how many messages it covers. So a
+//! window is found without listing every source: read the summary's sources in a
+//! range of seqs around the anchor (walking only into children whose span meets
+//! it), read further only when the window reaches the edge of what is read, and
+//! count what lies before the window from the stored counts of whole children.
+//! The cost follows the DAG's depth, its fan-out and the window, not the number
+//! of messages covered.
 
 use std::fmt::Write as _;
 
 use rusqlite::params;
 
+use super::dag_walk::{Child, Side, Source};
 use super::messages::row_to_part;
 use super::Store;
 use crate::error::{Error, Result};
-use crate::render::{transcript_entry, StoredPart, MESSAGE_OVERHEAD};
+use crate::render::{transcript_entry, StoredPart};
 use crate::window::{any_word_query, grow, Growth, Window};
 
 /// Where an expansion's window starts.
@@ -65,48 +66,18 @@ pub struct ExpandedMessage {
     pub tokens: i64,
 }
 
-/// A child of a summary in the DAG: a summary, with its span and message count.
-#[derive(Clone, Debug)]
-struct Child {
-    id: String,
-    leaf: bool,
-    start: i64,
-    end: i64,
-    count: i64,
-}
-
-/// One level of a walk down the DAG: a summary's children and the one taken.
-#[derive(Clone, Debug)]
-struct Level {
-    children: Vec<Child>,
-    index: usize,
-}
-
-/// A source message of a leaf, with its tokens as stored.
-#[derive(Clone, Debug)]
-struct Source {
-    id: String,
-    seq: i64,
-    role: String,
-    tokens: i64,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Older,
-    Newer,
-}
-
-/// The messages loaded so far around the anchor, and what lies outside them.
+/// The source messages loaded so far around the anchor: all of the root's with a
+/// seq in `lo..=hi`.
 struct Loaded {
+    root: Child,
     run: Vec<Source>,
     anchor: usize,
-    /// Source messages older / newer than the loaded run.
-    outside_before: i64,
-    outside_after: i64,
-    older_path: Vec<Level>,
-    newer_path: Vec<Level>,
+    lo: i64,
+    hi: i64,
 }
+
+/// Seqs read on each side of an anchor at first; each further read doubles the range.
+const FIRST_READ: i64 = 48;
 
 /// How many full-text matches a focus query looks through for one under the summary.
 const QUERY_CANDIDATES: i64 = 64;
@@ -195,8 +166,8 @@ impl Store {
         self.expand_window(summary_id, &Focus::Oldest, max_tokens)
     }
 
-    /// The window grown from the anchor, loading neighbouring leaves while it
-    /// reaches the edge of what is loaded.
+    /// The window grown from the anchor, reading further while it reaches the edge
+    /// of what is loaded.
     fn grow_loaded(&self, loaded: &mut Loaded, growth: Growth, budget: i64) -> Result<Window> {
         loop {
             let costs: Vec<i64> = loaded.run.iter().map(|source| source.tokens).collect();
@@ -209,19 +180,23 @@ impl Store {
         }
     }
 
-    /// Moves the anchor one message to `side`, loading the neighbouring leaf when
-    /// needed; false when there is no message there.
+    /// Moves the anchor one message to `side`, reading further when needed; false
+    /// when there is no message there.
     fn step(&self, loaded: &mut Loaded, side: Side) -> Result<bool> {
         match side {
             Side::Older => {
-                if loaded.anchor == 0 && !self.load_next(loaded, Side::Older)? {
-                    return Ok(false);
+                while loaded.anchor == 0 {
+                    if !self.load_next(loaded, Side::Older)? {
+                        return Ok(false);
+                    }
                 }
                 loaded.anchor -= 1;
             }
             Side::Newer => {
-                if loaded.anchor + 1 >= loaded.run.len() && !self.load_next(loaded, Side::Newer)? {
-                    return Ok(false);
+                while loaded.anchor + 1 >= loaded.run.len() {
+                    if !self.load_next(loaded, Side::Newer)? {
+                        return Ok(false);
+                    }
                 }
                 loaded.anchor += 1;
             }
@@ -229,95 +204,48 @@ impl Store {
         Ok(true)
     }
 
-    /// Loads the leaf next to the loaded run on `side`; false when there is none.
+    /// Reads the seqs beyond the loaded range on `side` (as many again as are
+    /// loaded); false when the range already reaches the root's span there.
     fn load_next(&self, loaded: &mut Loaded, side: Side) -> Result<bool> {
-        let path = match side {
-            Side::Older => &mut loaded.older_path,
-            Side::Newer => &mut loaded.newer_path,
-        };
-        let Some(leaf) = self.neighbour_leaf(path, side)? else {
-            return Ok(false);
-        };
-        let sources = self.leaf_sources(&leaf)?;
-        let count = sources.len() as i64;
+        let width = (loaded.hi - loaded.lo + 1).max(FIRST_READ);
         match side {
             Side::Older => {
+                if loaded.lo <= loaded.root.start {
+                    return Ok(false);
+                }
+                let lo = (loaded.lo - width).max(loaded.root.start);
+                let sources = self.sources_in(&loaded.root, lo, loaded.lo - 1)?;
                 loaded.anchor += sources.len();
-                loaded.outside_before -= count;
                 loaded.run.splice(0..0, sources);
+                loaded.lo = lo;
             }
             Side::Newer => {
-                loaded.outside_after -= count;
+                if loaded.hi >= loaded.root.end {
+                    return Ok(false);
+                }
+                let hi = (loaded.hi + width).min(loaded.root.end);
+                let sources = self.sources_in(&loaded.root, loaded.hi + 1, hi)?;
                 loaded.run.extend(sources);
+                loaded.hi = hi;
             }
         }
         Ok(true)
     }
 
-    /// The leaf next to the one `path` ends at, on `side`; `path` then ends at it.
-    fn neighbour_leaf(&self, path: &mut Vec<Level>, side: Side) -> Result<Option<String>> {
-        loop {
-            let Some(level) = path.last_mut() else {
-                return Ok(None);
-            };
-            match side {
-                Side::Older if level.index > 0 => level.index -= 1,
-                Side::Newer if level.index + 1 < level.children.len() => level.index += 1,
-                _ => {
-                    path.pop();
-                    continue;
-                }
-            }
-            break;
-        }
-        let Some(level) = path.last() else {
-            return Ok(None);
-        };
-        let mut node = level.children[level.index].clone();
-        while !node.leaf {
-            let children = self.summary_children(&node.id)?;
-            let Some(index) = (match side {
-                Side::Older => children.len().checked_sub(1),
-                Side::Newer => (!children.is_empty()).then_some(0),
-            }) else {
-                return Ok(None);
-            };
-            node = children[index].clone();
-            path.push(Level { children, index });
-        }
-        Ok(Some(node.id))
-    }
-
-    /// The leaf holding the oldest source message, loaded.
+    /// The oldest source messages of `root`, loaded, anchored on the oldest.
     fn load_oldest(&self, root: &Child) -> Result<Loaded> {
-        let mut path = Vec::new();
-        let mut node = root.clone();
-        while !node.leaf {
-            let children = self.summary_children(&node.id)?;
-            let Some(first) = children.first().cloned() else {
-                break;
-            };
-            path.push(Level { children, index: 0 });
-            node = first;
-        }
-        let run = if node.leaf {
-            self.leaf_sources(&node.id)?
-        } else {
-            Vec::new()
-        };
-        let outside_after = root.count - run.len() as i64;
+        let hi = root.end.min(root.start + 2 * FIRST_READ);
         Ok(Loaded {
-            run,
+            run: self.sources_in(root, root.start, hi)?,
             anchor: 0,
-            outside_before: 0,
-            outside_after,
-            older_path: path.clone(),
-            newer_path: path,
+            lo: root.start,
+            hi,
+            root: root.clone(),
         })
     }
 
-    /// The leaf holding source message `message_id` of `root`, loaded, anchored on
-    /// it; `field` names the argument in the error when it is not a source.
+    /// The source messages of `root` around `message_id`, loaded, anchored on it;
+    /// `field` names the argument in the error when it is not a source.
     fn load_at(&self, root: &Child, message_id: &str, field: &str) -> Result<Loaded> {
         let not_a_source = || {
             Error::invalid(
@@ -328,98 +256,31 @@ impl Store {
         let seq = self
             .source_seq(root, message_id)?
             .ok_or_else(not_a_source)?;
-        let (mut before, mut after) = (0, 0);
-        let mut path = Vec::new();
-        let mut node = root.clone();
-        while !node.leaf {
-            let children = self.summary_children(&node.id)?;
-            let index = children
-                .iter()
-                .position(|child| child.start <= seq && seq <= child.end)
-                .ok_or_else(not_a_source)?;
-            before += children[..index].iter().map(|c| c.count).sum::<i64>();
-            after += children[index + 1..].iter().map(|c| c.count).sum::<i64>();
-            node = children[index].clone();
-            path.push(Level { children, index });
-        }
-        let run = self.leaf_sources(&node.id)?;
+        let (lo, hi) = (
+            (seq - FIRST_READ).max(root.start),
+            (seq + FIRST_READ).min(root.end),
+        );
+        let run = self.sources_in(root, lo, hi)?;
         let anchor = run
             .iter()
             .position(|source| source.id == message_id)
             .ok_or_else(not_a_source)?;
         Ok(Loaded {
+            root: root.clone(),
             run,
             anchor,
-            outside_before: before,
-            outside_after: after,
-            older_path: path.clone(),
-            newer_path: path,
+            lo,
+            hi,
         })
     }
 
-    /// The seq of a message of the root's session inside its span, if it is one.
-    fn source_seq(&self, root: &Child, message_id: &str) -> Result<Option<i64>> {
-        let seq: Option<i64> = self
-            .conn
-            .prepare_cached(
-                "SELECT m.seq FROM messages m JOIN summaries s ON s.session_id = m.session_id
-                 WHERE m.id = ?1 AND s.id = ?2",
-            )?
-            .query_row(params![message_id, root.id], |row| row.get(0))
-            .map_or_else(
-                |err| match err {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    other => Err(other),
-                },
-                |seq| Ok(Some(seq)),
-            )?;
-        Ok(seq.filter(|seq| root.start <= *seq && *seq <= root.end))
-    }
-
-    /// The summaries a condensed summary stands for, oldest span first.
-    fn summary_children(&self, summary_id: &str) -> Result<Vec<Child>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT c.id, c.kind, c.span_start_seq, c.span_end_seq, c.message_count
-             FROM summary_sources s JOIN summaries c ON c.id = s.source_id
-             WHERE s.summary_id = ?1 AND s.source_kind = 'summary'
-             ORDER BY c.span_start_seq",
-        )?;
-        let children = stmt
-            .query_map([summary_id], |row| {
-                Ok(Child {
-                    id: row.get(0)?,
-                    leaf: row.get_ref(1)?.as_str()? == "leaf",
-                    start: row.get(2)?,
-                    end: row.get(3)?,
-                    count: row.get(4)?,
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(children)
-    }
-
-    /// A leaf's source messages, oldest first, with their tokens as written (their
-    /// parts with full outputs, plus framing): expanding never re-tokenises.
-    fn leaf_sources(&self, leaf_id: &str) -> Result<Vec<Source>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT m.id, m.seq, m.role,
-                    (SELECT COALESCE(SUM(p.token_count), 0) FROM parts p
-                      WHERE p.session_id = m.session_id AND p.msg_seq = m.seq)
-             FROM summary_sources s JOIN messages m ON m.id = s.source_id
-             WHERE s.summary_id = ?1 AND s.source_kind = 'message'
-             ORDER BY m.seq",
-        )?;
-        let sources = stmt
-            .query_map([leaf_id], |row| {
-                Ok(Source {
-                    id: row.get(0)?,
-                    seq: row.get(1)?,
-                    role: row.get(2)?,
-                    tokens: row.get::<_, i64>(3)? + MESSAGE_OVERHEAD as i64,
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(sources)
+    /// Whether `message_id` is a source message of `root`.
+    fn is_source(&self, root: &Child, message_id: &str) -> Result<bool> {
+        let Some(seq) = self.source_seq(root, message_id)? else {
+            return Ok(false);
+        };
+        let sources = self.sources_in(root, seq, seq)?;
+        Ok(sources.iter().any(|source| source.id == message_id))
     }
 
     /// The source message of `root` that best matches `words` (bm25 over the
@@ -452,7 +313,7 @@ impl Store {
         for id in candidates {
             // A message inside the span may be outside the summary (a reply that
             // never finished is not in the view, so no summary covers it).
-            if self.load_at(root, &id, "query").is_ok() {
+            if self.is_source(root, &id)? {
                 return Ok(Some(id));
             }
         }
@@ -488,12 +349,13 @@ impl Store {
             None => {
                 // An empty window leaves out its anchor: it is on neither side.
                 let end = window.end.max(window.start + 1);
-                expansion.messages_before = loaded.outside_before + window.start as i64;
-                expansion.messages_after = loaded.outside_after + (loaded.run.len() - end) as i64;
-                let first = &loaded.run[window.start].id;
-                let last = &loaded.run[end - 1].id;
-                expansion.before_cursor = (expansion.messages_before > 0).then(|| first.clone());
-                expansion.after_cursor = (expansion.messages_after > 0).then(|| last.clone());
+                let first = &loaded.run[window.start];
+                let last = &loaded.run[end - 1];
+                expansion.messages_before = self.count_below(&loaded.root, first.seq)?;
+                expansion.messages_after =
+                    total - expansion.messages_before - (end - window.start) as i64;
+                expansion.before_cursor = (expansion.messages_before > 0).then(|| first.id.clone());
+                expansion.after_cursor = (expansion.messages_after > 0).then(|| last.id.clone());
             }
         }
         Ok(expansion)

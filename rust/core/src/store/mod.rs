@@ -3,6 +3,7 @@
 mod check;
 mod commit;
 mod compaction;
+mod dag_walk;
 mod events;
 mod expand;
 mod extractive;
