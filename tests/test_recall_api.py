@@ -338,3 +338,37 @@ def test_a_read_only_grep_finds_rows_not_yet_indexed_and_leaves_them_queued(
     read_only = [hit["owner_id"] for hit in reader.grep("ledger module", limit=200)]
     writable = [hit["owner_id"] for hit in Store(data.path).grep("ledger module", limit=200)]
     assert sorted(read_only) == sorted(writable)
+
+
+def test_expand_keeps_seq_order_when_a_later_leaf_sits_inside_an_earlier_one(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "interleaved.db")
+    sid = store.create_session("gpt-4o")
+    ids = []
+    for i in range(12):
+        parts: Any = f"message {i} about the ledger"
+        if i == 3:  # still running when the first leaf is cut: it stays in the view
+            parts = [ToolPart("run_tests", "call_3", {"path": "tests/"}, status="running")]
+        ids.append(store.append(sid, "user" if i % 2 == 0 else "assistant", parts)["id"])
+    native = store.native
+    first = [ids[i] for i in (0, 1, 2, 4, 5, 6, 7, 8)]
+    leaf = native.commit_summary(sid, "first", 3, first, [])["summary_id"]
+    native.update_tool(sid, "call_3", "completed", "12 passed")
+    second = [ids[3], ids[9]]
+    later = native.commit_summary(sid, "second", 3, second, [])["summary_id"]
+    root = native.commit_summary(sid, "both", 3, [], [leaf, later])["summary_id"]
+    everything = expand(root, db=store)
+    assert [m.id for m in everything.messages] == ids[:10]
+    seen: list[str] = []
+    page = expand(root, db=store, max_tokens=40)
+    seen += _ids(page)
+    while page.after_cursor is not None:
+        page = expand(root, db=store, after=page.after_cursor, max_tokens=40)
+        seen += _ids(page)
+    assert seen == ids[:10]
+    around = expand(root, db=store, around=ids[3], max_tokens=60)
+    assert around.messages_before + len(around.messages) + around.messages_after == 10
+    assert around.messages_before == [m.id for m in everything.messages].index(
+        around.messages[0].id
+    )
