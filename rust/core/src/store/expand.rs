@@ -102,16 +102,7 @@ impl Store {
             end: root.span_end_seq,
             count: root.message_count,
         };
-        let (anchor_id, growth, focus_id, fallback) = match focus {
-            Focus::Oldest => (None, Growth::Forward, None, false),
-            Focus::Around(id) => (Some(id.clone()), Growth::Centred, Some(id.clone()), false),
-            Focus::Before(id) => (Some(id.clone()), Growth::Backward, None, false),
-            Focus::After(id) => (Some(id.clone()), Growth::Forward, None, false),
-            Focus::Query(words) => match self.best_match(&root_child, words)? {
-                Some(id) => (Some(id.clone()), Growth::Centred, Some(id), false),
-                None => (None, Growth::Forward, None, true),
-            },
-        };
+        let (anchor_id, growth, focus_id, fallback) = self.anchor_of(&root_child, focus)?;
         let field = match focus {
             Focus::Before(_) => "before",
             Focus::After(_) => "after",
@@ -130,19 +121,12 @@ impl Store {
         let (window, nothing_on) = if moved {
             (self.grow_loaded(&mut loaded, growth, max_tokens)?, None)
         } else {
-            let empty = Window {
-                start: loaded.anchor,
-                end: loaded.anchor,
-                tokens: 0,
-                open_before: false,
-                open_after: false,
-            };
             let side = if growth == Growth::Backward {
                 Side::Older
             } else {
                 Side::Newer
             };
-            (empty, Some(side))
+            (empty_at(loaded.anchor), Some(side))
         };
         let mut expansion = self.window_expansion(&root, &loaded, window, nothing_on)?;
         expansion.focus_id = focus_id;
@@ -159,6 +143,26 @@ impl Store {
             _ => note(&expansion, max_tokens, fallback),
         };
         Ok(expansion)
+    }
+
+    /// Where the window of `focus` starts (a message id, or the oldest source for
+    /// `None`), which way it grows, the message it is centred on, and whether a
+    /// query matched nothing.
+    fn anchor_of(
+        &mut self,
+        root: &Child,
+        focus: &Focus,
+    ) -> Result<(Option<String>, Growth, Option<String>, bool)> {
+        Ok(match focus {
+            Focus::Oldest => (None, Growth::Forward, None, false),
+            Focus::Around(id) => (Some(id.clone()), Growth::Centred, Some(id.clone()), false),
+            Focus::Before(id) => (Some(id.clone()), Growth::Backward, None, false),
+            Focus::After(id) => (Some(id.clone()), Growth::Forward, None, false),
+            Focus::Query(words) => match self.best_match(root, words)? {
+                Some(id) => (Some(id.clone()), Growth::Centred, Some(id), false),
+                None => (None, Growth::Forward, None, true),
+            },
+        })
     }
 
     /// The source messages of a summary, oldest first, as many as fit `max_tokens`.
@@ -404,6 +408,17 @@ impl Store {
             });
         }
         Ok(messages)
+    }
+}
+
+/// An empty window standing at `anchor`.
+fn empty_at(anchor: usize) -> Window {
+    Window {
+        start: anchor,
+        end: anchor,
+        tokens: 0,
+        open_before: false,
+        open_after: false,
     }
 }
 
