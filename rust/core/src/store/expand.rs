@@ -297,24 +297,29 @@ impl Store {
             ));
         };
         if !self.read_only {
-            // The index is fed from a backlog; a read-only store cannot move it and
-            // searches what was indexed.
+            // The index is fed from a backlog: move it in first, as grep does.
             self.flush_search_index()?;
         }
         let session_id = self.summary(&root.id)?.session_id;
-        let candidates: Vec<String> = self
+        let mut candidates: Vec<(String, f64)> = self
             .conn
             .prepare_cached(
-                "SELECT m.id FROM fts JOIN messages m ON m.id = fts.owner_id
+                "SELECT m.id, bm25(fts) FROM fts JOIN messages m ON m.id = fts.owner_id
                  WHERE fts MATCH ?1 AND fts.session_id = ?2 AND m.seq BETWEEN ?3 AND ?4
                  ORDER BY bm25(fts) LIMIT ?5",
             )?
             .query_map(
                 params![query, session_id, root.start, root.end, QUERY_CANDIDATES],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )?
             .collect::<rusqlite::Result<_>>()?;
-        for id in candidates {
+        if self.read_only {
+            // A read-only store cannot move the backlog: it ranks the queued rows apart.
+            let span = (root.start, root.end);
+            candidates.extend(self.pending_matches(&query, &session_id, span, QUERY_CANDIDATES)?);
+            candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
+        }
+        for (id, _) in candidates {
             // A message inside the span may be outside the summary (a reply that
             // never finished is not in the view, so no summary covers it).
             if self.is_source(root, &id)? {

@@ -76,13 +76,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
         let match_expr = fts_query(query)?;
-        self.conn.execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending USING fts5(
-                 body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
-                 tokenize = 'unicode61 remove_diacritics 2');
-             DELETE FROM temp.pending;",
-        )?;
-        self.fill_pending(session_id)?;
+        self.index_pending(session_id)?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, snippet(pending, 0, '[', ']', ' ... ', 24),
                     bm25(pending)
@@ -100,6 +94,42 @@ impl Store {
             })?
             .collect::<rusqlite::Result<_>>()?;
         Ok(hits)
+    }
+
+    /// Source messages of `session_id` with a seq in `lo..=hi` among queued rows
+    /// that match `match_expr`, with their bm25 scores, best first.
+    pub(super) fn pending_matches(
+        &self,
+        match_expr: &str,
+        session_id: &str,
+        (lo, hi): (i64, i64),
+        limit: i64,
+    ) -> Result<Vec<(String, f64)>> {
+        self.index_pending(Some(session_id))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT m.id, bm25(pending) FROM temp.pending
+             JOIN main.messages m ON m.id = pending.owner_id
+             WHERE pending MATCH ?1 AND m.seq BETWEEN ?2 AND ?3
+             ORDER BY bm25(pending) LIMIT ?4",
+        )?;
+        let found = stmt
+            .query_map(params![match_expr, lo, hi, limit], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(found)
+    }
+
+    /// The queued rows (of one session, or all) in a temporary index of this
+    /// connection, built afresh.
+    fn index_pending(&self, session_id: Option<&str>) -> Result<()> {
+        self.conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending USING fts5(
+                 body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
+                 tokenize = 'unicode61 remove_diacritics 2');
+             DELETE FROM temp.pending;",
+        )?;
+        self.fill_pending(session_id)
     }
 
     fn fill_pending(&self, session_id: Option<&str>) -> Result<()> {
