@@ -267,6 +267,44 @@ def test_expand_within_max_tokens_says_what_was_left_out(fx: Fixture) -> None:
     out = ok(fx, "expand", fx.condensed, "--max-tokens", "60")
     assert f"{len(expansion['messages'])} of {expansion['total_messages']} source messages" in out
     assert "left out" in out
+    paging = f"lossless expand {fx.condensed} --after {expansion['after_cursor']} --max-tokens 60"
+    assert paging in " ".join(out.split())
+
+
+def test_expand_around_a_message_pages_with_the_commands_it_prints(fx: Fixture) -> None:
+    store = Store(fx.db)
+    history = store.history(fx.sid)
+    focus = next(m["id"] for m in history if "bug number 3 " in str(m["parts"]))
+    window = store.expand(fx.condensed, max_tokens=400, around=focus)
+    out = ok(fx, "expand", fx.condensed, "--around", focus, "--max-tokens", "400")
+    assert f"{focus} · " in out and "← focus" in out
+    flat = " ".join(out.split())
+    assert f"--before {window['before_cursor']} --max-tokens 400" in flat
+    older = ok(
+        fx, "expand", fx.condensed, "--before", window["before_cursor"], "--max-tokens", "400"
+    )
+    assert window["before_cursor"] + " · " not in older
+    by_query = ok(fx, "expand", fx.condensed, "--query", "bug number 5", "--max-tokens", "400")
+    assert "← focus" in by_query
+    assert_one_line_error(
+        run(fx, "expand", fx.condensed, "--around", focus, "--query", "bug"), "at most one"
+    )
+
+
+def test_read_pages_through_a_message(fx: Fixture) -> None:
+    store = Store(fx.db)
+    tool_message = next(m for m in store.history(fx.sid) if len(m["parts"]) == 2)
+    message_id = tool_message["id"]
+    whole = ok(fx, "read", message_id, "--max-tokens", "100000")
+    assert "read_file (id call_0, completed)" in whole and "line 0 of p0.py" in whole
+    assert "more:" not in whole
+    first = ok(fx, "read", message_id, "--max-tokens", "30")
+    more = next(line for line in first.splitlines() if line.startswith("more: "))
+    cursor = more.split("--cursor ")[1].split()[0]
+    assert f"lossless read {message_id} --cursor {cursor} --max-tokens 30" in more
+    second = ok(fx, "read", message_id, "--max-tokens", "30", "--cursor", cursor)
+    assert f"characters {int(cursor):,}–" in second
+    assert_one_line_error(run(fx, "read", "msg_nope"), "msg_nope")
 
 
 # ---------------------------------------------------------------- grep

@@ -537,7 +537,7 @@ TYPE_ROWS = [
         "an int as a summary to describe",
         lambda w: lossless.describe(5, db=w.db),
         InvalidInputError,
-        "target: expected a Session or a session id, got int",
+        "target: expected a summary id, a session id or a Session, got int",
     ),
 ]
 

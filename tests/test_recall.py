@@ -157,7 +157,9 @@ async def test_recall_tools_are_answered_by_the_session(
     assert tool_messages and "saffron" in tool_messages[-1]["content"]
     answered = _last_tool_part(session)
     assert answered.status == "completed"
-    assert json.loads(answered.output or "[]")[0]["owner_kind"] == "message"
+    answer = json.loads(answered.output or "{}")
+    assert answer["hits"][0]["owner_kind"] == "message"
+    assert answer["note"] == "complete"
 
 
 async def test_a_bad_recall_call_is_stored_as_a_tool_error(

@@ -281,9 +281,10 @@ class StoreMachine(RuleBasedStateMachine):
         messages, tokens, ids, omitted = store.assemble(self.sid, budget)
         assert tokens <= max(budget, 0)
         by_id = {item["id"]: item for item in items}
-        # A lead marker (no view item) costs what it reserves.
+        # A lead marker (no view item) costs what it reserves: its line, and the
+        # file-id footer of what was left out.
         marker = tokens - sum(by_id[item_id]["tokens"] for item_id in ids)
-        assert marker in (0, MARKER_TOKENS)
+        assert marker == 0 or marker >= MARKER_TOKENS
         assert (marker > 0) == any(is_marker(message) for message in messages)
         assert omitted == len(items) - len(ids)
         # Included items keep view order; included messages are one unbroken newest tail.
@@ -297,7 +298,12 @@ class StoreMachine(RuleBasedStateMachine):
             # a marker, the context opens at a user message instead, and messages
             # before it are left out though they fit.)
             summaries = sum(by_id[i]["tokens"] for i in ids if by_id[i]["kind"] == "summary")
-            assert by_id[message_ids[-1]]["tokens"] > budget - summaries - MARKER_TOKENS
+            assert by_id[message_ids[-1]]["tokens"] > budget - summaries - marker
+        if marker > MARKER_TOKENS:
+            # A marker that carries ids carries every id left out of the context.
+            text = content_of(messages)
+            for file_id in store.file_ids(self.sid):
+                assert file_id in text, f"{file_id} fell out of the context"
         check_chat_format(messages)
         if messages:
             check_request(messages)

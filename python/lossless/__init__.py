@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from lossless.compaction import CompactionResult
     from lossless.config import Config
     from lossless.events import Event, EventBus, EventName
-    from lossless.recall import describe, expand, grep
+    from lossless.recall import describe, expand, grep, read
     from lossless.session import BuiltContext, Message, RecordResult, Session, TurnResult
 
 _LAZY = {
@@ -38,6 +38,7 @@ _LAZY = {
     "describe": "lossless.recall",
     "expand": "lossless.recall",
     "grep": "lossless.recall",
+    "read": "lossless.recall",
 }
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "extract_file_ids",
     "grep",
     "merge_file_id_footer",
+    "read",
 ]
 
 

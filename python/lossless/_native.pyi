@@ -139,10 +139,19 @@ class Span:
 @final
 class Store:
     def __new__(
-        cls, path: str, synchronous: str = "normal", busy_timeout_ms: int = 30000
-    ) -> Self: ...
+        cls,
+        path: str,
+        synchronous: str = "normal",
+        busy_timeout_ms: int = 30000,
+        read_only: bool = False,
+    ) -> Self:
+        """Opens ``path``; with ``read_only`` an existing database only, which is
+        neither created, migrated nor written (``DatabaseNotFoundError`` when missing)."""
     @property
     def path(self) -> str: ...
+    @property
+    def read_only(self) -> bool:
+        """Whether this store was opened read-only."""
     def schema_version(self) -> int: ...
     # sessions
     def create_session(self, model: str, config_json: str, system_prompt: str | None) -> str: ...
@@ -273,7 +282,23 @@ class Store:
     def describe(
         self, session_id: str | None = None, summary_id: str | None = None
     ) -> list[dict[str, Any]]: ...
-    def expand(self, summary_id: str, max_tokens: int) -> dict[str, Any]: ...
+    def expand(
+        self,
+        summary_id: str,
+        max_tokens: int,
+        around: str | None = None,
+        query: str | None = None,
+        before: str | None = None,
+        after: str | None = None,
+    ) -> dict[str, Any]:
+        """A window of a summary's source messages within ``max_tokens``: the
+        oldest first, or centred on ``around`` (a message id) or on the best match
+        of ``query``, or the page older than ``before`` / newer than ``after``."""
+    def read_message(
+        self, message_id: str, max_tokens: int, cursor: int | None = None
+    ) -> dict[str, Any]:
+        """One stored message written out whole, from character ``cursor``, as much
+        as ``max_tokens`` holds; ``next_cursor`` is None on the last page."""
     def set_checkpoint_pages(self, pages: int) -> None:
         """How many pages the write-ahead log may hold before a commit on this
         connection copies them into the database file (SQLite's automatic checkpoint)."""

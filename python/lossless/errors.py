@@ -12,6 +12,7 @@ __all__ = [
     "CompactionBusyError",
     "ConfigError",
     "CorruptDatabaseError",
+    "DatabaseNotFoundError",
     "ImmutableRowError",
     "InvalidInputError",
     "LLMError",
@@ -49,6 +50,11 @@ class StoreError(LosslessError):
     """The SQLite store failed; nothing was half-written."""
 
 
+class DatabaseNotFoundError(StoreError, FileNotFoundError):
+    """A database was to be read at a path where there is no file; reading never
+    creates one. Also a ``FileNotFoundError``."""
+
+
 class NotADatabaseError(StoreError):
     """The path exists but is not a SQLite database."""
 
@@ -59,7 +65,8 @@ class CorruptDatabaseError(NotADatabaseError):
 
 
 class SchemaVersionError(StoreError):
-    """The database was written by a newer lossless than this one."""
+    """The database was written by a newer lossless than this one, or, opened
+    read-only, by one too old to read without upgrading (open it for writing once)."""
 
 
 class StoreBusyError(StoreError):

@@ -30,6 +30,10 @@ class Store:
     Several ``Store`` objects (in one process or several) may open the same file:
     writers take turns, readers never block. ``":memory:"`` gives a private,
     throwaway database. Every write is one transaction.
+
+    With ``read_only=True`` the file must exist (else
+    :class:`~lossless.errors.DatabaseNotFoundError`) and is neither created,
+    migrated nor written: what the recall functions and the CLI open.
     """
 
     def __init__(
@@ -38,9 +42,10 @@ class Store:
         *,
         synchronous: Literal["normal", "full"] = "normal",
         busy_timeout_ms: int = 30_000,
+        read_only: bool = False,
     ) -> None:
         self._path = database_path(path, "path")
-        self._inner = _native.Store(self._path, synchronous, busy_timeout_ms)
+        self._inner = _native.Store(self._path, synchronous, busy_timeout_ms, read_only)
 
     @property
     def path(self) -> str:
@@ -95,9 +100,30 @@ class Store:
         """The summary DAG of a session, or of one summary."""
         return self._inner.describe(session_id, summary_id)
 
-    def expand(self, summary_id: str, *, max_tokens: int = 20_000) -> dict[str, Any]:
-        """A summary's source messages, within ``max_tokens``."""
-        return self._inner.expand(summary_id, max_tokens)
+    @property
+    def read_only(self) -> bool:
+        """Whether this store was opened read-only."""
+        return self._inner.read_only
+
+    def expand(
+        self,
+        summary_id: str,
+        *,
+        max_tokens: int = 20_000,
+        around: str | None = None,
+        query: str | None = None,
+        before: str | None = None,
+        after: str | None = None,
+    ) -> dict[str, Any]:
+        """A window of a summary's source messages within ``max_tokens``; see
+        :func:`lossless.recall.expand`."""
+        return self._inner.expand(summary_id, max_tokens, around, query, before, after)
+
+    def read(
+        self, message_id: str, *, max_tokens: int = 4_000, cursor: int | None = None
+    ) -> dict[str, Any]:
+        """A page of one stored message written out whole; see :func:`lossless.recall.read`."""
+        return self._inner.read_message(message_id, max_tokens, cursor)
 
     def flush_search_index(self) -> int:
         """Moves text still waiting for the full-text index into it; returns the rows written.

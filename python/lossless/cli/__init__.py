@@ -34,6 +34,7 @@ for command in (
     recall.tree,
     recall.grep,
     recall.expand,
+    recall.read,
     stats.stats,
     sessions.export,
     demo.demo,

@@ -117,15 +117,12 @@ def _silence_stdout() -> None:
 
 
 def open_existing_store(ctx: typer.Context) -> Store:
-    """Open the database for a read command; never create one.
-
-    ``Store`` creates a missing file (that is right for writers), so read commands
-    check first: a typo in ``--db`` must not leave an empty database behind.
-    """
+    """Open the database for a read command, read-only: never create, migrate or
+    write it (a typo in ``--db`` must not leave an empty database behind)."""
     db = settings(ctx).db
     if not db.exists():
         fail(f"no database at {db} (pass --db PATH or set LOSSLESS_DB)")
-    return Store(db)
+    return Store(db, read_only=True)
 
 
 def plural(count: int, noun: str) -> str:

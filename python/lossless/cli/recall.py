@@ -1,4 +1,4 @@
-"""``lossless tree``, ``grep`` and ``expand``: the recall tools, for people."""
+"""``lossless tree``, ``grep``, ``expand`` and ``read``: the recall tools, for people."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rich.tree import Tree
 
 from lossless.cli._common import open_existing_store, plural, stdout_console
 
-__all__ = ["expand", "grep", "highlight_snippet", "summary_label", "tree"]
+__all__ = ["expand", "grep", "highlight_snippet", "read", "summary_label", "tree"]
 
 _MARKED = re.compile(r"\[([^\[\]]*)\]")
 _WORD = re.compile(r"[^\W_]+")  # the core's FTS tokenizer (unicode61) splits on "_" too
@@ -174,10 +174,25 @@ def expand(
     max_tokens: Annotated[
         int, typer.Option("--max-tokens", help="Token budget for the messages shown.", min=1)
     ] = 20_000,
+    around: Annotated[
+        str | None, typer.Option("--around", help="Centre on this source message (msg_...).")
+    ] = None,
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="Centre on the best match of these words.")
+    ] = None,
+    before: Annotated[
+        str | None, typer.Option("--before", help="The page of messages older than this one.")
+    ] = None,
+    after: Annotated[
+        str | None, typer.Option("--after", help="The page of messages newer than this one.")
+    ] = None,
 ) -> None:
-    """Show the source messages SUMMARY stands for, oldest first, within --max-tokens."""
+    """Show the source messages SUMMARY stands for within --max-tokens: the oldest
+    first, or centred on --around / --query; --before / --after page on."""
     store = open_existing_store(ctx)
-    expansion = store.expand(summary, max_tokens=max_tokens)
+    expansion = store.expand(
+        summary, max_tokens=max_tokens, around=around, query=query, before=before, after=after
+    )
     console = stdout_console()
     console.print(
         Text.assemble(
@@ -190,9 +205,10 @@ def expand(
     )
     for message in expansion["messages"]:
         header = f"[#{message['seq']} {message['role']}]"
+        focus = "  ← focus" if message["id"] == expansion["focus_id"] else ""
         console.print(
             Rule(
-                Text(f"{header} {message['id']} · {message['tokens']:,} tokens"),
+                Text(f"{header} {message['id']} · {message['tokens']:,} tokens{focus}"),
                 align="left",
                 style="dim",
             )
@@ -200,4 +216,68 @@ def expand(
         # The core starts each text with the same "[#seq role]" header the rule shows.
         text: str = message["text"]
         console.print(Text(text.removeprefix(header + "\n")))
-    console.print(Text(expansion["note"], style="yellow"), soft_wrap=True)
+    console.print(Text(_paging_note(expansion, max_tokens), style="yellow"), soft_wrap=True)
+
+
+def _paging_note(expansion: Mapping[str, Any], max_tokens: int) -> str:
+    """What was left out and the commands that show it."""
+    shown, total = len(expansion["messages"]), expansion["total_messages"]
+    if shown == total:
+        return f"all {plural(total, 'source message')} shown"
+    lines = [
+        f"{shown:,} of {total:,} source messages shown within {max_tokens:,} tokens;"
+        f" {total - shown:,} left out"
+    ]
+    command = f"lossless expand {expansion['summary_id']}"
+    budget = "" if max_tokens == 20_000 else f" --max-tokens {max_tokens}"
+    if expansion["before_cursor"]:
+        lines.append(
+            f"{plural(expansion['messages_before'], 'older message')} before:"
+            f" {command} --before {expansion['before_cursor']}{budget}"
+        )
+    if expansion["after_cursor"]:
+        lines.append(
+            f"{plural(expansion['messages_after'], 'newer message')} after:"
+            f" {command} --after {expansion['after_cursor']}{budget}"
+        )
+    if shown == 0:
+        at = expansion["focus_id"] or expansion["before_cursor"] or expansion["after_cursor"]
+        lines.append(f"{at} alone is over the budget: lossless read {at}")
+    return "\n".join(lines)
+
+
+def read(
+    ctx: typer.Context,
+    message: Annotated[str, typer.Argument(help="Message id (msg_...).")],
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", help="Token budget for the page shown.", min=1)
+    ] = 4_000,
+    cursor: Annotated[
+        int, typer.Option("--cursor", help="Start at this character (from the last page).", min=0)
+    ] = 0,
+) -> None:
+    """Show one stored message whole: its text, tool calls (input, output, error) and
+    file references, a page of --max-tokens at a time."""
+    store = open_existing_store(ctx)
+    page = store.read(message, max_tokens=max_tokens, cursor=cursor)
+    console = stdout_console()
+    console.print(
+        Text.assemble(
+            ("message ", "bold"),
+            page["message_id"],
+            f" · {page['session_id']} · {plural(page['parts'], 'part')}"
+            f" · characters {page['cursor']:,}–{page['cursor'] + len(page['text']):,}"
+            f" of {page['total_chars']:,}",
+        ),
+        soft_wrap=True,
+    )
+    console.print(Text(page["text"]))
+    if page["next_cursor"] is not None:
+        budget = "" if max_tokens == 4_000 else f" --max-tokens {max_tokens}"
+        console.print(
+            Text(
+                f"more: lossless read {page['message_id']} --cursor {page['next_cursor']}{budget}",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )

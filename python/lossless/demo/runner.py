@@ -212,8 +212,10 @@ def _show_recall(session: Session, report: DemoReport, console: Console) -> None
         console.print("  the message is still in the raw view (not compacted yet)")
         report.recall_expanded = True
         return
-    console.print(f"  now covered by summary {hit.covering_summary_id}; expanding it")
-    expansion = expand(hit.covering_summary_id, max_tokens=4_000, db=session)
+    console.print(
+        f"  now covered by summary {hit.covering_summary_id}; expanding it around the hit"
+    )
+    expansion = expand(hit.covering_summary_id, db=session, around=hit.owner_id, max_tokens=4_000)
     for message in expansion.messages:
         if RECALL_FACT in message.text:
             report.recall_expanded = True

@@ -32,6 +32,17 @@ pub enum Error {
         found: i64,
         supported: i64,
     },
+    /// A database was to be read at a path where there is no file.
+    #[error("{path}: no such database file")]
+    DatabaseNotFound { path: String },
+    /// The database has a schema too old to read without upgrading it, which only
+    /// a store opened for writing does.
+    #[error("{path}: schema version {found} is older than {oldest}, the oldest read without upgrading; open it for writing once (lossless.Store(path)) to upgrade it")]
+    SchemaTooOld {
+        path: String,
+        found: i64,
+        oldest: i64,
+    },
     /// The database file could not be opened or created.
     #[error("{path}: cannot open database: {reason}")]
     CannotOpen { path: String, reason: String },
@@ -96,6 +107,7 @@ impl Error {
                 path: named(at),
                 reason,
             },
+            Error::DatabaseNotFound { path: at } => Error::DatabaseNotFound { path: named(at) },
             other => other,
         }
     }

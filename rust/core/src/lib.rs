@@ -11,12 +11,14 @@ pub mod ids;
 pub mod parts;
 pub mod plan;
 pub mod profile;
+pub mod reading;
 pub mod render;
 pub mod request;
 pub mod store;
 pub mod summary_check;
 mod threads;
 pub mod tokens;
+pub mod window;
 
 pub use error::{Error, Result};
 pub use store::{OpenOptions, Store};

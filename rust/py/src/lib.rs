@@ -9,6 +9,7 @@
 
 mod convert;
 mod errors;
+mod recall;
 mod render_cache;
 mod round;
 mod span;

@@ -14,6 +14,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::convert;
 use crate::errors::invalid;
+use crate::recall;
 use crate::release;
 use crate::render_cache::RenderCache;
 use crate::round::RoundRules;
@@ -65,19 +66,26 @@ impl Store {
     // The text signatures spell the defaults PyO3 can only show as `...`: they are
     // not literals where the argument is parsed on extraction.
     #[pyo3(
-        signature = (path, synchronous = Durability::Normal, busy_timeout_ms = 30000),
-        text_signature = "(path, synchronous='normal', busy_timeout_ms=30000)"
+        signature = (path, synchronous = Durability::Normal, busy_timeout_ms = 30000, read_only = false),
+        text_signature = "(path, synchronous='normal', busy_timeout_ms=30000, read_only=False)"
     )]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
         #[pyo3(from_py_with = convert::synchronous_arg)] synchronous: Durability,
         #[pyo3(from_py_with = convert::busy_timeout_arg)] busy_timeout_ms: i64,
+        read_only: bool,
     ) -> PyResult<Self> {
         let path = convert::text(path, "path")?;
         let options =
             OpenOptions::new(synchronous, busy_timeout_ms).map_err(crate::errors::to_py_err)?;
-        let store = release(py, || core_store::Store::open(&path, &options))?;
+        let store = release(py, || {
+            if read_only {
+                core_store::Store::open_read_only(&path, &options)
+            } else {
+                core_store::Store::open(&path, &options)
+            }
+        })?;
         Ok(Self {
             inner: Mutex::new(store),
             path,
@@ -88,6 +96,12 @@ impl Store {
     #[getter]
     fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Whether this store was opened read-only.
+    #[getter]
+    fn read_only(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |store| Ok(store.is_read_only()))
     }
 
     fn schema_version(&self, py: Python<'_>) -> PyResult<i64> {
@@ -738,39 +752,47 @@ impl Store {
         Ok(list)
     }
 
+    #[pyo3(signature = (summary_id, max_tokens, around = None, query = None, before = None, after = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the keyword arguments of the Python function"
+    )]
     fn expand<'py>(
         &self,
         py: Python<'py>,
         summary_id: &Bound<'py, PyAny>,
         max_tokens: &Bound<'py, PyAny>,
+        around: Option<&Bound<'py, PyAny>>,
+        query: Option<&Bound<'py, PyAny>>,
+        before: Option<&Bound<'py, PyAny>>,
+        after: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let summary_id = convert::text(summary_id, "summary_id")?;
         let max_tokens = convert::int(max_tokens, "max_tokens")?;
-        let expansion = self.with(py, |store| store.expand(&summary_id, max_tokens))?;
-        let messages = PyList::empty(py);
-        for message in &expansion.messages {
-            messages.append(dict_of(
-                py,
-                &[
-                    ("id", obj(py, &message.id)?),
-                    ("seq", obj(py, message.seq)?),
-                    ("role", obj(py, &message.role)?),
-                    ("text", obj(py, &message.text)?),
-                    ("tokens", obj(py, message.tokens)?),
-                ],
-            )?)?;
-        }
-        dict_of(
-            py,
-            &[
-                ("summary_id", obj(py, &expansion.summary_id)?),
-                ("messages", messages.into_any()),
-                ("tokens", obj(py, expansion.tokens)?),
-                ("total_messages", obj(py, expansion.total_messages)?),
-                ("omitted_messages", obj(py, expansion.omitted_messages)?),
-                ("note", obj(py, &expansion.note)?),
-            ],
-        )
+        let focus = recall::focus(around, query, before, after)?;
+        let expansion = self.with(py, |store| {
+            store.expand_window(&summary_id, &focus, max_tokens)
+        })?;
+        recall::expansion(py, &expansion)
+    }
+
+    #[pyo3(signature = (message_id, max_tokens, cursor = None))]
+    fn read_message<'py>(
+        &self,
+        py: Python<'py>,
+        message_id: &Bound<'py, PyAny>,
+        max_tokens: &Bound<'py, PyAny>,
+        cursor: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let message_id = convert::text(message_id, "message_id")?;
+        let max_tokens = convert::int(max_tokens, "max_tokens")?;
+        let cursor = cursor.filter(|value| !value.is_none());
+        let cursor = usize::try_from(cursor.map_or(Ok(0), |value| convert::int(value, "cursor"))?)
+            .map_err(|_| invalid("cursor", "must be at least 0"))?;
+        let read = self.with(py, |store| {
+            store.read_message(&message_id, cursor, max_tokens)
+        })?;
+        recall::message_read(py, &read)
     }
 
     /// Moves the text waiting for the full-text index into it; returns the rows written.

@@ -3,11 +3,16 @@
 mod check;
 mod commit;
 mod compaction;
+mod dag_walk;
 mod events;
+mod expand;
 mod extractive;
 mod gate;
 mod left_out;
 mod messages;
+mod pending;
+mod read;
+mod readonly;
 mod recall;
 mod round;
 pub mod schema;
@@ -28,9 +33,12 @@ use crate::tokens::TokenCounter;
 pub use commit::CommitResult;
 pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
 pub use events::{EventRow, WriteEvent};
+pub use expand::{ExpandedMessage, Expansion, Focus};
 pub use extractive::SpanCommit;
 pub use messages::{AppendResult, MessageRecord, Usage};
-pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
+pub use read::MessageRead;
+pub use readonly::OLDEST_READABLE_SCHEMA;
+pub use recall::{DagNode, GrepHit, GrepMode, StoreStats};
 pub use round::{LeafWriter, RoundOutcome};
 pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
@@ -122,6 +130,9 @@ pub struct Store {
     reader: Option<Connection>,
     /// Opening `reader` failed (or the database is not a file): reads stay on `conn`.
     reader_failed: bool,
+    /// Opened with [`Store::open_read_only`]: nothing is written, not even the
+    /// search index's backlog.
+    read_only: bool,
 }
 
 impl Store {
@@ -166,6 +177,7 @@ impl Store {
             views: view::ViewCache::default(),
             reader: None,
             reader_failed: false,
+            read_only: false,
         })
     }
 

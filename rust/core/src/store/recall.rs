@@ -1,4 +1,4 @@
-//! Finding what compaction moved out of the view: grep, the summary DAG, expand.
+//! Finding what compaction moved out of the view: grep and the summary DAG.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,7 +8,6 @@ use rusqlite::{params, OptionalExtension};
 use super::compaction::SummaryRow;
 use super::Store;
 use crate::error::{Error, Result};
-use crate::render::{transcript_entry, StoredPart, MESSAGE_OVERHEAD};
 
 /// How [`Store::grep`] matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,27 +54,6 @@ pub struct DagNode {
     pub sources: Vec<String>,
 }
 
-/// A summary expanded back into its source messages.
-#[derive(Clone, Debug, Default)]
-pub struct Expansion {
-    pub summary_id: String,
-    pub messages: Vec<ExpandedMessage>,
-    pub tokens: i64,
-    pub total_messages: i64,
-    pub omitted_messages: i64,
-    pub note: String,
-}
-
-/// One source message in an [`Expansion`].
-#[derive(Clone, Debug)]
-pub struct ExpandedMessage {
-    pub id: String,
-    pub seq: i64,
-    pub role: String,
-    pub text: String,
-    pub tokens: i64,
-}
-
 /// Counts over the whole database.
 #[derive(Clone, Debug, Default)]
 pub struct StoreStats {
@@ -108,11 +86,17 @@ impl Store {
             self.session(id)?;
         }
         let limit = limit.clamp(1, 10_000);
-        self.flush_search_index()?;
+        if !self.read_only {
+            // A read-only store cannot move the backlog: it searches what was indexed.
+            self.flush_search_index()?;
+        }
         let mut hits = match mode {
             GrepMode::Text => self.grep_text(query, session_id, limit)?,
             GrepMode::Regex => self.grep_regex(query, session_id, limit)?,
         };
+        if self.read_only {
+            self.merge_pending(&mut hits, query, session_id, mode, limit)?;
+        }
         self.attach_covering_summaries(&mut hits)?;
         Ok(hits)
     }
@@ -305,100 +289,6 @@ impl Store {
         })
     }
 
-    /// The source messages of a summary (through condensed summaries, oldest
-    /// first), as many as fit `max_tokens`, with a note of what was left out.
-    pub fn expand(&mut self, summary_id: &str, max_tokens: i64) -> Result<Expansion> {
-        self.summary(summary_id)?;
-        let message_ids = self.leaf_messages(summary_id)?;
-        let mut expansion = Expansion {
-            summary_id: summary_id.to_string(),
-            total_messages: message_ids.len() as i64,
-            ..Expansion::default()
-        };
-        for id in &message_ids {
-            let record = self.get_message(id)?;
-            // Expanding restores what pruning took out of the view: originals, not markers.
-            let originals: Vec<StoredPart> = record
-                .parts
-                .into_iter()
-                .map(|part| StoredPart {
-                    tombstone: None,
-                    ..part
-                })
-                .collect();
-            let text = transcript_entry(record.seq, &record.role, &originals, None);
-            // The counts stored at write time, as everywhere else: expanding never
-            // re-tokenises what it shows.
-            let tokens = self.stored_tokens(id)?;
-            if expansion.tokens + tokens > max_tokens {
-                break;
-            }
-            expansion.tokens += tokens;
-            expansion.messages.push(ExpandedMessage {
-                id: record.id,
-                seq: record.seq,
-                role: record.role,
-                text,
-                tokens,
-            });
-        }
-        expansion.omitted_messages = expansion.total_messages - expansion.messages.len() as i64;
-        expansion.note = if expansion.omitted_messages == 0 {
-            format!("all {} source messages shown", expansion.total_messages)
-        } else {
-            let next = &message_ids[expansion.messages.len()];
-            format!(
-                "{} of {} source messages shown within {max_tokens} tokens; {} left out, starting at {next}",
-                expansion.messages.len(),
-                expansion.total_messages,
-                expansion.omitted_messages
-            )
-        };
-        Ok(expansion)
-    }
-
-    /// Message ids under a summary, oldest first, walking condensed summaries down.
-    fn leaf_messages(&self, summary_id: &str) -> Result<Vec<String>> {
-        // One query per summary reads its source messages with their sequence
-        // numbers, instead of one lookup per message.
-        let mut children = self.conn.prepare_cached(
-            "SELECT s.source_kind, s.source_id, COALESCE(m.seq, 0) FROM summary_sources s
-             LEFT JOIN messages m ON s.source_kind = 'message' AND m.id = s.source_id
-             WHERE s.summary_id = ?1 ORDER BY s.ord",
-        )?;
-        let mut messages: Vec<(i64, String)> = Vec::new();
-        let mut stack = vec![summary_id.to_string()];
-        let mut seen = HashSet::new();
-        while let Some(id) = stack.pop() {
-            if !seen.insert(id.clone()) {
-                continue;
-            }
-            let mut rows = children.query([&id])?;
-            while let Some(row) = rows.next()? {
-                let source: String = row.get(1)?;
-                if row.get_ref(0)?.as_str()? == "summary" {
-                    stack.push(source);
-                } else {
-                    messages.push((row.get(2)?, source));
-                }
-            }
-        }
-        messages.sort_unstable();
-        Ok(messages.into_iter().map(|(_, id)| id).collect())
-    }
-
-    /// A message's tokens as written: its parts with their full outputs, plus framing.
-    fn stored_tokens(&self, message_id: &str) -> Result<i64> {
-        let parts: i64 = self
-            .conn
-            .prepare_cached(
-                "SELECT COALESCE(SUM(p.token_count), 0) FROM messages m JOIN parts p
-                   ON p.session_id = m.session_id AND p.msg_seq = m.seq WHERE m.id = ?1",
-            )?
-            .query_row([message_id], |row| row.get(0))?;
-        Ok(parts + MESSAGE_OVERHEAD as i64)
-    }
-
     /// Counts over the whole database.
     pub fn stats(&self) -> Result<StoreStats> {
         let count =
@@ -438,7 +328,7 @@ fn hit_from_row(row: &rusqlite::Row<'_>, snippet: String, rank: f64) -> rusqlite
 }
 
 /// Turns a user's words into an FTS5 query: each word quoted, all required.
-fn fts_query(query: &str) -> Result<String> {
+pub(super) fn fts_query(query: &str) -> Result<String> {
     let words: Vec<String> = query
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|word| !word.is_empty())
@@ -453,7 +343,7 @@ fn fts_query(query: &str) -> Result<String> {
     Ok(words.join(" AND "))
 }
 
-fn snippet_around(body: &str, start: usize, end: usize) -> String {
+pub(super) fn snippet_around(body: &str, start: usize, end: usize) -> String {
     let from = floor_boundary(body, start.saturating_sub(SNIPPET_CHARS / 2));
     let to = floor_boundary(body, (end + SNIPPET_CHARS / 2).min(body.len()));
     let mut snippet = String::new();

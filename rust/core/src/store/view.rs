@@ -312,6 +312,8 @@ impl Store {
             }
             if needed >= budget {
                 // The ids alone would not fit: the budget holds, with a plain marker.
+                let view = self.fresh_view(session_id)?;
+                let (selected, marker) = select_with_marker(view, budget, request::MARKER_TOKENS);
                 break (selected, marker, Vec::new());
             }
             reserve = needed;

@@ -1,0 +1,262 @@
+"""Recall: finding and reading back what compaction moved out of the view.
+
+Four operations, each a Python function, an agent tool the session answers
+itself (``send(..., tools="recall")``, see :mod:`lossless.recall.tools`), and a
+CLI command:
+
+- :func:`grep`: full-text (bm25) or regex search over every stored part and summary;
+- :func:`describe`: the summary DAG, what each summary covers;
+- :func:`expand`: a summary back to a window of its source messages, within a
+  token budget: the oldest first, or centred on a message or on a query, with
+  cursors to page older or newer;
+- :func:`read`: one stored message whole, a page at a time.
+
+Each reads the database named by ``db=``: the path of its file, an open
+:class:`~lossless.Store` or a :class:`~lossless.session.Session`. A path is opened
+read-only, so reading never creates, migrates or writes a file; a missing one
+raises :class:`~lossless.errors.DatabaseNotFoundError`. ``session=`` (an id or a
+Session) restricts grep and describe to one session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lossless.errors import InvalidInputError
+from lossless.recall._target import Database, SessionRef, as_session, is_id, open_target
+
+__all__ = [
+    "RECALL_TOOLS",
+    "DagNode",
+    "Database",
+    "ExpandedMessage",
+    "Expansion",
+    "GrepHit",
+    "MessagePage",
+    "SessionRef",
+    "answer_recall_turn",
+    "describe",
+    "expand",
+    "grep",
+    "read",
+    "run_recall_tool",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GrepHit:
+    """One search hit; ``covering_summary_id`` is the live summary that holds it now."""
+
+    session_id: str
+    owner_kind: Literal["message", "summary"]
+    owner_id: str
+    part_id: str | None
+    snippet: str
+    rank: float
+    covering_summary_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DagNode:
+    """One summary of the DAG."""
+
+    id: str
+    session_id: str
+    kind: Literal["leaf", "condensed"]
+    level: int
+    depth: int
+    span_start_seq: int
+    span_end_seq: int
+    message_count: int
+    token_count: int
+    live: bool
+    superseded_by: str | None
+    source_kind: Literal["message", "summary"]
+    sources: list[str]
+    file_ids: list[str]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandedMessage:
+    """One source message of an expansion, as the transcript shows it."""
+
+    id: str
+    seq: int
+    role: str
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """A window of a summary's source messages that fits the budget, and what lies
+    on each side of it.
+
+    ``before_cursor`` / ``after_cursor`` are message ids to pass back as
+    ``before=`` / ``after=`` for the page of older / newer messages; ``None`` when
+    there are none on that side. ``focus_id`` is the message the window is centred
+    on (``around=``, or the best match of ``query=``).
+    """
+
+    summary_id: str
+    session_id: str
+    messages: list[ExpandedMessage]
+    tokens: int
+    total_messages: int
+    omitted_messages: int
+    messages_before: int
+    messages_after: int
+    focus_id: str | None
+    before_cursor: str | None
+    after_cursor: str | None
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    """A page of one stored message written out whole: its text, every tool
+    call's name, id, status, input, output and error, every file reference.
+
+    ``cursor`` and ``next_cursor`` count characters of the whole text; pass
+    ``next_cursor`` back as ``cursor=`` for the next page (``None`` on the last).
+    """
+
+    message_id: str
+    session_id: str
+    seq: int
+    role: str
+    status: str
+    parts: int
+    text: str
+    tokens: int
+    cursor: int
+    next_cursor: int | None
+    total_chars: int
+
+
+def _at_least_one(field: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{field}: expected an integer, got {type(value).__name__}")
+    if value < 1:
+        raise InvalidInputError(f"{field}: must be at least 1")
+
+
+def grep(
+    query: str,
+    *,
+    db: Database | None = None,
+    session: SessionRef | None = None,
+    mode: Literal["text", "regex"] = "text",
+    limit: int = 20,
+) -> list[GrepHit]:
+    """Search every session of ``db``, or only ``session`` (an id or a Session).
+
+    ``grep("words", db="agent.db")`` searches the whole file;
+    ``grep("words", session=session)`` one session (its own database). Text mode
+    ranks matches with bm25; when more than 2,000 parts match, the 2,000 newest
+    are ranked (add words to narrow, or use ``mode="regex"`` to scan all).
+    """
+    _at_least_one("limit", limit)
+    store, session_id = open_target(db, session)
+    return [GrepHit(**row) for row in store.grep(query, session_id, mode, limit)]
+
+
+def describe(
+    target: str | SessionRef | None = None,
+    *,
+    db: Database | None = None,
+    session: SessionRef | None = None,
+) -> list[DagNode]:
+    """The summary DAG: of one summary (``target`` a ``sum_…`` id), of one session
+    (``target`` or ``session`` a session id or Session), or of every session of ``db``.
+    """
+    summary_id, about = _describe_target(target, session)
+    store, session_id = open_target(db, about)
+    if summary_id is not None:
+        rows = store.describe(None, summary_id)
+    elif session_id is not None:
+        rows = store.describe(session_id, None)
+    else:
+        rows = [
+            row for listed in store.list_sessions() for row in store.describe(listed["id"], None)
+        ]
+    return [_node(row) for row in rows]
+
+
+def _describe_target(target: object, session: object) -> tuple[str | None, object]:
+    """The summary id and the session ``describe`` was asked about."""
+    if target is None:
+        return None, session
+    if isinstance(target, str) and is_id(target, "sum"):
+        return target, session
+    if as_session(target) is not None or (isinstance(target, str) and is_id(target, "ses")):
+        if session is not None:
+            raise InvalidInputError("target: a session is given twice (target and session=)")
+        return None, target
+    if not isinstance(target, str):
+        raise InvalidInputError(
+            f"target: expected a summary id, a session id or a Session, got {type(target).__name__}"
+        )
+    raise InvalidInputError(
+        f"target: {target!r} is not a summary id (sum_…), a session id or a Session; "
+        "a database goes in db="
+    )
+
+
+def expand(
+    summary_id: str,
+    *,
+    db: Database | None = None,
+    max_tokens: int = 20_000,
+    around: str | None = None,
+    query: str | None = None,
+    before: str | None = None,
+    after: str | None = None,
+) -> Expansion:
+    """A window of the source messages of ``summary_id`` (through condensed
+    summaries) within ``max_tokens``, with what lies before and after it.
+
+    Without a focus the window starts at the oldest source message. ``around``
+    (a source message id) centres it on that message; ``query`` (words) on the
+    source message that matches them best (bm25, any of the words). ``before`` /
+    ``after`` (a cursor of an earlier expansion) give the page of older / newer
+    messages. At most one of the four.
+    """
+    _at_least_one("max_tokens", max_tokens)
+    store, _ = open_target(db)
+    row = store.expand(summary_id, max_tokens, around, query, before, after)
+    return _expansion(row)
+
+
+def read(
+    message_id: str,
+    *,
+    db: Database | None = None,
+    max_tokens: int = 4_000,
+    cursor: int | None = None,
+) -> MessagePage:
+    """One stored message written out whole (pruned tool outputs included), from
+    character ``cursor`` (0 when ``None``), as much of it as ``max_tokens`` holds."""
+    _at_least_one("max_tokens", max_tokens)
+    store, _ = open_target(db)
+    return MessagePage(**store.read_message(message_id, max_tokens, cursor))
+
+
+def _expansion(row: dict[str, Any]) -> Expansion:
+    fields = {key: row[key] for key in Expansion.__dataclass_fields__ if key != "messages"}
+    messages = [ExpandedMessage(**message) for message in row["messages"]]
+    return Expansion(messages=messages, **fields)
+
+
+def _node(row: dict[str, Any]) -> DagNode:
+    fields = DagNode.__dataclass_fields__
+    return DagNode(**{key: row[key] for key in fields})
+
+
+from lossless.recall.tools import (  # noqa: E402  (the tools use the functions above)
+    RECALL_TOOLS,
+    answer_recall_turn,
+    run_recall_tool,
+)
