@@ -32,13 +32,16 @@ __all__ = [
     "describe",
     "expand",
     "grep",
+    "group_by_summary",
     "run_recall_tool",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class GrepHit:
-    """One search hit; ``covering_summary_id`` is the live summary that holds it now."""
+    """One search hit; ``covering_summary_id`` is the live summary that holds it now,
+    ``leaf_summary_id`` the leaf summary whose sources name a message hit (it may
+    have been condensed since)."""
 
     session_id: str
     owner_kind: Literal["message", "summary"]
@@ -47,6 +50,7 @@ class GrepHit:
     snippet: str
     rank: float
     covering_summary_id: str | None
+    leaf_summary_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +146,28 @@ def grep(
 ) -> list[GrepHit]:
     """Search one session (a :class:`Session` or an id) or, with ``session=None``, all of ``db``.
 
-    Text mode ranks matches with bm25; when more than 2,000 parts match, the 2,000
-    newest are ranked (add words to narrow, or use ``mode="regex"`` to scan all).
+    Text mode takes a question as it is asked: every part or summary holding any of
+    its words is a candidate, ranked by bm25 over stemmed words ("rotated" finds
+    "rotates"), with English stopwords ("what", "the") left out unless the query has
+    nothing else. ``+word`` requires a word and ``"exact words"`` requires a phrase
+    (an unbalanced ``"`` raises :class:`~lossless.errors.InvalidInputError`, as does
+    a query without a word). Summaries are ranked beside messages, at most a quarter
+    of the page unless too few messages match. When more than 2,000 parts match, the
+    2,000 newest are ranked (require a word to narrow, or use ``mode="regex"`` to scan
+    all). :func:`group_by_summary` groups the hits by the summary that covers them.
     """
     _at_least_one("limit", limit)
     store, session_id = _resolve("session", session, db)
     return [GrepHit(**row) for row in store.grep(query, session_id, mode, limit)]
+
+
+def group_by_summary(hits: list[GrepHit]) -> dict[str | None, list[GrepHit]]:
+    """Hits by the live summary that covers them (``None``: still in the view), in
+    the order of each group's best hit, each group in rank order."""
+    groups: dict[str | None, list[GrepHit]] = {}
+    for hit in hits:
+        groups.setdefault(hit.covering_summary_id, []).append(hit)
+    return groups
 
 
 def describe(target: Session | str, *, db: str | os.PathLike[str] = "lossless.db") -> list[DagNode]:
@@ -196,7 +216,9 @@ RECALL_TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "query": {
                         "type": "string",
-                        "description": "Words to find (or a regex with mode=regex).",
+                        "description": "A question or words to find, ranked by relevance; "
+                        '+word requires a word, "exact words" a phrase '
+                        "(or a regex with mode=regex).",
                     },
                     "mode": {"type": "string", "enum": ["text", "regex"], "default": "text"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},

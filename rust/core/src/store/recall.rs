@@ -8,12 +8,13 @@ use rusqlite::{params, OptionalExtension};
 use super::compaction::SummaryRow;
 use super::Store;
 use crate::error::{Error, Result};
+use crate::query;
 use crate::render::{transcript_entry, StoredPart, MESSAGE_OVERHEAD};
 
 /// How [`Store::grep`] matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GrepMode {
-    /// Full-text words, ranked by bm25.
+    /// Full-text words, ranked by bm25 (see [`crate::query`] for the syntax).
     Text,
     /// A regular expression over the stored text, newest first.
     Regex,
@@ -44,6 +45,9 @@ pub struct GrepHit {
     pub rank: f64,
     /// The live summary whose span now holds the hit, if it left the raw view.
     pub covering_summary_id: Option<String>,
+    /// For a message hit, the leaf summary whose sources name the message (live or
+    /// condensed since), if one does.
+    pub leaf_summary_id: Option<String>,
 }
 
 /// One node of a session's summary DAG.
@@ -123,26 +127,13 @@ impl Store {
         session_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
-        let match_expr = fts_query(query)?;
-        // Rank first, without snippets: SQLite computes every selected column of every
-        // match before sorting, and a snippet costs far more than a bm25 score. A word
-        // found in more than RANKED_CANDIDATES parts is ranked among its newest ones,
-        // so one common word cannot make a search cost the whole store.
-        let ranked: Vec<(i64, f64)> = self
-            .conn
-            .prepare_cached(
-                "SELECT rowid, bm25(fts) FROM fts
-                 WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
-                   AND rowid >= COALESCE((SELECT min(rowid) FROM (
-                       SELECT rowid FROM fts WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
-                       ORDER BY rowid DESC LIMIT ?4)), 0)
-                 ORDER BY bm25(fts) LIMIT ?3",
-            )?
-            .query_map(
-                params![match_expr, session_id, limit as i64, RANKED_CANDIDATES],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )?
-            .collect::<rusqlite::Result<_>>()?;
+        let match_expr = query::parse(query)?.to_fts();
+        // Parts and summaries are ranked apart (rowids above and below zero), so the
+        // page can cap summaries; bm25 reads the same index-wide statistics for both,
+        // so their scores compare.
+        let parts = self.rank(&match_expr, session_id, limit, true)?;
+        let summaries = self.rank(&match_expr, session_id, limit, false)?;
+        let ranked = query::merge_ranked(&parts, &summaries, limit);
         let mut detail = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, snippet(fts, 0, '[', ']', ' ... ', 24)
              FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
@@ -155,6 +146,46 @@ impl Store {
             hits.push(hit);
         }
         Ok(hits)
+    }
+
+    /// The best `limit` index rows of parts (or of summaries) by bm25, without
+    /// snippets: SQLite computes every selected column of every match before
+    /// sorting, and a snippet costs far more than a score. A query matching more
+    /// than [`RANKED_CANDIDATES`] rows is ranked among its newest ones, so a common
+    /// word cannot make a search cost the whole store.
+    fn rank(
+        &self,
+        match_expr: &str,
+        session_id: Option<&str>,
+        limit: usize,
+        parts: bool,
+    ) -> Result<Vec<(i64, f64)>> {
+        // A summary's index rowid is minus its rowid: its newest rows are the lowest.
+        let sql = if parts {
+            "SELECT rowid, bm25(fts) FROM fts
+             WHERE fts MATCH ?1 AND rowid > 0 AND (?2 IS NULL OR session_id = ?2)
+               AND rowid >= COALESCE((SELECT min(rowid) FROM (
+                   SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > 0
+                     AND (?2 IS NULL OR session_id = ?2)
+                   ORDER BY rowid DESC LIMIT ?4)), 0)
+             ORDER BY bm25(fts) LIMIT ?3"
+        } else {
+            "SELECT rowid, bm25(fts) FROM fts
+             WHERE fts MATCH ?1 AND rowid < 0 AND (?2 IS NULL OR session_id = ?2)
+               AND rowid <= COALESCE((SELECT max(rowid) FROM (
+                   SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid < 0
+                     AND (?2 IS NULL OR session_id = ?2)
+                   ORDER BY rowid ASC LIMIT ?4)), 0)
+             ORDER BY bm25(fts) LIMIT ?3"
+        };
+        Ok(self
+            .conn
+            .prepare_cached(sql)?
+            .query_map(
+                params![match_expr, session_id, limit as i64, RANKED_CANDIDATES],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?
+            .collect::<rusqlite::Result<_>>()?)
     }
 
     fn grep_regex(
@@ -187,32 +218,37 @@ impl Store {
         Ok(hits)
     }
 
-    /// For each hit outside the view, the live summary that covers it now.
+    /// For each hit outside the view, the leaf summary that holds it and the live
+    /// summary that covers it now.
     fn attach_covering_summaries(&self, hits: &mut [GrepHit]) -> Result<()> {
-        let mut memo: HashMap<String, Option<String>> = HashMap::new();
+        type Found = (Option<String>, Option<String>);
+        let mut memo: HashMap<String, Found> = HashMap::new();
         for hit in hits.iter_mut() {
-            if let Some(known) = memo.get(&hit.owner_id) {
-                hit.covering_summary_id.clone_from(known);
-                continue;
+            if !memo.contains_key(&hit.owner_id) {
+                let leaf = if hit.owner_kind == "summary" {
+                    None
+                } else {
+                    self.leaf_summary_of(&hit.owner_id)?
+                };
+                let start = leaf.as_deref().unwrap_or(&hit.owner_id);
+                let covering = self.live_summary_above(start)?;
+                let covering = covering.or_else(|| leaf.clone());
+                memo.insert(hit.owner_id.clone(), (leaf, covering));
             }
-            let covering = self.covering_summary(&hit.owner_id)?;
-            memo.insert(hit.owner_id.clone(), covering.clone());
-            hit.covering_summary_id = covering;
+            let (leaf, covering) = &memo[&hit.owner_id];
+            hit.leaf_summary_id.clone_from(leaf);
+            hit.covering_summary_id.clone_from(covering);
         }
         Ok(())
     }
 
-    /// The summary now in the view above a message or summary: the leaf summary
-    /// whose edges name the message, then `superseded_by` up to a live summary.
-    fn covering_summary(&self, id: &str) -> Result<Option<String>> {
-        let mut current = if id.starts_with("sum_") {
-            id.to_string()
-        } else {
-            match self.leaf_summary_of(id)? {
-                Some(leaf) => leaf,
-                None => return Ok(None),
-            }
-        };
+    /// The live summary above a summary: `superseded_by` up to one that is not
+    /// superseded; `None` for a message or a summary that is live itself.
+    fn live_summary_above(&self, id: &str) -> Result<Option<String>> {
+        if !id.starts_with("sum_") {
+            return Ok(None);
+        }
+        let mut current = id.to_string();
         let mut parent = self
             .conn
             .prepare_cached("SELECT superseded_by FROM summaries WHERE id = ?1")?;
@@ -434,23 +470,8 @@ fn hit_from_row(row: &rusqlite::Row<'_>, snippet: String, rank: f64) -> rusqlite
         snippet,
         rank,
         covering_summary_id: None,
+        leaf_summary_id: None,
     })
-}
-
-/// Turns a user's words into an FTS5 query: each word quoted, all required.
-fn fts_query(query: &str) -> Result<String> {
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|word| !word.is_empty())
-        .map(|word| format!("\"{word}\""))
-        .collect();
-    if words.is_empty() {
-        return Err(Error::invalid(
-            "query",
-            "has no words to search for (only punctuation or spaces)",
-        ));
-    }
-    Ok(words.join(" AND "))
 }
 
 fn snippet_around(body: &str, start: usize, end: usize) -> String {
