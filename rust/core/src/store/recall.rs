@@ -161,21 +161,23 @@ impl Store {
         parts: bool,
     ) -> Result<Vec<(i64, f64)>> {
         // A summary's index rowid is minus its rowid: its newest rows are the lowest.
+        // One bound on rowid only: given a second (`rowid > 0`), SQLite hands FTS5 the
+        // constant one and reads the session of every match (20x slower at 100,000).
         let sql = if parts {
             "SELECT rowid, bm25(fts) FROM fts
-             WHERE fts MATCH ?1 AND rowid > 0 AND (?2 IS NULL OR session_id = ?2)
-               AND rowid >= COALESCE((SELECT min(rowid) FROM (
+             WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
+               AND rowid >= max(1, COALESCE((SELECT min(rowid) FROM (
                    SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid > 0
                      AND (?2 IS NULL OR session_id = ?2)
-                   ORDER BY rowid DESC LIMIT ?4)), 0)
+                   ORDER BY rowid DESC LIMIT ?4)), 1))
              ORDER BY bm25(fts) LIMIT ?3"
         } else {
             "SELECT rowid, bm25(fts) FROM fts
-             WHERE fts MATCH ?1 AND rowid < 0 AND (?2 IS NULL OR session_id = ?2)
-               AND rowid <= COALESCE((SELECT max(rowid) FROM (
+             WHERE fts MATCH ?1 AND (?2 IS NULL OR session_id = ?2)
+               AND rowid <= min(-1, COALESCE((SELECT max(rowid) FROM (
                    SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid < 0
                      AND (?2 IS NULL OR session_id = ?2)
-                   ORDER BY rowid ASC LIMIT ?4)), 0)
+                   ORDER BY rowid ASC LIMIT ?4)), -1))
              ORDER BY bm25(fts) LIMIT ?3"
         };
         Ok(self
