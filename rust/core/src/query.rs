@@ -304,6 +304,107 @@ fn quote<S: AsRef<str>>(words: &[S]) -> String {
     format!("\"{}\"", joined.join(" "))
 }
 
+/// Index rows times phrases bm25 may score for one query. Scoring a row costs about a
+/// microsecond per phrase (each phrase's positions in it are read: 2,000 rows of a
+/// nine-word question took 21 ms at 100,000 messages), so the newest candidates a
+/// query ranks shrink as its phrases grow.
+pub const SCORED_PHRASE_ROWS: usize = 6_000;
+
+/// Matches a word may have and still count as rare: every match of a rare word is
+/// ranked, however old (see [`Query::rare_fts`]).
+pub const RARE_MATCHES: i64 = 500;
+
+/// The newest matches a query ranks: [`SCORED_PHRASE_ROWS`] shared among its
+/// phrases, 2,000 for one word, never under 300.
+#[must_use]
+pub fn candidates(query: &Query) -> usize {
+    let phrases = query.optional.len() + query.required.len() * 2;
+    (SCORED_PHRASE_ROWS / phrases.max(1)).clamp(300, 2_000)
+}
+
+impl Query {
+    /// The expression for the matches of the rare optional words only (`rare[i]` for
+    /// `optional[i]`), the required phrases kept; `None` when no word is rare or the
+    /// query has only one word. The newest candidates of a question's common words
+    /// would push an old turn holding its rare word out of reach: every match of a
+    /// rare word is ranked too, on its rare words alone, which never scores it better
+    /// than the whole expression would.
+    #[must_use]
+    pub fn rare_fts(&self, rare: &[bool]) -> Option<String> {
+        let words: Vec<String> = self
+            .optional
+            .iter()
+            .zip(rare)
+            .filter(|(_, rare)| **rare)
+            .map(|(word, _)| word.clone())
+            .collect();
+        if words.is_empty() || words.len() == self.optional.len() {
+            return None;
+        }
+        let narrowed = Query {
+            optional: words,
+            required: self.required.clone(),
+        };
+        Some(narrowed.to_fts())
+    }
+}
+
+/// Share of the index's rows past which a word is too common to search for while
+/// rarer words are left: FTS5's bm25 gives a word in half the rows no weight at all
+/// (its idf is clamped), one in a quarter about a tenth of a rare word's, while
+/// reading its positions costs the most of any word (a millisecond per 50,000 rows).
+pub const COMMON_SHARE: f64 = 0.25;
+
+/// Matches under which no word counts as common: reading them costs little.
+pub const COMMON_FLOOR: i64 = 2_000;
+
+/// Words kept, the rarest, when every word of a query is common.
+pub const KEEP_COMMON: usize = 3;
+
+impl Query {
+    /// The query without its common optional words (`matches[i]` is how many index
+    /// rows `optional[i]` matches, of `rows`: common past [`COMMON_SHARE`] of them and
+    /// [`COMMON_FLOOR`]); when all are common, its [`KEEP_COMMON`] rarest stay.
+    #[must_use]
+    pub fn without_common(&self, matches: &[i64], rows: i64) -> Query {
+        let limit = ((rows as f64 * COMMON_SHARE) as i64).max(COMMON_FLOOR);
+        let mut ranked: Vec<(i64, &String)> = matches.iter().copied().zip(&self.optional).collect();
+        let mut kept: Vec<&String> = ranked
+            .iter()
+            .filter(|(count, _)| *count <= limit)
+            .map(|(_, word)| *word)
+            .collect();
+        if kept.is_empty() {
+            ranked.sort_by_key(|(count, _)| *count);
+            kept = ranked
+                .iter()
+                .take(KEEP_COMMON)
+                .map(|(_, word)| *word)
+                .collect();
+        }
+        Query {
+            optional: self
+                .optional
+                .iter()
+                .filter(|word| kept.contains(word))
+                .cloned()
+                .collect(),
+            required: self.required.clone(),
+        }
+    }
+}
+
+/// Two rankings of index rows (bm25: lower is better) as one, best first, each row
+/// once with the score of the list that ranked it first: the whole expression's.
+#[must_use]
+pub fn union_ranked(first: &[(i64, f64)], second: &[(i64, f64)]) -> Vec<(i64, f64)> {
+    let seen: std::collections::HashSet<i64> = first.iter().map(|(id, _)| *id).collect();
+    let mut all: Vec<(i64, f64)> = first.to_vec();
+    all.extend(second.iter().filter(|(id, _)| !seen.contains(id)));
+    all.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    all
+}
+
 /// Summaries a page of `limit` results may hold before parts have run out: a
 /// summary repeats what its sources say in fewer words, so bm25 favours it, and
 /// without a cap a few summaries would fill every page.
@@ -379,6 +480,32 @@ mod tests {
         }
         let err = parse("the \"open phrase").unwrap_err().to_string();
         assert!(err.contains("unbalanced"), "{err}");
+    }
+
+    #[test]
+    fn long_queries_rank_fewer_candidates_and_rare_words_alone() {
+        let one = parse("ledger").unwrap();
+        let question = parse("which ledger rates failed the retry checks in fx today").unwrap();
+        assert_eq!(candidates(&one), 2_000);
+        assert!(candidates(&question) < 1_000);
+        let rare = [false, true, false, false, false, false, false];
+        assert_eq!(question.optional.len(), rare.len());
+        assert_eq!(question.rare_fts(&rare).as_deref(), Some("\"rates\""));
+        assert_eq!(question.rare_fts(&[false; 7]), None);
+        assert_eq!(question.rare_fts(&[true; 7]), None);
+        let merged = union_ranked(&[(3, -2.0), (1, -1.0)], &[(1, -0.5), (9, -1.5)]);
+        assert_eq!(merged, [(3, -2.0), (9, -1.5), (1, -1.0)]);
+    }
+
+    #[test]
+    fn common_words_leave_unless_nothing_else_is_left() {
+        let query = parse("ledger rates retry checks fx").unwrap();
+        let lean = query.without_common(&[10, 9_000, 20, 6_000, 5], 10_000);
+        assert_eq!(lean.optional, ["ledger", "retry", "fx"]);
+        let all_common = query.without_common(&[9_900, 9_000, 8_000, 6_000, 7_000], 10_000);
+        assert_eq!(all_common.optional, ["retry", "checks", "fx"]);
+        let small_store = query.without_common(&[990, 900, 800, 600, 700], 1_000);
+        assert_eq!(small_store, query);
     }
 
     #[test]

@@ -117,6 +117,8 @@ pub struct Store {
     reader: Option<Connection>,
     /// Opening `reader` failed (or the database is not a file): reads stay on `conn`.
     reader_failed: bool,
+    /// Index rows each searched word matched, and the index size when counted.
+    word_counts: recall::WordCounts,
 }
 
 impl Store {
@@ -160,6 +162,7 @@ impl Store {
             views: view::ViewCache::default(),
             reader: None,
             reader_failed: false,
+            word_counts: recall::WordCounts::default(),
         })
     }
 

@@ -33,6 +33,18 @@ impl GrepMode {
     }
 }
 
+/// Words whose counts a store keeps at most, a few hundred KB.
+const WORD_COUNTS_KEPT: usize = 10_000;
+
+/// How many index rows searched words matched, while the index held about `rows`
+/// rows: what decides which words are too common to search for (see
+/// [`query::Query::without_common`]) without reading their matches on every search.
+#[derive(Debug, Default)]
+pub(super) struct WordCounts {
+    rows: i64,
+    counts: HashMap<String, i64>,
+}
+
 /// One search hit.
 #[derive(Clone, Debug)]
 pub struct GrepHit {
@@ -96,8 +108,6 @@ pub struct StoreStats {
 }
 
 const SNIPPET_CHARS: usize = 160;
-/// Matches of one full-text query that bm25 ranks at most: the newest ones.
-const RANKED_CANDIDATES: i64 = 2_000;
 
 impl Store {
     /// Searches every stored part and summary (of one session, or all).
@@ -122,17 +132,35 @@ impl Store {
     }
 
     fn grep_text(
-        &self,
+        &mut self,
         query: &str,
         session_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
-        let match_expr = query::parse(query)?.to_fts();
+        let parsed = query::parse(query)?;
+        let (matches, rows) = self.word_matches(&parsed.optional)?;
+        let lean = parsed.without_common(&matches, rows);
+        let rare: Vec<bool> = parsed
+            .optional
+            .iter()
+            .zip(&matches)
+            .filter(|(word, _)| lean.optional.contains(word))
+            .map(|(_, count)| *count <= query::RARE_MATCHES)
+            .collect();
+        let parsed = lean;
+        let match_expr = parsed.to_fts();
+        let candidates = query::candidates(&parsed);
         // Parts and summaries are ranked apart (rowids above and below zero), so the
         // page can cap summaries; bm25 reads the same index-wide statistics for both,
         // so their scores compare.
-        let parts = self.rank(&match_expr, session_id, limit, true)?;
-        let summaries = self.rank(&match_expr, session_id, limit, false)?;
+        let mut parts = self.rank(&match_expr, session_id, limit, candidates, true)?;
+        if let Some(rare_expr) = parsed.rare_fts(&rare) {
+            let all = query::RARE_MATCHES as usize;
+            let old = self.rank(&rare_expr, session_id, limit, all, true)?;
+            parts = query::union_ranked(&parts, &old);
+            parts.truncate(limit);
+        }
+        let summaries = self.rank(&match_expr, session_id, limit, candidates, false)?;
         let ranked = query::merge_ranked(&parts, &summaries, limit);
         let mut detail = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, snippet(fts, 0, '[', ']', ' ... ', 24)
@@ -148,16 +176,50 @@ impl Store {
         Ok(hits)
     }
 
+    /// How many index rows each word matches, from the counts kept since the index
+    /// was last this size (within a quarter), counting the others.
+    fn word_matches(&mut self, words: &[String]) -> Result<(Vec<i64>, i64)> {
+        let rows: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COALESCE((SELECT max(pk) FROM parts), 0)
+                      + COALESCE((SELECT max(pk) FROM summaries), 0)",
+            )?
+            .query_row([], |row| row.get(0))?;
+        let stale = self.word_counts.rows * 5 < rows * 4 || self.word_counts.rows > rows;
+        if stale || self.word_counts.counts.len() > WORD_COUNTS_KEPT {
+            self.word_counts = WordCounts {
+                rows,
+                counts: HashMap::new(),
+            };
+        }
+        let mut count = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM fts WHERE fts MATCH ?1")?;
+        let mut matches = Vec::with_capacity(words.len());
+        for word in words {
+            if let Some(known) = self.word_counts.counts.get(word) {
+                matches.push(*known);
+                continue;
+            }
+            let found: i64 = count.query_row([format!("\"{word}\"")], |row| row.get(0))?;
+            self.word_counts.counts.insert(word.clone(), found);
+            matches.push(found);
+        }
+        Ok((matches, rows))
+    }
+
     /// The best `limit` index rows of parts (or of summaries) by bm25, without
     /// snippets: SQLite computes every selected column of every match before
     /// sorting, and a snippet costs far more than a score. A query matching more
-    /// than [`RANKED_CANDIDATES`] rows is ranked among its newest ones, so a common
-    /// word cannot make a search cost the whole store.
+    /// than `candidates` rows is ranked among its newest ones, so common words
+    /// cannot make a search cost the whole store.
     fn rank(
         &self,
         match_expr: &str,
         session_id: Option<&str>,
         limit: usize,
+        candidates: usize,
         parts: bool,
     ) -> Result<Vec<(i64, f64)>> {
         // A summary's index rowid is minus its rowid: its newest rows are the lowest.
@@ -184,7 +246,7 @@ impl Store {
             .conn
             .prepare_cached(sql)?
             .query_map(
-                params![match_expr, session_id, limit as i64, RANKED_CANDIDATES],
+                params![match_expr, session_id, limit as i64, candidates as i64],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?
             .collect::<rusqlite::Result<_>>()?)
