@@ -82,6 +82,10 @@ async def test_query_syntax_requires_phrases_and_plus_words(compacted: Session) 
     assert grep("what is it", session=compacted)
     with pytest.raises(errors.InvalidInputError, match="unbalanced"):
         grep('the "quartz heron', session=compacted)
+    with pytest.raises(errors.InvalidInputError, match="more than 32"):
+        grep("+word " * 40, session=compacted)
+    # A pasted page searches its first 32 distinct words.
+    assert grep("quartz " + " ".join(f"w{i}" for i in range(500)), session=compacted)
     for nothing in ("", "   ", '""', "+"):
         with pytest.raises(errors.InvalidInputError, match="no words"):
             grep(nothing, session=compacted)

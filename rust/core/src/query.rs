@@ -11,8 +11,9 @@
 
 use crate::error::{Error, Result};
 
-/// Optional words a query keeps: bm25 reads every phrase's whole doclist once, so
-/// a pasted page of text must not make a search cost hundreds of scans.
+/// Optional words a query keeps, and required words and phrases it may hold: bm25
+/// reads every phrase's whole doclist once, so a pasted page of text must not make a
+/// search cost hundreds of scans.
 pub const MAX_TERMS: usize = 32;
 
 /// A parsed full-text query.
@@ -218,6 +219,12 @@ pub fn parse(text: &str) -> Result<Query> {
         if !known && query.optional.len() < MAX_TERMS {
             query.optional.push(word.clone());
         }
+    }
+    if query.required.len() > MAX_TERMS {
+        return Err(Error::invalid(
+            "query",
+            format!("requires more than {MAX_TERMS} words or phrases"),
+        ));
     }
     if query.optional.is_empty() && query.required.is_empty() {
         return Err(Error::invalid(
@@ -480,6 +487,10 @@ mod tests {
         }
         let err = parse("the \"open phrase").unwrap_err().to_string();
         assert!(err.contains("unbalanced"), "{err}");
+        let many = "+w ".repeat(MAX_TERMS + 1);
+        assert!(parse(&many).unwrap_err().to_string().contains("more than"));
+        let long = "word ".repeat(10_000);
+        assert_eq!(parse(&long).unwrap().optional, ["word"]);
     }
 
     #[test]
