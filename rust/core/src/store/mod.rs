@@ -5,6 +5,7 @@ mod commit;
 mod compaction;
 mod events;
 mod extractive;
+mod grep;
 mod messages;
 mod recall;
 mod round;
@@ -27,8 +28,9 @@ pub use commit::CommitResult;
 pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
 pub use events::EventRow;
 pub use extractive::SpanCommit;
+pub use grep::{GrepHit, GrepMode};
 pub use messages::{AppendResult, MessageRecord, Usage};
-pub use recall::{DagNode, Expansion, GrepHit, GrepMode, StoreStats};
+pub use recall::{DagNode, Expansion, StoreStats};
 pub use round::{LeafWriter, RoundOutcome};
 pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
@@ -118,7 +120,7 @@ pub struct Store {
     /// Opening `reader` failed (or the database is not a file): reads stay on `conn`.
     reader_failed: bool,
     /// Index rows each searched word matched, and the index size when counted.
-    word_counts: recall::WordCounts,
+    word_counts: grep::WordCounts,
 }
 
 impl Store {
@@ -162,7 +164,7 @@ impl Store {
             views: view::ViewCache::default(),
             reader: None,
             reader_failed: false,
-            word_counts: recall::WordCounts::default(),
+            word_counts: grep::WordCounts::default(),
         })
     }
 
