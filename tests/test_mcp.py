@@ -58,7 +58,8 @@ def _answer(result: Any) -> Any:
 
 async def test_the_server_lists_its_recall_tools(client: Client) -> None:
     listed = await client.list_tools()
-    assert {tool.name for tool in listed.tools} >= {"sessions", "grep", "describe", "expand"}
+    names = {tool.name for tool in listed.tools}
+    assert names >= {"sessions", "grep", "describe", "expand", "read"}
     for tool in listed.tools:
         assert tool.description, tool.name
 
@@ -69,7 +70,8 @@ async def test_a_compacted_fact_is_found_and_read_back(
     _, session_id = database
     sessions = _answer(await client.call_tool("sessions", {}))
     assert [row["id"] for row in sessions] == [session_id]
-    hits = _answer(await client.call_tool("grep", {"query": RECALL_QUERY, "limit": 5}))
+    question = f"Which host did we agree on for {RECALL_QUERY}?"
+    hits = _answer(await client.call_tool("grep", {"query": question, "limit": 5}))
     message_hits = [hit for hit in hits if hit["owner_kind"] == "message"]
     assert message_hits and message_hits[0]["covering_summary_id"]
     summary_id = message_hits[0]["covering_summary_id"]
@@ -80,6 +82,17 @@ async def test_a_compacted_fact_is_found_and_read_back(
         RECALL_FACT in message["text"] and message["seq"] == RECALL_TURN
         for message in expansion["messages"]
     )
+    # Focused on the hit: the window holds it whatever the size of the summary.
+    around = _answer(
+        await client.call_tool(
+            "expand",
+            {"summary_id": summary_id, "around": message_hits[0]["owner_id"], "max_tokens": 1_000},
+        )
+    )
+    assert around["focus_id"] == message_hits[0]["owner_id"]
+    assert any(RECALL_FACT in message["text"] for message in around["messages"])
+    page = _answer(await client.call_tool("read", {"message_id": message_hits[0]["owner_id"]}))
+    assert RECALL_FACT in page["text"]
     described = _answer(await client.call_tool("describe", {"target": session_id}))
     assert summary_id in {node["id"] for node in described["nodes"]}
     # Serving reads: nothing is created where the server runs.

@@ -13,7 +13,7 @@ from lossless.config import Config, LLMConfig, ModelConfig
 from lossless.demo.runner import demo_config
 from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
 from lossless.parts import ToolPart
-from lossless.recall import describe, expand, grep
+from lossless.recall import describe, expand, grep, group_by_summary
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
 
@@ -47,6 +47,48 @@ async def test_grep_finds_a_compacted_fact_and_its_covering_summary(compacted: S
         RECALL_FACT in message.text and message.seq == RECALL_TURN for message in expansion.messages
     )
     assert expansion.omitted_messages == 0
+
+
+async def test_a_question_finds_the_fact_with_its_leaf_and_covering_summaries(
+    compacted: Session,
+) -> None:
+    hits = grep("Which codename did the quartz herons get?", session=compacted, limit=10)
+    top = hits[0]
+    assert top.owner_kind == "message" and "[quartz]" in top.snippet.lower()
+    assert top.leaf_summary_id is not None and top.covering_summary_id is not None
+    leaf = describe(top.leaf_summary_id, db=compacted)[0]
+    assert leaf.kind == "leaf" and leaf.span_start_seq <= RECALL_TURN <= leaf.span_end_seq
+    groups = group_by_summary(hits)
+    assert sum(len(group) for group in groups.values()) == len(hits)
+    assert next(iter(groups)) == top.covering_summary_id
+    for covering, group in groups.items():
+        assert all(hit.covering_summary_id == covering for hit in group)
+        assert [hit.rank for hit in group] == sorted(hit.rank for hit in group)
+    # Summaries rank beside messages, at most a quarter of the page while messages match.
+    live = compacted.store.live_summaries(compacted.id)
+    words = " ".join(str(live[0]["text"]).split()[:12])
+    page = grep(words, session=compacted, limit=8)
+    shown = [hit for hit in page if hit.owner_kind == "summary"]
+    assert len(page) == 8 and 1 <= len(shown) <= 2, [hit.owner_kind for hit in page]
+    assert any(hit.owner_id in {row["id"] for row in live} for hit in shown)
+
+
+async def test_query_syntax_requires_phrases_and_plus_words(compacted: Session) -> None:
+    assert grep('"quartz heron"', session=compacted)
+    assert not grep('"heron quartz"', session=compacted)
+    strict = grep("+quartz tests", session=compacted)
+    assert strict and all("[quartz]" in hit.snippet.lower() for hit in strict)
+    # A question of only stopwords still searches.
+    assert grep("what is it", session=compacted)
+    with pytest.raises(errors.InvalidInputError, match="unbalanced"):
+        grep('the "quartz heron', session=compacted)
+    with pytest.raises(errors.InvalidInputError, match="more than 32"):
+        grep("+word " * 40, session=compacted)
+    # A pasted page searches its first 32 distinct words.
+    assert grep("quartz " + " ".join(f"w{i}" for i in range(500)), session=compacted)
+    for nothing in ("", "   ", '""', "+"):
+        with pytest.raises(errors.InvalidInputError, match="no words"):
+            grep(nothing, session=compacted)
 
 
 async def test_regex_grep_and_whole_database_grep(compacted: Session, tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ async def opened(data: Fixture) -> AsyncIterator[Session]:
 
 def _calls(fx: Fixture) -> dict[str, Callable[[Any], object]]:
     return {
-        "grep": lambda db: grep("vermilion kestrel", db=db),
+        "grep": lambda db: grep("+vermilion +kestrel", db=db),
         "describe": lambda db: describe(db=db),
         "expand": lambda db: expand(fx.root, db=db, around=fx.ids[RARE_AT], max_tokens=300),
         "read": lambda db: read(fx.ids[RARE_AT], db=db),
@@ -331,7 +331,8 @@ def test_a_read_only_grep_finds_rows_not_yet_indexed_and_leaves_them_queued(
     queued = reader.native.search_backlog()
     assert queued > 0  # the newest rows wait for the index
     newest = data.ids[-1]
-    assert [hit["owner_id"] for hit in reader.grep(_text(MESSAGES + 3))] == [newest]
+    # A phrase is required: only the newest message holds it.
+    assert [hit["owner_id"] for hit in reader.grep(f'"Step {MESSAGES + 3}"')] == [newest]
     regex_hits = reader.grep(r"Step 12[0-9]:", mode="regex")
     assert regex_hits[0]["owner_id"] == newest
     assert reader.native.search_backlog() == queued

@@ -278,7 +278,8 @@ class Store:
     # recall
     def grep(
         self, query: str, session_id: str | None = None, mode: str = "text", limit: int = 20
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[dict[str, Any]]:
+        """Hits as dicts with the fields of :class:`lossless.recall.GrepHit`."""
     def describe(
         self, session_id: str | None = None, summary_id: str | None = None
     ) -> list[dict[str, Any]]: ...

@@ -6,9 +6,11 @@ of view.
 streamable HTTP on 127.0.0.1):
 
 - ``sessions``: every session of the file, newest first;
-- ``grep``: full-text (ranked) or regex search, over one session or all;
+- ``grep``: a question or words (ranked), or a regex, over one session or all;
 - ``describe``: a session's summary DAG, or one summary's subtree;
-- ``expand``: a summary's source messages within a token budget.
+- ``expand``: a summary's source messages within a token budget, centred on a
+  message or on the best match of a query when asked, with cursors to page on;
+- ``read``: one stored message written out whole, a page at a time.
 
 Every answer is JSON text of bounded size, so a client's model can call them
 freely. The server needs the ``mcp`` package (``pip install 'lossless[mcp]'``).
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from lossless.errors import InvalidInputError, LosslessError, StoreError
+from lossless import recall
+from lossless.errors import DatabaseNotFoundError, InvalidInputError, LosslessError, StoreError
 from lossless.store import Store, database_path
 
 if TYPE_CHECKING:
@@ -34,6 +38,7 @@ __all__ = ["MAX_DESCRIBE_NODES", "MAX_GREP_HITS", "build_server", "serve"]
 MAX_GREP_HITS = 50
 MAX_DESCRIBE_NODES = 200
 MAX_EXPAND_TOKENS = 20_000
+MAX_READ_TOKENS = 20_000
 _SNIPPET_CHARS = 400
 _SUMMARY_TEXT_CHARS = 600
 
@@ -56,11 +61,12 @@ def _import_mcp() -> tuple[type[MCPServer], type[Exception]]:
 
 
 def open_database(db: str | os.PathLike[str]) -> Store:
-    """The database the server reads; it must exist (serving never creates one)."""
+    """The database the server reads, opened read-only: serving never creates,
+    migrates or writes a file."""
     path = database_path(db)
     if path == ":memory:" or not os.path.exists(path):
-        raise StoreError(f"{path}: no such database file")
-    return Store(path)
+        raise DatabaseNotFoundError(f"{path}: no such database file")
+    return Store(path, read_only=True)
 
 
 def build_server(db: str | os.PathLike[str]) -> MCPServer:
@@ -105,10 +111,28 @@ def build_server(db: str | os.PathLike[str]) -> MCPServer:
         return await call(_describe, store, target)
 
     @server.tool()
-    async def expand(summary_id: str, max_tokens: int = 4_000) -> str:
-        """The original messages behind a summary, oldest first, within
-        ``max_tokens`` (at most 20,000); says how many did not fit."""
-        return await call(_expand, store, summary_id, max_tokens)
+    async def expand(
+        summary_id: str,
+        max_tokens: int = 4_000,
+        around: str | None = None,
+        query: str | None = None,
+        before: str | None = None,
+        after: str | None = None,
+    ) -> str:
+        """The original messages behind a summary within ``max_tokens`` (at most
+        20,000): the oldest first, or centred on ``around`` (a message id, such as a
+        grep hit's) or on the best match of ``query``; ``before`` / ``after`` (the
+        cursors an answer gives) page to older / newer messages. Says how many
+        messages lie on each side of the window."""
+        focus = {"around": around, "query": query, "before": before, "after": after}
+        return await call(_expand, store, summary_id, max_tokens, focus)
+
+    @server.tool()
+    async def read(message_id: str, max_tokens: int = 4_000, cursor: int | None = None) -> str:
+        """One stored message written out whole (its text, every tool call's input,
+        output and error, file references), a page of at most ``max_tokens`` at a
+        time; pass ``next_cursor`` back as ``cursor`` for the next page."""
+        return await call(_read, store, message_id, max_tokens, cursor)
 
     return server
 
@@ -152,33 +176,30 @@ def _grep(
     limit = _bounded("limit", limit, 1, MAX_GREP_HITS)
     if mode not in ("text", "regex"):
         raise InvalidInputError(f"mode: expected 'text' or 'regex', got {mode!r}")
-    hits = store.grep(query, session_id=session_id, mode=mode, limit=limit)  # type: ignore[arg-type]
-    return [{**hit, "snippet": _cut(str(hit["snippet"]), _SNIPPET_CHARS)} for hit in hits]
+    hits = recall.grep(query, db=store, session=session_id, mode=mode, limit=limit)  # type: ignore[arg-type]
+    return [{**asdict(hit), "snippet": _cut(hit.snippet, _SNIPPET_CHARS)} for hit in hits]
 
 
 def _describe(store: Store, target: str) -> dict[str, Any]:
-    if target.startswith("sum_"):
-        rows = store.describe(summary_id=target)
-    else:
-        rows = store.describe(session_id=target)
-    nodes = [
+    nodes = recall.describe(target, db=store)
+    shown = [
         {
-            "id": row["id"],
-            "kind": row["kind"],
-            "level": row["level"],
-            "depth": row["depth"],
-            "span_start_seq": row["span_start_seq"],
-            "span_end_seq": row["span_end_seq"],
-            "message_count": row["message_count"],
-            "token_count": row["token_count"],
-            "live": row["live"],
-            "text": _cut(str(row["text"]), _SUMMARY_TEXT_CHARS),
+            **{key: value for key, value in asdict(node).items() if key not in ("sources", "text")},
+            "sources": len(node.sources),
+            "text": _cut(node.text, _SUMMARY_TEXT_CHARS),
         }
-        for row in rows[:MAX_DESCRIBE_NODES]
+        for node in nodes[:MAX_DESCRIBE_NODES]
     ]
-    return {"nodes": nodes, "left_out": max(0, len(rows) - MAX_DESCRIBE_NODES)}
+    return {"nodes": shown, "left_out": max(0, len(nodes) - MAX_DESCRIBE_NODES)}
 
 
-def _expand(store: Store, summary_id: str, max_tokens: int) -> dict[str, Any]:
+def _expand(
+    store: Store, summary_id: str, max_tokens: int, focus: dict[str, str | None]
+) -> dict[str, Any]:
     max_tokens = _bounded("max_tokens", max_tokens, 1, MAX_EXPAND_TOKENS)
-    return store.expand(summary_id, max_tokens=max_tokens)
+    return asdict(recall.expand(summary_id, db=store, max_tokens=max_tokens, **focus))
+
+
+def _read(store: Store, message_id: str, max_tokens: int, cursor: int | None) -> dict[str, Any]:
+    max_tokens = _bounded("max_tokens", max_tokens, 1, MAX_READ_TOKENS)
+    return asdict(recall.read(message_id, db=store, max_tokens=max_tokens, cursor=cursor))

@@ -55,28 +55,28 @@ async def show_mcp_recall(db_path: str, console: Console) -> McpReport:
         started = time.perf_counter()
         hits = _json(await client.call_tool("grep", {"query": RECALL_QUERY, "limit": 5}))
         report.grep_ms = (time.perf_counter() - started) * 1e3
-        covering = [
-            hit["covering_summary_id"]
-            for hit in hits
-            if hit["owner_kind"] == "message" and RECALL_FACT.split()[0] in hit["snippet"]
-        ] or [hit["covering_summary_id"] for hit in hits if hit["owner_kind"] == "message"]
-        report.found = bool(covering)
+        found = [hit for hit in hits if hit["owner_kind"] == "message"]
+        report.found = bool(found)
         console.print(
             f"  {report.tools} tools; grep {RECALL_QUERY!r}: {len(hits)} hits in "
             f"{report.grep_ms:.1f} ms"
         )
-        if covering and covering[0]:
-            expansion = _json(
-                await client.call_tool("expand", {"summary_id": covering[0], "max_tokens": 4_000})
-            )
+        if found and found[0]["covering_summary_id"]:
+            hit = found[0]
+            arguments = {
+                "summary_id": hit["covering_summary_id"],
+                "around": hit["owner_id"],
+                "max_tokens": 2_000,
+            }
+            expansion = _json(await client.call_tool("expand", arguments))
             report.expanded = any(
                 RECALL_FACT in message["text"] for message in expansion["messages"]
             )
             console.print(
-                f"  expand {covering[0]}: the constraint "
+                f"  expand {hit['covering_summary_id']} around {hit['owner_id']}: the constraint "
                 f"{'[green]read back[/]' if report.expanded else '[red]not found[/]'}"
             )
-        elif covering:
+        elif found:
             report.expanded = True
             console.print("  the message is still in the raw view")
     if not report.found:

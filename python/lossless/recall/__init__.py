@@ -39,6 +39,7 @@ __all__ = [
     "describe",
     "expand",
     "grep",
+    "group_by_summary",
     "read",
     "run_recall_tool",
 ]
@@ -46,7 +47,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class GrepHit:
-    """One search hit; ``covering_summary_id`` is the live summary that holds it now."""
+    """One search hit; ``covering_summary_id`` is the live summary that holds it now,
+    ``leaf_summary_id`` the leaf summary whose sources name a message hit (it may
+    have been condensed since)."""
 
     session_id: str
     owner_kind: Literal["message", "summary"]
@@ -55,6 +58,7 @@ class GrepHit:
     snippet: str
     rank: float
     covering_summary_id: str | None
+    leaf_summary_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,13 +158,30 @@ def grep(
     """Search every session of ``db``, or only ``session`` (an id or a Session).
 
     ``grep("words", db="agent.db")`` searches the whole file;
-    ``grep("words", session=session)`` one session (its own database). Text mode
-    ranks matches with bm25; when more than 2,000 parts match, the 2,000 newest
-    are ranked (add words to narrow, or use ``mode="regex"`` to scan all).
+    ``grep("words", session=session)`` one session (its own database).
+
+    Text mode takes a question as it is asked: every part or summary holding any of
+    its words is a candidate, ranked by bm25 over stemmed words ("rotated" finds
+    "rotates"), with English stopwords ("what", "the") left out unless the query has
+    nothing else. ``+word`` requires a word and ``"exact words"`` requires a phrase
+    (an unbalanced ``"`` raises :class:`~lossless.errors.InvalidInputError`, as does
+    a query without a word). Summaries are ranked beside messages, at most a quarter
+    of the page unless too few messages match. When more than 2,000 parts match, the
+    2,000 newest are ranked (require a word to narrow, or use ``mode="regex"`` to scan
+    all). :func:`group_by_summary` groups the hits by the summary that covers them.
     """
     _at_least_one("limit", limit)
     store, session_id = open_target(db, session)
     return [GrepHit(**row) for row in store.grep(query, session_id, mode, limit)]
+
+
+def group_by_summary(hits: list[GrepHit]) -> dict[str | None, list[GrepHit]]:
+    """Hits by the live summary that covers them (``None``: still in the view), in
+    the order of each group's best hit, each group in rank order."""
+    groups: dict[str | None, list[GrepHit]] = {}
+    for hit in hits:
+        groups.setdefault(hit.covering_summary_id, []).append(hit)
+    return groups
 
 
 def describe(

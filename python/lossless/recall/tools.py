@@ -43,7 +43,9 @@ RECALL_TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "query": {
                         "type": "string",
-                        "description": "Words to find (or a regex with mode=regex).",
+                        "description": "A question or words to find, ranked by relevance; "
+                        '+word requires a word, "exact words" a phrase '
+                        "(or a regex with mode=regex).",
                     },
                     "mode": {"type": "string", "enum": ["text", "regex"], "default": "text"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},

@@ -11,6 +11,7 @@ pub mod ids;
 pub mod parts;
 pub mod plan;
 pub mod profile;
+pub mod query;
 pub mod reading;
 pub mod render;
 pub mod request;

@@ -210,11 +210,12 @@ fn a_version_2_file_gets_the_covering_prune_index() {
     assert_eq!((pruned.candidates, pruned.pruned_parts), (1, 1));
     let history = store.history("ses_2").unwrap();
     assert_eq!(history.len(), 4);
-    // Both outputs stay searchable, the tombstoned one too.
+    // Both outputs stay searchable, the tombstoned one too, and the request that
+    // asked for "ledgers" (the index is stemmed as of version 5).
     let hits = store
         .grep("ledger", Some("ses_2"), GrepMode::Text, 10)
         .unwrap();
-    assert_eq!(hits.len(), 2);
+    assert_eq!(hits.len(), 3);
 }
 
 const SCHEMA_V3: &str = include_str!("fixtures/schema_v3.sql");
@@ -257,4 +258,76 @@ fn a_version_3_file_gets_stream_checkpoints_and_its_open_reply_can_be_closed() {
     assert!(store.streams("ses_3").unwrap().is_empty());
     let history = store.history("ses_3").unwrap();
     assert_eq!(history[1].status, "incomplete");
+}
+
+const SCHEMA_V4: &str = include_str!("fixtures/schema_v4.sql");
+
+#[test]
+fn a_version_4_file_gets_a_stemmed_index_built_from_its_stored_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.db");
+    let path = path.to_str().unwrap();
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA_V4).unwrap();
+    conn.execute_batch(
+        r"
+        INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+            VALUES ('ses_4', 'gpt-4o', 1, '{}', 2, 3, 3);
+        INSERT INTO messages (id, session_id, seq, role, created_at, status, token_count) VALUES
+            ('msg_1', 'ses_4', 1, 'user', 1, 'complete', 9),
+            ('msg_2', 'ses_4', 2, 'assistant', 2, 'complete', 9);
+        INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, token_count)
+            VALUES (1, 'prt_1', 'msg_1', 'ses_4', 1, 0, 'text', 'the key rotates weekly', 5),
+                   (2, 'prt_2', 'msg_2', 'ses_4', 2, 0, 'text', 'noted', 2);
+        INSERT INTO summaries (pk, id, session_id, kind, level, text, token_count, span_start_seq,
+                               span_end_seq, message_count, depth, created_at)
+            VALUES (1, 'sum_1', 'ses_4', 'leaf', 3, 'keys were rotated', 4, 1, 2, 2, 0, 3);
+        INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES
+            ('sum_1', 0, 'message', 'msg_1'), ('sum_1', 1, 'message', 'msg_2');
+        INSERT INTO context_items (session_id, position, kind, item_id, token_count)
+            VALUES ('ses_4', 1, 'summary', 'sum_1', 4);
+        INSERT INTO fts (rowid, body, session_id, owner_id, part_id) VALUES
+            (1, 'the key rotates weekly', 'ses_4', 'msg_1', 'prt_1'),
+            (2, 'noted', 'ses_4', 'msg_2', 'prt_2'),
+            (-1, 'keys were rotated', 'ses_4', 'sum_1', '');
+        ",
+    )
+    .unwrap();
+    drop(conn);
+
+    let mut store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let fts_sql: String = Connection::open(path)
+        .unwrap()
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'fts'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(fts_sql.contains("porter"), "{fts_sql}");
+    assert_eq!(store.search_backlog().unwrap(), 0);
+    // A word the old index could only find as written now finds every form of it.
+    let hits = store
+        .grep("rotating key", Some("ses_4"), GrepMode::Text, 10)
+        .unwrap();
+    let owners: Vec<&str> = hits.iter().map(|hit| hit.owner_id.as_str()).collect();
+    assert_eq!(owners.len(), 2, "{owners:?}");
+    assert!(owners.contains(&"msg_1") && owners.contains(&"sum_1"));
+    let message = hits.iter().find(|hit| hit.owner_id == "msg_1").unwrap();
+    assert_eq!(message.leaf_summary_id.as_deref(), Some("sum_1"));
+    assert_eq!(message.covering_summary_id.as_deref(), Some("sum_1"));
+}
+
+#[test]
+fn a_file_of_a_newer_schema_is_still_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    let path = path.to_str().unwrap();
+    drop(Store::open(path, &OpenOptions::default()).unwrap());
+    Connection::open(path)
+        .unwrap()
+        .execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1))
+        .unwrap();
+    assert!(Store::open(path, &OpenOptions::default()).is_err());
 }

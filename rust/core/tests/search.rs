@@ -148,3 +148,79 @@ fn a_failed_append_queues_nothing() {
         .unwrap()
         .is_empty());
 }
+
+/// A session of a few turns, the first three under one leaf summary.
+fn answered_session() -> (tempfile::TempDir, Store, String, Vec<String>, String) {
+    let (dir, _path, mut store) = temp_store();
+    let session = store.create_session(support::MODEL, "{}", None).unwrap();
+    let mut ids = Vec::new();
+    for line in [
+        "The staging password rotates every 17 days.",
+        "Noted: the staging database is payhub-stg.",
+        "Run the exporter for the ledger tables.",
+        "The exporter wrote 12 files.",
+        "Thanks, the release goes out on Friday.",
+    ] {
+        let role = if ids.len() % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        ids.push(append(&mut store, &session, role, &[text(line)]));
+    }
+    let summary = store
+        .commit_summary(&session, "staging notes", 3, &ids[..3], &[], None)
+        .unwrap()
+        .summary_id;
+    (dir, store, session, ids, summary)
+}
+
+#[test]
+fn a_question_finds_the_turn_that_answers_it_first() {
+    let (_dir, mut store, session, ids, summary) = answered_session();
+    let hits = store
+        .grep(
+            "How often is the staging password rotated?",
+            Some(&session),
+            GrepMode::Text,
+            10,
+        )
+        .unwrap();
+    assert_eq!(hits[0].owner_id, ids[0]);
+    assert!(hits[0].snippet.contains("[rotates]"), "{}", hits[0].snippet);
+    assert_eq!(hits[0].leaf_summary_id.as_deref(), Some(summary.as_str()));
+    assert_eq!(
+        hits[0].covering_summary_id.as_deref(),
+        Some(summary.as_str())
+    );
+    // Any word is enough to be a candidate: the other staging turn and the summary.
+    assert_eq!(hits.len(), 3);
+    let outside = hits.iter().find(|hit| hit.owner_id == ids[1]).unwrap();
+    assert_eq!(outside.leaf_summary_id.as_deref(), Some(summary.as_str()));
+    let summary_hit = hits.iter().find(|hit| hit.owner_id == summary).unwrap();
+    assert_eq!(summary_hit.leaf_summary_id, None);
+}
+
+#[test]
+fn required_words_and_phrases_narrow_the_candidates() {
+    let (_dir, mut store, session, ids, _summary) = answered_session();
+    let grep = |store: &mut Store, query: &str| -> Vec<String> {
+        let hits = store
+            .grep(query, Some(&session), GrepMode::Text, 10)
+            .unwrap();
+        hits.into_iter().map(|hit| hit.owner_id).collect()
+    };
+    assert_eq!(grep(&mut store, "staging +database"), [ids[1].clone()]);
+    assert_eq!(grep(&mut store, "\"staging database\""), [ids[1].clone()]);
+    assert!(grep(&mut store, "\"database staging\"").is_empty());
+    // Only stopwords: searched as they are.
+    assert_eq!(grep(&mut store, "what was it about?").len(), 0);
+    assert_eq!(grep(&mut store, "for the")[0], ids[2]);
+    for bad in ["\"open phrase", "", "?!"] {
+        let err = store.grep(bad, Some(&session), GrepMode::Text, 10);
+        assert!(
+            matches!(err, Err(lossless_core::Error::InvalidInput { .. })),
+            "{bad:?}"
+        );
+    }
+}

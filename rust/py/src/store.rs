@@ -723,6 +723,7 @@ impl Store {
                         "covering_summary_id",
                         obj(py, hit.covering_summary_id.as_deref())?,
                     ),
+                    ("leaf_summary_id", obj(py, hit.leaf_summary_id.as_deref())?),
                 ],
             )?)?;
         }

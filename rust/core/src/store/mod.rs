@@ -8,6 +8,7 @@ mod events;
 mod expand;
 mod extractive;
 mod gate;
+mod grep;
 mod left_out;
 mod messages;
 mod pending;
@@ -35,10 +36,11 @@ pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
 pub use events::{EventRow, WriteEvent};
 pub use expand::{ExpandedMessage, Expansion, Focus};
 pub use extractive::SpanCommit;
+pub use grep::{GrepHit, GrepMode};
 pub use messages::{AppendResult, MessageRecord, Usage};
 pub use read::MessageRead;
 pub use readonly::OLDEST_READABLE_SCHEMA;
-pub use recall::{DagNode, GrepHit, GrepMode, StoreStats};
+pub use recall::{DagNode, StoreStats};
 pub use round::{LeafWriter, RoundOutcome};
 pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
@@ -133,6 +135,8 @@ pub struct Store {
     /// Opened with [`Store::open_read_only`]: nothing is written, not even the
     /// search index's backlog.
     read_only: bool,
+    /// Index rows each searched word matched, and the index size when counted.
+    word_counts: grep::WordCounts,
 }
 
 impl Store {
@@ -178,6 +182,7 @@ impl Store {
             reader: None,
             reader_failed: false,
             read_only: false,
+            word_counts: grep::WordCounts::default(),
         })
     }
 

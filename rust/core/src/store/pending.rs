@@ -10,9 +10,10 @@
 use regex::RegexBuilder;
 use rusqlite::params;
 
-use super::recall::{fts_query, snippet_around, GrepHit, GrepMode};
+use super::grep::{snippet_around, GrepHit, GrepMode};
 use super::Store;
 use crate::error::Result;
+use crate::query;
 
 /// The rows a queued rowid will be indexed as: the same expressions as the
 /// backlog's move into `fts` (`search::move_backlog`), which this must follow.
@@ -75,7 +76,7 @@ impl Store {
         session_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
-        let match_expr = fts_query(query)?;
+        let match_expr = query::parse(query)?.to_fts();
         self.index_pending(session_id)?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, snippet(pending, 0, '[', ']', ' ... ', 24),
@@ -126,7 +127,7 @@ impl Store {
         self.conn.execute_batch(
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending USING fts5(
                  body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
-                 tokenize = 'unicode61 remove_diacritics 2');
+                 tokenize = 'porter unicode61 remove_diacritics 2');
              DELETE FROM temp.pending;",
         )?;
         self.fill_pending(session_id)
@@ -198,5 +199,6 @@ fn hit(
         snippet,
         rank,
         covering_summary_id: None,
+        leaf_summary_id: None,
     }
 }

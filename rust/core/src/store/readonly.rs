@@ -75,6 +75,7 @@ impl Store {
             reader: None,
             reader_failed: false,
             read_only: true,
+            word_counts: super::grep::WordCounts::default(),
         })
     }
 

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -145,11 +145,17 @@ CREATE TABLE summary_sources (
 /// summary's. Writers only queue that rowid in `search_backlog`, inside their own
 /// transaction; see `search.rs` for when the queue moves into `fts`.
 const SEARCH: &str = r"
+CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
+";
+
+/// The full-text index (as of version 5, stemmed): `porter` stems what `unicode61`
+/// splits, in the index and in queries alike, so "rotated" finds "rotates". It
+/// keeps stopwords: phrases match exactly, and a query of only stopwords works.
+const FTS: &str = r"
 CREATE VIRTUAL TABLE fts USING fts5(
     body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'porter unicode61 remove_diacritics 2'
 );
-CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
 ";
 
 /// Replies while they stream, and who streams them (as of version 4): the one row of
@@ -372,7 +378,11 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
     match again {
         0 => create(&tx, path)?,
         1 => upgrade_from_1(&tx)?,
-        2 => tx.execute_batch(MIGRATE_FROM_2)?,
+        2 => {
+            tx.execute_batch(MIGRATE_FROM_2)?;
+            rebuild_search_index(&tx)?;
+        }
+        3 | 4 => rebuild_search_index(&tx)?,
         _ => {}
     }
     if again < SCHEMA_VERSION {
@@ -399,7 +409,7 @@ fn create(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<()> {
             reason: "it is a SQLite database of another application".into(),
         });
     }
-    for tables in [TABLES, PARTS, SUMMARIES, SUMMARY_SOURCES, SEARCH] {
+    for tables in [TABLES, PARTS, SUMMARIES, SUMMARY_SOURCES, SEARCH, FTS] {
         tx.execute_batch(tables)?;
     }
     Ok(())
@@ -415,10 +425,24 @@ fn upgrade_from_1(tx: &rusqlite::Transaction<'_>) -> Result<()> {
         SUMMARIES,
         SUMMARY_SOURCES,
         SEARCH,
+        FTS,
         MIGRATE_FROM_1_COPY,
     ] {
         tx.execute_batch(step)?;
     }
+    super::search::move_backlog(tx)?;
+    Ok(())
+}
+
+/// From versions 2 to 4: the index is stemmed now, so it is built again from the
+/// stored text, in the migration's transaction.
+fn rebuild_search_index(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    tx.execute_batch("DROP TABLE fts;")?;
+    tx.execute_batch(FTS)?;
+    tx.execute_batch(
+        "INSERT OR IGNORE INTO search_backlog (fts_rowid)
+             SELECT pk FROM parts UNION ALL SELECT -pk FROM summaries;",
+    )?;
     super::search::move_backlog(tx)?;
     Ok(())
 }
