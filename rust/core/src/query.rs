@@ -412,6 +412,50 @@ pub fn union_ranked(first: &[(i64, f64)], second: &[(i64, f64)]) -> Vec<(i64, f6
     all
 }
 
+/// Rows a question's parts are re-ranked among: its best by bm25 and every match
+/// of its rare words, before [`by_coverage`] orders them.
+pub const COVERAGE_POOL: usize = 100;
+
+/// The weight of a word that matches `count` of `rows` index rows: bm25's idf.
+#[must_use]
+pub fn idf(count: i64, rows: i64) -> f64 {
+    let (count, rows) = (count.max(0) as f64, rows.max(1) as f64);
+    ((rows - count + 0.5) / (count + 0.5) + 1.0).ln()
+}
+
+/// Ranked rows (bm25: lower is better) ordered by how much of the question each
+/// holds: first by the summed weight of the question's words it matches
+/// (`matched[w]` holds the rows word `w` matches, `weights[w]` its weight), then by
+/// bm25. bm25 divides a word's score by the length of its row, so a long tool
+/// output that holds the one word naming what was asked ranked below short notes
+/// holding only its common words; a row holding more of the question's
+/// information now comes first.
+#[must_use]
+pub fn by_coverage<S: std::hash::BuildHasher>(
+    ranked: &[(i64, f64)],
+    matched: &[std::collections::HashSet<i64, S>],
+    weights: &[f64],
+) -> Vec<(i64, f64)> {
+    let coverage = |row: i64| -> f64 {
+        matched
+            .iter()
+            .zip(weights)
+            .filter(|(rows, _)| rows.contains(&row))
+            .map(|(_, weight)| weight)
+            .sum()
+    };
+    let mut scored: Vec<(f64, i64, f64)> = ranked
+        .iter()
+        .map(|&(row, rank)| (coverage(row), row, rank))
+        .collect();
+    // Coverage compared to a thousandth: sums of the same words are equal.
+    scored.sort_by(|a, b| {
+        let (ca, cb) = ((a.0 * 1e3).round(), (b.0 * 1e3).round());
+        cb.total_cmp(&ca).then(a.2.total_cmp(&b.2)).then(a.1.cmp(&b.1))
+    });
+    scored.into_iter().map(|(_, row, rank)| (row, rank)).collect()
+}
+
 /// Summaries a page of `limit` results may hold before parts have run out: a
 /// summary repeats what its sources say in fewer words, so bm25 favours it, and
 /// without a cap a few summaries would fill every page.
@@ -586,5 +630,20 @@ mod tests {
                 prop_assert!(scores.windows(2).all(|w| w[0] <= w[1]));
             }
         }
+    }
+
+    #[test]
+    fn a_row_holding_more_of_the_question_ranks_first() {
+        use std::collections::HashSet;
+        // Row 1: short, the common words; row 2: long, the rare word too.
+        let ranked = [(1, -18.7), (2, -14.5), (3, -10.0)];
+        let common: HashSet<i64> = [1, 2, 3].into();
+        let rare: HashSet<i64> = [2].into();
+        let weights = [idf(200, 5_000), idf(1, 5_000)];
+        let ordered = by_coverage(&ranked, &[common, rare], &weights);
+        assert_eq!(ordered.iter().map(|(row, _)| *row).collect::<Vec<_>>(), [2, 1, 3]);
+        // Equal coverage keeps bm25's order.
+        let same = by_coverage(&ranked, &[[1, 2, 3].into()], &[1.0]);
+        assert_eq!(same, ranked);
     }
 }

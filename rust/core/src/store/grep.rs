@@ -108,19 +108,31 @@ impl Store {
             .filter(|(word, _)| lean.optional.contains(word))
             .map(|(_, count)| *count <= query::RARE_MATCHES)
             .collect();
+        let weights: Vec<f64> = parsed
+            .optional
+            .iter()
+            .zip(&matches)
+            .filter(|(word, _)| lean.optional.contains(word))
+            .map(|(_, count)| query::idf(*count, rows))
+            .collect();
         let parsed = lean;
         let match_expr = parsed.to_fts();
         let candidates = query::candidates(&parsed);
         // Parts and summaries are ranked apart (rowids above and below zero), so the
         // page can cap summaries; bm25 reads the same index-wide statistics for both,
         // so their scores compare.
-        let mut parts = self.rank(&match_expr, session_id, limit, candidates, true)?;
+        let pool = limit.max(query::COVERAGE_POOL);
+        let mut parts = self.rank(&match_expr, session_id, pool, candidates, true)?;
         if let Some(rare_expr) = parsed.rare_fts(&rare) {
             let all = query::RARE_MATCHES as usize;
-            let old = self.rank(&rare_expr, session_id, limit, all, true)?;
+            let old = self.rank(&rare_expr, session_id, pool, all, true)?;
             parts = query::union_ranked(&parts, &old);
-            parts.truncate(limit);
         }
+        if parsed.optional.len() > 1 {
+            let holders = self.rows_matching(&parsed.optional, &parts)?;
+            parts = query::by_coverage(&parts, &holders, &weights);
+        }
+        parts.truncate(limit);
         let summaries = self.rank(&match_expr, session_id, limit, candidates, false)?;
         let ranked = query::merge_ranked(&parts, &summaries, limit);
         let mut detail = self.conn.prepare_cached(
@@ -135,6 +147,25 @@ impl Store {
             hits.push(hit);
         }
         Ok(hits)
+    }
+
+    /// For each word, which of the `ranked` rows it matches.
+    fn rows_matching(&self, words: &[String], ranked: &[(i64, f64)]) -> Result<Vec<HashSet<i64>>> {
+        let rows: Vec<i64> = ranked.iter().map(|(row, _)| *row).collect();
+        let rows = serde_json::to_string(&rows)
+            .map_err(|err| Error::invalid("query", err.to_string()))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT rowid FROM fts WHERE fts MATCH ?1
+             AND rowid IN (SELECT value FROM json_each(?2))",
+        )?;
+        words
+            .iter()
+            .map(|word| {
+                stmt.query_map(params![format!("\"{word}\""), rows], |row| row.get(0))?
+                    .collect::<rusqlite::Result<HashSet<i64>>>()
+                    .map_err(Into::into)
+            })
+            .collect()
     }
 
     /// How many index rows each word matches, from the counts kept since the index
