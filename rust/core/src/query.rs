@@ -451,9 +451,14 @@ pub fn by_coverage<S: std::hash::BuildHasher>(
     // Coverage compared to a thousandth: sums of the same words are equal.
     scored.sort_by(|a, b| {
         let (ca, cb) = ((a.0 * 1e3).round(), (b.0 * 1e3).round());
-        cb.total_cmp(&ca).then(a.2.total_cmp(&b.2)).then(a.1.cmp(&b.1))
+        cb.total_cmp(&ca)
+            .then(a.2.total_cmp(&b.2))
+            .then(a.1.cmp(&b.1))
     });
-    scored.into_iter().map(|(_, row, rank)| (row, rank)).collect()
+    scored
+        .into_iter()
+        .map(|(_, row, rank)| (row, rank))
+        .collect()
 }
 
 /// Summaries a page of `limit` results may hold before parts have run out: a
@@ -641,7 +646,10 @@ mod tests {
         let rare: HashSet<i64> = [2].into();
         let weights = [idf(200, 5_000), idf(1, 5_000)];
         let ordered = by_coverage(&ranked, &[common, rare], &weights);
-        assert_eq!(ordered.iter().map(|(row, _)| *row).collect::<Vec<_>>(), [2, 1, 3]);
+        assert_eq!(
+            ordered.iter().map(|(row, _)| *row).collect::<Vec<_>>(),
+            [2, 1, 3]
+        );
         // Equal coverage keeps bm25's order.
         let same = by_coverage(&ranked, &[[1, 2, 3].into()], &[1.0]);
         assert_eq!(same, ranked);

@@ -152,8 +152,8 @@ impl Store {
     /// For each word, which of the `ranked` rows it matches.
     fn rows_matching(&self, words: &[String], ranked: &[(i64, f64)]) -> Result<Vec<HashSet<i64>>> {
         let rows: Vec<i64> = ranked.iter().map(|(row, _)| *row).collect();
-        let rows = serde_json::to_string(&rows)
-            .map_err(|err| Error::invalid("query", err.to_string()))?;
+        let rows =
+            serde_json::to_string(&rows).map_err(|err| Error::invalid("query", err.to_string()))?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT rowid FROM fts WHERE fts MATCH ?1
              AND rowid IN (SELECT value FROM json_each(?2))",
