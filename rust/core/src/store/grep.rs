@@ -342,22 +342,40 @@ impl Store {
 
 /// A hit from an `fts` row whose first three columns are session, owner and part ids.
 fn hit_from_row(row: &rusqlite::Row<'_>, snippet: String, rank: f64) -> rusqlite::Result<GrepHit> {
-    let owner_id: String = row.get(1)?;
-    let part_id: String = row.get(2)?;
-    Ok(GrepHit {
-        session_id: row.get(0)?,
-        owner_kind: if owner_id.starts_with("sum_") {
-            "summary"
-        } else {
-            "message"
-        },
-        owner_id,
-        part_id: (!part_id.is_empty()).then_some(part_id),
+    Ok(GrepHit::new(
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
         snippet,
         rank,
-        covering_summary_id: None,
-        leaf_summary_id: None,
-    })
+    ))
+}
+
+impl GrepHit {
+    /// A hit on the index row of `owner_id` (a summary, or a message's part
+    /// `part_id`; empty for a summary), without the summaries that hold it yet.
+    pub(super) fn new(
+        session_id: String,
+        owner_id: String,
+        part_id: String,
+        snippet: String,
+        rank: f64,
+    ) -> Self {
+        GrepHit {
+            session_id,
+            owner_kind: if owner_id.starts_with("sum_") {
+                "summary"
+            } else {
+                "message"
+            },
+            owner_id,
+            part_id: (!part_id.is_empty()).then_some(part_id),
+            snippet,
+            rank,
+            covering_summary_id: None,
+            leaf_summary_id: None,
+        }
+    }
 }
 
 pub(super) fn snippet_around(body: &str, start: usize, end: usize) -> String {

@@ -11,28 +11,25 @@ use regex::RegexBuilder;
 use rusqlite::params;
 
 use super::grep::{snippet_around, GrepHit, GrepMode};
+use super::search::part_search_text;
 use super::Store;
 use crate::error::Result;
 use crate::query;
 
-/// The rows a queued rowid will be indexed as: the same expressions as the
-/// backlog's move into `fts` (`search::move_backlog`), which this must follow.
-const QUEUED_ROWS: &str = "
-    SELECT CASE p.kind
-               WHEN 'tool' THEN p.tool_name || ' ' || p.body
-                   || COALESCE(char(10) || o.output, '')
-                   || COALESCE(char(10) || p.tool_error, '')
-               WHEN 'file_ref' THEN concat_ws(' ', p.body ->> '$.file_id',
-                   p.body ->> '$.path', p.body ->> '$.summary')
-               ELSE p.body END,
-           p.session_id, p.message_id, p.id, b.fts_rowid
+/// The rows a queued rowid will be indexed as: the text the backlog's move into
+/// `fts` indexes (see `search::part_search_text`).
+const QUEUED_ROWS: &str = concat!(
+    "SELECT ",
+    part_search_text!(),
+    ", p.session_id, p.message_id, p.id, b.fts_rowid
     FROM main.search_backlog b JOIN main.parts p ON p.pk = b.fts_rowid
     LEFT JOIN main.tool_outputs o ON o.part_pk = p.pk
     WHERE b.fts_rowid > 0 AND (?1 IS NULL OR p.session_id = ?1)
     UNION ALL
     SELECT s.text, s.session_id, s.id, '', b.fts_rowid
     FROM main.search_backlog b JOIN main.summaries s ON s.pk = -b.fts_rowid
-    WHERE b.fts_rowid < 0 AND (?1 IS NULL OR s.session_id = ?1)";
+    WHERE b.fts_rowid < 0 AND (?1 IS NULL OR s.session_id = ?1)"
+);
 
 impl Store {
     /// Adds the hits among queued rows to `hits` (found in the index), keeping
@@ -85,7 +82,7 @@ impl Store {
         )?;
         let hits = stmt
             .query_map(params![match_expr, limit as i64], |row| {
-                Ok(hit(
+                Ok(GrepHit::new(
                     row.get(0)?,
                     row.get(1)?,
                     row.get(2)?,
@@ -171,34 +168,17 @@ impl Store {
                 continue;
             };
             let snippet = snippet_around(body, found.start(), found.end());
-            hits.push(hit(row.get(1)?, row.get(2)?, row.get(3)?, snippet, 0.0));
+            hits.push(GrepHit::new(
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                snippet,
+                0.0,
+            ));
             if hits.len() >= limit {
                 break;
             }
         }
         Ok(hits)
-    }
-}
-
-fn hit(
-    session_id: String,
-    owner_id: String,
-    part_id: String,
-    snippet: String,
-    rank: f64,
-) -> GrepHit {
-    GrepHit {
-        session_id,
-        owner_kind: if owner_id.starts_with("sum_") {
-            "summary"
-        } else {
-            "message"
-        },
-        owner_id,
-        part_id: (!part_id.is_empty()).then_some(part_id),
-        snippet,
-        rank,
-        covering_summary_id: None,
-        leaf_summary_id: None,
     }
 }

@@ -55,24 +55,34 @@ pub(super) fn bound_backlog(tx: &Transaction<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Rebuilds the index rows of everything queued, from the stored text, and
-/// empties the queue. What a part is found by: its text; a tool call's name,
-/// input, output and error; a file reference's id, path and summary.
+/// What a part is found by, as SQL over its row `p` of `parts` and `o` of
+/// `tool_outputs`: its text; a tool call's name, input, output and error; a file
+/// reference's id, path and summary. One expression for the index and for a
+/// read-only store's search of the rows still queued (`pending.rs`).
+macro_rules! part_search_text {
+    () => {
+        "CASE p.kind
+             WHEN 'tool' THEN p.tool_name || ' ' || p.body
+                 || COALESCE(char(10) || o.output, '')
+                 || COALESCE(char(10) || p.tool_error, '')
+             WHEN 'file_ref' THEN concat_ws(' ', p.body ->> '$.file_id',
+                 p.body ->> '$.path', p.body ->> '$.summary')
+             ELSE p.body END"
+    };
+}
+pub(super) use part_search_text;
+
+/// Rebuilds the index rows of everything queued, from the stored text (see
+/// [`part_search_text`]), and empties the queue.
 pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
     tx.prepare_cached("DELETE FROM fts WHERE rowid IN (SELECT fts_rowid FROM search_backlog)")?
         .execute([])?;
     let moved = tx
-        .prepare_cached(
+        .prepare_cached(concat!(
             "INSERT INTO fts (rowid, body, session_id, owner_id, part_id)
-             SELECT p.pk,
-                    CASE p.kind
-                        WHEN 'tool' THEN p.tool_name || ' ' || p.body
-                            || COALESCE(char(10) || o.output, '')
-                            || COALESCE(char(10) || p.tool_error, '')
-                        WHEN 'file_ref' THEN concat_ws(' ', p.body ->> '$.file_id',
-                            p.body ->> '$.path', p.body ->> '$.summary')
-                        ELSE p.body END,
-                    p.session_id, p.message_id, p.id
+             SELECT p.pk, ",
+            part_search_text!(),
+            ", p.session_id, p.message_id, p.id
              FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
              LEFT JOIN tool_outputs o ON o.part_pk = p.pk
              WHERE b.fts_rowid > 0
@@ -80,7 +90,7 @@ pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
              SELECT b.fts_rowid, s.text, s.session_id, s.id, ''
              FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
              WHERE b.fts_rowid < 0",
-        )?
+        ))?
         .execute([])?;
     tx.prepare_cached("DELETE FROM search_backlog")?
         .execute([])?;
