@@ -413,7 +413,7 @@ pub fn union_ranked(first: &[(i64, f64)], second: &[(i64, f64)]) -> Vec<(i64, f6
 }
 
 /// Rows a question's parts are re-ranked among: its best by bm25 and every match
-/// of its rare words, before [`by_coverage`] orders them.
+/// of its rare words, before [`by_coverage`] orders them by its rare words.
 pub const COVERAGE_POOL: usize = 100;
 
 /// The weight of a word that matches `count` of `rows` index rows: bm25's idf.

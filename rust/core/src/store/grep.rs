@@ -108,13 +108,15 @@ impl Store {
             .filter(|(word, _)| lean.optional.contains(word))
             .map(|(_, count)| *count <= query::RARE_MATCHES)
             .collect();
-        let weights: Vec<f64> = parsed
+        // The rare words decide how much of a question a row holds: a common word is
+        // in nearly every ranked row, and reading its matches costs the most.
+        let (rare_words, weights): (Vec<String>, Vec<f64>) = parsed
             .optional
             .iter()
             .zip(&matches)
-            .filter(|(word, _)| lean.optional.contains(word))
-            .map(|(_, count)| query::idf(*count, rows))
-            .collect();
+            .filter(|(word, count)| lean.optional.contains(word) && **count <= query::RARE_MATCHES)
+            .map(|(word, count)| (word.clone(), query::idf(*count, rows)))
+            .unzip();
         let parsed = lean;
         let match_expr = parsed.to_fts();
         let candidates = query::candidates(&parsed);
@@ -128,8 +130,8 @@ impl Store {
             let old = self.rank(&rare_expr, session_id, pool, all, true)?;
             parts = query::union_ranked(&parts, &old);
         }
-        if parsed.optional.len() > 1 {
-            let holders = self.rows_matching(&parsed.optional, &parts)?;
+        if parsed.optional.len() > 1 && !rare_words.is_empty() {
+            let holders = self.rows_matching(&rare_words)?;
             parts = query::by_coverage(&parts, &holders, &weights);
         }
         parts.truncate(limit);
@@ -149,19 +151,16 @@ impl Store {
         Ok(hits)
     }
 
-    /// For each word, which of the `ranked` rows it matches.
-    fn rows_matching(&self, words: &[String], ranked: &[(i64, f64)]) -> Result<Vec<HashSet<i64>>> {
-        let rows: Vec<i64> = ranked.iter().map(|(row, _)| *row).collect();
-        let rows =
-            serde_json::to_string(&rows).map_err(|err| Error::invalid("query", err.to_string()))?;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT rowid FROM fts WHERE fts MATCH ?1
-             AND rowid IN (SELECT value FROM json_each(?2))",
-        )?;
+    /// For each word, the index rows it matches (words of at most
+    /// [`query::RARE_MATCHES`] rows: reading them is cheap).
+    fn rows_matching(&self, words: &[String]) -> Result<Vec<HashSet<i64>>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?;
         words
             .iter()
             .map(|word| {
-                stmt.query_map(params![format!("\"{word}\""), rows], |row| row.get(0))?
+                stmt.query_map([format!("\"{word}\"")], |row| row.get(0))?
                     .collect::<rusqlite::Result<HashSet<i64>>>()
                     .map_err(Into::into)
             })
