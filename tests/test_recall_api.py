@@ -373,3 +373,18 @@ def test_expand_keeps_seq_order_when_a_later_leaf_sits_inside_an_earlier_one(
     assert around.messages_before == [m.id for m in everything.messages].index(
         around.messages[0].id
     )
+
+
+def test_a_read_only_reader_sees_rows_queued_after_its_last_search(tmp_path: Path) -> None:
+    path = tmp_path / "live.db"
+    writer = Store(path)
+    sid = writer.create_session("gpt-4o")
+    writer.append(sid, "user", "the first note mentions a cobalt lantern")
+    reader = Store(path, read_only=True)
+    assert [hit["snippet"] for hit in reader.grep("+cobalt")] == [
+        "the first note mentions a [cobalt] lantern"
+    ]
+    # Queued, not yet indexed: the reader's own index of the queue is rebuilt.
+    writer.append(sid, "assistant", "a second cobalt note arrived later")
+    assert len(reader.grep("+cobalt")) == 2
+    assert reader.native.search_backlog() > 0

@@ -137,6 +137,9 @@ pub struct Store {
     read_only: bool,
     /// Index rows each searched word matched, and the index size when counted.
     word_counts: grep::WordCounts,
+    /// The `data_version` of the file when a read-only store last indexed the rows
+    /// queued for the index (see `pending.rs`): unchanged, the index is reused.
+    pending_version: std::cell::Cell<Option<i64>>,
 }
 
 impl Store {
@@ -183,6 +186,7 @@ impl Store {
             reader_failed: false,
             read_only: false,
             word_counts: grep::WordCounts::default(),
+            pending_version: std::cell::Cell::new(None),
         })
     }
 

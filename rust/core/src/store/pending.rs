@@ -74,14 +74,15 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
         let match_expr = query::parse(query)?.to_fts();
-        self.index_pending(session_id)?;
+        self.index_pending()?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, snippet(pending, 0, '[', ']', ' ... ', 24),
                     bm25(pending)
-             FROM temp.pending WHERE pending MATCH ?1 ORDER BY bm25(pending) LIMIT ?2",
+             FROM temp.pending WHERE pending MATCH ?1 AND (?3 IS NULL OR session_id = ?3)
+             ORDER BY bm25(pending) LIMIT ?2",
         )?;
         let hits = stmt
-            .query_map(params![match_expr, limit as i64], |row| {
+            .query_map(params![match_expr, limit as i64, session_id], |row| {
                 Ok(GrepHit::new(
                     row.get(0)?,
                     row.get(1)?,
@@ -103,39 +104,49 @@ impl Store {
         (lo, hi): (i64, i64),
         limit: i64,
     ) -> Result<Vec<(String, f64)>> {
-        self.index_pending(Some(session_id))?;
+        self.index_pending()?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT m.id, bm25(pending) FROM temp.pending
              JOIN main.messages m ON m.id = pending.owner_id
-             WHERE pending MATCH ?1 AND m.seq BETWEEN ?2 AND ?3
+             WHERE pending MATCH ?1 AND m.session_id = ?5 AND m.seq BETWEEN ?2 AND ?3
              ORDER BY bm25(pending) LIMIT ?4",
         )?;
         let found = stmt
-            .query_map(params![match_expr, lo, hi, limit], |row| {
+            .query_map(params![match_expr, lo, hi, limit, session_id], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
         Ok(found)
     }
 
-    /// The queued rows (of one session, or all) in a temporary index of this
-    /// connection, built afresh.
-    fn index_pending(&self, session_id: Option<&str>) -> Result<()> {
+    /// The queued rows of every session in a temporary index of this connection,
+    /// built again only when the file changed since (`PRAGMA data_version`): a
+    /// reader of a file no one writes, such as an MCP server over a finished
+    /// session, indexes the queue once, not on every search.
+    fn index_pending(&self) -> Result<()> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |row| row.get(0))?;
+        if self.pending_version.get() == Some(version) {
+            return Ok(());
+        }
         self.conn.execute_batch(
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending USING fts5(
                  body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
                  tokenize = 'porter unicode61 remove_diacritics 2');
              DELETE FROM temp.pending;",
         )?;
-        self.fill_pending(session_id)
+        self.fill_pending()?;
+        self.pending_version.set(Some(version));
+        Ok(())
     }
 
-    fn fill_pending(&self, session_id: Option<&str>) -> Result<()> {
+    fn fill_pending(&self) -> Result<()> {
         let mut read = self.conn.prepare_cached(QUEUED_ROWS)?;
         let mut insert = self.conn.prepare_cached(
             "INSERT INTO temp.pending (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
         )?;
-        let mut rows = read.query(params![session_id])?;
+        let mut rows = read.query(params![Option::<&str>::None])?;
         while let Some(row) = rows.next()? {
             let body: String = row.get(0)?;
             let session: String = row.get(1)?;

@@ -76,6 +76,7 @@ impl Store {
             reader_failed: false,
             read_only: true,
             word_counts: super::grep::WordCounts::default(),
+            pending_version: std::cell::Cell::new(None),
         })
     }
 
