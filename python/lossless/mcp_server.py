@@ -174,8 +174,6 @@ def _grep(
     store: Store, query: str, session_id: str | None, mode: str, limit: int
 ) -> list[dict[str, Any]]:
     limit = _bounded("limit", limit, 1, MAX_GREP_HITS)
-    if mode not in ("text", "regex"):
-        raise InvalidInputError(f"mode: expected 'text' or 'regex', got {mode!r}")
     hits = recall.grep(query, db=store, session=session_id, mode=mode, limit=limit)  # type: ignore[arg-type]
     return [{**asdict(hit), "snippet": _cut(hit.snippet, _SNIPPET_CHARS)} for hit in hits]
 

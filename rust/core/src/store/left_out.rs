@@ -12,7 +12,7 @@ use super::compaction::IdList;
 use super::messages::split_ids;
 use super::view::{ItemKind, ViewItem};
 use super::Store;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// File ids of a view's first `through` items that are messages.
 #[derive(Default)]
@@ -61,29 +61,42 @@ impl Store {
         Ok(all.ids)
     }
 
+    /// The file ids of the parts of the session's messages `seqs`, in one statement.
     fn message_file_ids(&self, session_id: &str, seqs: &[i64]) -> Result<Vec<String>> {
+        if seqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let seqs =
+            serde_json::to_string(seqs).map_err(|err| Error::invalid("seqs", err.to_string()))?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT file_ids FROM parts
-             WHERE session_id = ?1 AND msg_seq = ?2 AND file_ids IS NOT NULL ORDER BY ord",
+             WHERE session_id = ?1 AND msg_seq IN (SELECT value FROM json_each(?2))
+               AND file_ids IS NOT NULL
+             ORDER BY msg_seq, ord",
         )?;
+        let rows = stmt.query_map(params![session_id, seqs], |row| row.get::<_, String>(0))?;
         let mut ids = Vec::new();
-        for seq in seqs {
-            let rows = stmt.query_map(params![session_id, seq], |row| row.get::<_, String>(0))?;
-            for joined in rows {
-                ids.extend(split_ids(Some(&joined?)));
-            }
+        for joined in rows {
+            ids.extend(split_ids(Some(&joined?)));
         }
         Ok(ids)
     }
 
+    /// The file ids of the summaries `summary_ids`, in one statement.
     fn summary_file_ids(&self, summary_ids: &[String]) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT file_ids FROM summaries WHERE id = ?1")?;
+        if summary_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted = serde_json::to_string(summary_ids)
+            .map_err(|err| Error::invalid("summary_ids", err.to_string()))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT s.file_ids FROM json_each(?1) AS w JOIN summaries s ON s.id = w.value
+             ORDER BY w.key",
+        )?;
+        let rows = stmt.query_map(params![wanted], |row| row.get::<_, Option<String>>(0))?;
         let mut ids = Vec::new();
-        for id in summary_ids {
-            let joined: Option<String> = stmt.query_row(params![id], |row| row.get(0))?;
-            ids.extend(split_ids(joined.as_deref()));
+        for joined in rows {
+            ids.extend(split_ids(joined?.as_deref()));
         }
         Ok(ids)
     }

@@ -176,7 +176,12 @@ impl Store {
             // never waits for readers.
             conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         }
-        Ok(Self {
+        Ok(Self::on(conn, path, false))
+    }
+
+    /// A store on the configured connection `conn` to the database at `path`.
+    fn on(conn: Connection, path: &str, read_only: bool) -> Self {
+        Self {
             writer: gate::Writer::new(&conn, path),
             conn,
             path: path.to_string(),
@@ -184,10 +189,10 @@ impl Store {
             views: view::ViewCache::default(),
             reader: None,
             reader_failed: false,
-            read_only: false,
+            read_only,
             word_counts: grep::WordCounts::default(),
             pending_version: std::cell::Cell::new(None),
-        })
+        }
     }
 
     /// The path this store was opened with.

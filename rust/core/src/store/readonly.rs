@@ -6,13 +6,12 @@
 //! migrate an older schema; [`Store::open_read_only`] does none of that, so a
 //! typo in a path is an error naming it, and a file is left as it was found.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
 use super::schema::SCHEMA_VERSION;
-use super::{check, open_error, view, OpenOptions, Store};
+use super::{check, open_error, OpenOptions, Store};
 use crate::error::{Error, Result};
 
 /// The oldest schema version read without migrating it: version 2 laid out the
@@ -66,18 +65,7 @@ impl Store {
              PRAGMA mmap_size = 268435456;",
         )?;
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(Self {
-            writer: super::gate::Writer::new(&conn, path),
-            conn,
-            path: path.to_string(),
-            sessions: HashMap::new(),
-            views: view::ViewCache::default(),
-            reader: None,
-            reader_failed: false,
-            read_only: true,
-            word_counts: super::grep::WordCounts::default(),
-            pending_version: std::cell::Cell::new(None),
-        })
+        Ok(Self::on(conn, path, true))
     }
 
     /// Whether this store was opened read-only.
