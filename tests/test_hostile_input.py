@@ -91,13 +91,19 @@ async def call(action: Callable[..., object], *args: Any) -> object:
 
 
 def database_rows(db: Path) -> dict[str, Counter[str]]:
-    """Every row of every table, read with the standard library, read-only."""
+    """Every row of every table, read with the standard library, read-only.
+
+    The full-text index is compared through the tables that store it (`fts_content`
+    and the others): reading the index itself takes its tokenizer, which only the
+    library's connections register.
+    """
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         tables = [
             name
             for (name,) in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+                " AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
             )
         ]
         return {

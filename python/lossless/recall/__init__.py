@@ -162,8 +162,9 @@ def grep(
 
     Text mode takes a question as it is asked: every part or summary holding any of
     its words is a candidate, ranked by bm25 over stemmed words ("rotated" finds
-    "rotates"), with English stopwords ("what", "the") left out unless the query has
-    nothing else. ``+word`` requires a word and ``"exact words"`` requires a phrase
+    "rotates", "Prüfung" finds "Prüfungen": each message is stemmed in its own
+    language), with the question's stopwords ("what", "the") left out unless the
+    query has nothing else. ``+word`` requires a word and ``"exact words"`` requires a phrase
     (an unbalanced ``"`` raises :class:`~lossless.errors.InvalidInputError`, as does
     a query without a word). Summaries are ranked beside messages, at most a quarter
     of the page unless too few messages match. When more than 2,000 parts match, the

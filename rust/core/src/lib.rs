@@ -8,6 +8,7 @@ pub mod error;
 pub mod extractive;
 pub mod fileids;
 pub mod ids;
+pub mod lang;
 pub mod parts;
 pub mod plan;
 pub mod profile;

@@ -4,12 +4,17 @@
 //!
 //! Syntax: bare words are optional and ranked by bm25 (a document matching any of
 //! them is a candidate, so a question finds the turn that answers it); `+word` is
-//! required; `"exact words"` (or `+"exact words"`) is a required phrase. English
-//! stopwords are dropped from the optional words unless nothing else is left, so
-//! "what was it" still searches. Stemming is the index's: its tokenizer is FTS5's
-//! `porter` over `unicode61`, which stems the query's words the same way.
+//! required; `"exact words"` (or `+"exact words"`) is a required phrase. The
+//! stopwords of the query's language are dropped from the optional words unless
+//! nothing else is left, so "what was it" still searches.
+//!
+//! Stemming: the index holds each document's words stemmed in the document's
+//! language (see `crate::lang`), so a query word becomes its stem in every
+//! language the index holds, any of which may match ([`Terms::Stemmed`]).
 
 use crate::error::{Error, Result};
+use crate::lang::segment::words;
+use crate::lang::{self, Language};
 
 /// Optional words a query keeps, and required words and phrases it may hold: bm25
 /// reads every phrase's whole doclist once, so a pasted page of text must not make a
@@ -25,165 +30,66 @@ pub struct Query {
     pub required: Vec<Vec<String>>,
 }
 
-/// English stopwords (the Snowball list's common core, plus question words an
-/// asker adds). Sorted: looked up by binary search.
-const STOPWORDS: &[&str] = &[
-    "a",
-    "about",
-    "above",
-    "after",
-    "again",
-    "against",
-    "all",
-    "also",
-    "am",
-    "an",
-    "and",
-    "any",
-    "are",
-    "as",
-    "at",
-    "be",
-    "because",
-    "been",
-    "before",
-    "being",
-    "below",
-    "between",
-    "both",
-    "but",
-    "by",
-    "can",
-    "could",
-    "d",
-    "did",
-    "didn",
-    "do",
-    "does",
-    "doesn",
-    "doing",
-    "don",
-    "down",
-    "during",
-    "each",
-    "ever",
-    "few",
-    "for",
-    "from",
-    "further",
-    "get",
-    "got",
-    "had",
-    "has",
-    "have",
-    "having",
-    "he",
-    "her",
-    "here",
-    "hers",
-    "herself",
-    "him",
-    "himself",
-    "his",
-    "how",
-    "i",
-    "if",
-    "in",
-    "into",
-    "is",
-    "isn",
-    "it",
-    "its",
-    "itself",
-    "just",
-    "know",
-    "ll",
-    "m",
-    "me",
-    "more",
-    "most",
-    "my",
-    "myself",
-    "no",
-    "nor",
-    "not",
-    "now",
-    "of",
-    "off",
-    "on",
-    "once",
-    "only",
-    "or",
-    "other",
-    "our",
-    "ours",
-    "ourselves",
-    "out",
-    "over",
-    "own",
-    "please",
-    "re",
-    "remind",
-    "s",
-    "said",
-    "same",
-    "say",
-    "she",
-    "should",
-    "so",
-    "some",
-    "such",
-    "t",
-    "tell",
-    "than",
-    "that",
-    "the",
-    "their",
-    "theirs",
-    "them",
-    "themselves",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "through",
-    "to",
-    "too",
-    "under",
-    "until",
-    "up",
-    "us",
-    "ve",
-    "very",
-    "was",
-    "wasn",
-    "we",
-    "were",
-    "what",
-    "when",
-    "where",
-    "which",
-    "while",
-    "who",
-    "whom",
-    "whose",
-    "why",
-    "will",
-    "with",
-    "would",
-    "you",
-    "your",
-    "yours",
-    "yourself",
-    "yourselves",
-];
+/// How a query's words become the terms of an index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Terms {
+    /// The index stems each document in its language (the `lossless` tokenizer):
+    /// a word is any of its stems in these languages.
+    Stemmed(Vec<Language>),
+    /// The index's own tokenizer turns the words into terms (an index written
+    /// before version 6, read without migrating it).
+    Verbatim,
+}
 
-/// Whether `word` (lowercase) is an English stopword.
-#[must_use]
-pub fn is_stopword(word: &str) -> bool {
-    STOPWORDS.binary_search(&word).is_ok()
+impl Terms {
+    /// The languages a query's stopwords are taken from.
+    fn languages(&self) -> Vec<Language> {
+        match self {
+            Terms::Stemmed(languages) if !languages.is_empty() => languages.clone(),
+            _ => vec![Language::English],
+        }
+    }
+
+    /// The forms of `words` (a phrase) in the index, one per language, without
+    /// duplicates.
+    fn forms(&self, words: &[String]) -> Vec<String> {
+        let Terms::Stemmed(languages) = self else {
+            return vec![words.join(" ")];
+        };
+        let mut forms: Vec<String> = Vec::new();
+        for lang in languages {
+            let stems: Vec<String> = words.iter().map(|w| lang::index_form(w, *lang)).collect();
+            let form = stems.join(" ");
+            if !forms.contains(&form) {
+                forms.push(form);
+            }
+        }
+        if forms.is_empty() {
+            forms.push(words.join(" "));
+        }
+        forms
+    }
+
+    /// The FTS5 expression matching the phrase `words` (one word or more).
+    #[must_use]
+    pub fn phrase(&self, words: &[String]) -> String {
+        let forms: Vec<String> = self
+            .forms(words)
+            .iter()
+            .map(|f| format!("\"{f}\""))
+            .collect();
+        if let [one] = forms.as_slice() {
+            one.clone()
+        } else {
+            format!("({})", forms.join(" OR "))
+        }
+    }
+
+    /// The expression matching the one word `word`.
+    #[must_use]
+    pub fn word(&self, word: &str) -> String {
+        self.phrase(&[word.to_string()])
+    }
 }
 
 /// One piece of the query text before stopwords are weighed.
@@ -192,8 +98,9 @@ enum Piece {
     Phrase(Vec<String>),
 }
 
-/// Parses a query; an unbalanced `"` or a query without a word is refused.
-pub fn parse(text: &str) -> Result<Query> {
+/// Parses a query for an index whose words become `terms`; an unbalanced `"` or a
+/// query without a word is refused.
+pub fn parse(text: &str, terms: &Terms) -> Result<Query> {
     let pieces = split(text)?;
     let mut query = Query::default();
     let mut bare = Vec::new();
@@ -207,7 +114,11 @@ pub fn parse(text: &str) -> Result<Query> {
             Piece::Word { text, .. } => bare.push(text),
         }
     }
-    let content: Vec<&String> = bare.iter().filter(|word| !is_stopword(word)).collect();
+    let language = lang::query_language(&bare, &terms.languages());
+    let content: Vec<&String> = bare
+        .iter()
+        .filter(|word| !lang::is_stopword(word, language))
+        .collect();
     // Only stopwords, and nothing required: search for them rather than for nothing.
     let kept: Vec<&String> = if content.is_empty() && query.required.is_empty() {
         bare.iter().collect()
@@ -235,11 +146,13 @@ pub fn parse(text: &str) -> Result<Query> {
     Ok(query)
 }
 
-/// Splits the text into words, `+words` and quoted phrases.
+/// Splits the text into words, `+words` and quoted phrases. A run of Chinese,
+/// Japanese or Korean splits into pairs of characters: as bare words, any pair
+/// may match; required, they are a phrase.
 fn split(text: &str) -> Result<Vec<Piece>> {
     let mut pieces = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find(|c: char| c == '"' || is_word_char(c)) {
+    while let Some(start) = rest.find(|c: char| c == '"' || lang::is_word_char(c)) {
         let before = &text[..text.len() - rest.len() + start];
         rest = &rest[start..];
         if let Some(quoted) = rest.strip_prefix('"') {
@@ -256,11 +169,16 @@ fn split(text: &str) -> Result<Vec<Piece>> {
             rest = &quoted[end + 1..];
             continue;
         }
-        let end = rest.find(|c: char| !is_word_char(c)).unwrap_or(rest.len());
-        pieces.push(Piece::Word {
-            text: rest[..end].to_lowercase(),
-            required: required_mark(before),
-        });
+        let end = rest
+            .find(|c: char| !lang::is_word_char(c))
+            .unwrap_or(rest.len());
+        let run = words_of(&rest[..end]);
+        let required = required_mark(before);
+        if required && run.len() > 1 {
+            pieces.push(Piece::Phrase(run));
+        } else {
+            pieces.extend(run.into_iter().map(|text| Piece::Word { text, required }));
+        }
         rest = &rest[end..];
     }
     Ok(pieces)
@@ -274,14 +192,12 @@ fn required_mark(before: &str) -> bool {
         .is_some_and(|head| head.chars().last().is_none_or(char::is_whitespace))
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric()
-}
-
+/// The words of `text`, lowercased, as the index splits them.
 fn words_of(text: &str) -> Vec<String> {
-    text.split(|c: char| !is_word_char(c))
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
+    words(text)
+        // A run of combining marks alone is no word: folding leaves nothing of it.
+        .filter(|word| word.text.chars().any(char::is_alphanumeric))
+        .map(|word| lang::lowercase(word.text).into_owned())
         .collect()
 }
 
@@ -290,9 +206,9 @@ impl Query {
     /// are present, the optional words join one required phrase in an OR that the
     /// required phrase always satisfies, so they rank without being required.
     #[must_use]
-    pub fn to_fts(&self) -> String {
-        let required: Vec<String> = self.required.iter().map(|w| quote(w)).collect();
-        let optional: Vec<String> = self.optional.iter().map(|w| quote(&[w])).collect();
+    pub fn to_fts(&self, terms: &Terms) -> String {
+        let required: Vec<String> = self.required.iter().map(|w| terms.phrase(w)).collect();
+        let optional: Vec<String> = self.optional.iter().map(|w| terms.word(w)).collect();
         match (required.first(), optional.is_empty()) {
             (None, _) => optional.join(" OR "),
             (Some(_), true) => required.join(" AND "),
@@ -303,12 +219,6 @@ impl Query {
             ),
         }
     }
-}
-
-/// An FTS5 string: words are alphanumeric, so nothing inside needs escaping.
-fn quote<S: AsRef<str>>(words: &[S]) -> String {
-    let joined: Vec<&str> = words.iter().map(AsRef::as_ref).collect();
-    format!("\"{}\"", joined.join(" "))
 }
 
 /// Index rows times phrases bm25 may score for one query. Scoring a row costs about a
@@ -337,7 +247,7 @@ impl Query {
     /// rare word is ranked too, on its rare words alone, which never scores it better
     /// than the whole expression would.
     #[must_use]
-    pub fn rare_fts(&self, rare: &[bool]) -> Option<String> {
+    pub fn rare_fts(&self, rare: &[bool], terms: &Terms) -> Option<String> {
         let words: Vec<String> = self
             .optional
             .iter()
@@ -352,7 +262,7 @@ impl Query {
             optional: words,
             required: self.required.clone(),
         };
-        Some(narrowed.to_fts())
+        Some(narrowed.to_fts(terms))
     }
 }
 
@@ -499,67 +409,103 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const V: Terms = Terms::Verbatim;
+
+    fn stemmed(languages: &[Language]) -> Terms {
+        Terms::Stemmed(languages.to_vec())
+    }
+
     #[test]
-    fn stopwords_are_sorted() {
-        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+    fn a_word_is_any_of_its_stems_in_the_index_languages() {
+        let english = stemmed(&[Language::English]);
+        let query = parse("rotated keys", &english).unwrap();
+        assert_eq!(query.to_fts(&english), "\"rotat\" OR \"key\"");
+        let both = stemmed(&[Language::English, Language::German]);
+        let query = parse("Prüfungen", &both).unwrap();
+        assert_eq!(query.to_fts(&both), "(\"prufungen\" OR \"prufung\")");
+        let phrase = parse("\"rotated keys\"", &both).unwrap();
+        assert_eq!(phrase.to_fts(&both), "(\"rotat key\" OR \"rotated keys\")");
+    }
+
+    #[test]
+    fn stopwords_are_the_query_languages() {
+        let both = stemmed(&[Language::English, Language::German]);
+        let german = parse("wo ist der Schlüssel für den Tresor", &both).unwrap();
+        assert_eq!(german.optional, ["schlüssel", "tresor"]);
+        let english = parse("where did the process die", &both).unwrap();
+        assert_eq!(english.optional, ["process", "die"]);
+    }
+
+    #[test]
+    fn unspaced_words_split_into_pairs() {
+        let query = parse("東京都の人口", &V).unwrap();
+        assert_eq!(query.optional, ["東京", "京都", "都の", "の人", "人口"]);
+        let required = parse("+東京都", &V).unwrap();
+        assert_eq!(required.required, [vec!["東京", "京都"]]);
     }
 
     #[test]
     fn a_question_becomes_an_or_of_its_content_words() {
-        let query = parse("What was the codename of the deploy key?").unwrap();
+        let query = parse("What was the codename of the deploy key?", &V).unwrap();
         assert_eq!(query.optional, ["codename", "deploy", "key"]);
-        assert_eq!(query.to_fts(), "\"codename\" OR \"deploy\" OR \"key\"");
+        assert_eq!(query.to_fts(&V), "\"codename\" OR \"deploy\" OR \"key\"");
     }
 
     #[test]
     fn phrases_and_plus_words_are_required() {
-        let query = parse("+ledger \"exact words\" rates of Exchange").unwrap();
+        let query = parse("+ledger \"exact words\" rates of Exchange", &V).unwrap();
         assert_eq!(query.required, [vec!["ledger"], vec!["exact", "words"]]);
         assert_eq!(query.optional, ["rates", "exchange"]);
         assert_eq!(
-            query.to_fts(),
+            query.to_fts(&V),
             "\"ledger\" AND \"exact words\" AND (\"ledger\" OR \"rates\" OR \"exchange\")"
         );
-        let only = parse("+the").unwrap();
-        assert_eq!(only.to_fts(), "\"the\"");
+        let only = parse("+the", &V).unwrap();
+        assert_eq!(only.to_fts(&V), "\"the\"");
     }
 
     #[test]
     fn a_stopword_only_query_still_searches() {
-        assert_eq!(parse("what is it").unwrap().optional, ["what", "is", "it"]);
+        assert_eq!(
+            parse("what is it", &V).unwrap().optional,
+            ["what", "is", "it"]
+        );
     }
 
     #[test]
     fn bad_queries_are_refused() {
         for bad in ["", "   ", "!!! ...", "\"\"", "+"] {
-            assert!(parse(bad).is_err(), "{bad:?}");
+            assert!(parse(bad, &V).is_err(), "{bad:?}");
         }
-        let err = parse("the \"open phrase").unwrap_err().to_string();
+        let err = parse("the \"open phrase", &V).unwrap_err().to_string();
         assert!(err.contains("unbalanced"), "{err}");
         let many = "+w ".repeat(MAX_TERMS + 1);
-        assert!(parse(&many).unwrap_err().to_string().contains("more than"));
+        assert!(parse(&many, &V)
+            .unwrap_err()
+            .to_string()
+            .contains("more than"));
         let long = "word ".repeat(10_000);
-        assert_eq!(parse(&long).unwrap().optional, ["word"]);
+        assert_eq!(parse(&long, &V).unwrap().optional, ["word"]);
     }
 
     #[test]
     fn long_queries_rank_fewer_candidates_and_rare_words_alone() {
-        let one = parse("ledger").unwrap();
-        let question = parse("which ledger rates failed the retry checks in fx today").unwrap();
+        let one = parse("ledger", &V).unwrap();
+        let question = parse("which ledger rates failed the retry checks in fx today", &V).unwrap();
         assert_eq!(candidates(&one), 2_000);
         assert!(candidates(&question) < 1_000);
         let rare = [false, true, false, false, false, false, false];
         assert_eq!(question.optional.len(), rare.len());
-        assert_eq!(question.rare_fts(&rare).as_deref(), Some("\"rates\""));
-        assert_eq!(question.rare_fts(&[false; 7]), None);
-        assert_eq!(question.rare_fts(&[true; 7]), None);
+        assert_eq!(question.rare_fts(&rare, &V).as_deref(), Some("\"rates\""));
+        assert_eq!(question.rare_fts(&[false; 7], &V), None);
+        assert_eq!(question.rare_fts(&[true; 7], &V), None);
         let merged = union_ranked(&[(3, -2.0), (1, -1.0)], &[(1, -0.5), (9, -1.5)]);
         assert_eq!(merged, [(3, -2.0), (9, -1.5), (1, -1.0)]);
     }
 
     #[test]
     fn common_words_leave_unless_nothing_else_is_left() {
-        let query = parse("ledger rates retry checks fx").unwrap();
+        let query = parse("ledger rates retry checks fx", &V).unwrap();
         let lean = query.without_common(&[10, 9_000, 20, 6_000, 5], 10_000);
         assert_eq!(lean.optional, ["ledger", "retry", "fx"]);
         let all_common = query.without_common(&[9_900, 9_000, 8_000, 6_000, 7_000], 10_000);
@@ -589,12 +535,12 @@ mod tests {
     proptest! {
         #[test]
         fn parsing_never_panics(text in "\\PC{0,80}") {
-            let _ = parse(&text);
+            let _ = parse(&text, &V);
         }
 
         #[test]
         fn parsing_its_own_words_again_changes_nothing(text in "[a-zA-Z +\"!?.,]{0,60}") {
-            if let Ok(query) = parse(&text) {
+            if let Ok(query) = parse(&text, &V) {
                 let mut pieces: Vec<String> = query
                     .required
                     .iter()
@@ -602,16 +548,16 @@ mod tests {
                     .collect();
                 pieces.extend(query.optional.iter().cloned());
                 let again = pieces.join(" ");
-                let reparsed = parse(&again).unwrap();
+                let reparsed = parse(&again, &V).unwrap();
                 // Required single words come back as one-word phrases: the same query.
-                prop_assert_eq!(reparsed.to_fts(), query.to_fts());
+                prop_assert_eq!(reparsed.to_fts(&V), query.to_fts(&V));
             }
         }
 
         #[test]
         fn the_expression_quotes_every_word(text in "\\PC{0,80}") {
-            if let Ok(query) = parse(&text) {
-                let fts = query.to_fts();
+            if let Ok(query) = parse(&text, &V) {
+                let fts = query.to_fts(&V);
                 prop_assert_eq!(fts.matches('"').count() % 2, 0);
                 prop_assert!(query.optional.len() <= MAX_TERMS);
             }

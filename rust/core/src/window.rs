@@ -93,23 +93,6 @@ fn take_older(costs: &[i64], window: &mut Window, budget: i64) -> bool {
     true
 }
 
-/// A full-text query matching any of the words of `text`, each quoted (so no
-/// word is read as an operator); `None` when `text` has no words. Ranked by bm25,
-/// a message holding more of the words, and rarer ones, comes first.
-#[must_use]
-pub fn any_word_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .take(MAX_QUERY_WORDS)
-        .map(|word| format!("\"{word}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
-}
-
-/// Words of a focus query that are searched for: bounds the query a model can send.
-const MAX_QUERY_WORDS: usize = 32;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,14 +137,5 @@ mod tests {
         assert!(window.open_after);
         let budgeted = grow(&[1, 1, 20], 0, Growth::Forward, 10);
         assert!(!budgeted.open_after);
-    }
-
-    #[test]
-    fn query_words_are_quoted_and_joined_with_or() {
-        assert_eq!(
-            any_word_query("deploy-key AND rotation").as_deref(),
-            Some("\"deploy\" OR \"key\" OR \"AND\" OR \"rotation\"")
-        );
-        assert_eq!(any_word_query("!!! ..."), None);
     }
 }

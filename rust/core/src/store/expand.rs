@@ -16,8 +16,9 @@ use super::dag_walk::{Child, Side, Source};
 use super::messages::row_to_part;
 use super::Store;
 use crate::error::{Error, Result};
+use crate::query;
 use crate::render::{transcript_entry, StoredPart};
-use crate::window::{any_word_query, grow, Growth, Window};
+use crate::window::{grow, Growth, Window};
 
 /// Where an expansion's window starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -288,18 +289,14 @@ impl Store {
     }
 
     /// The source message of `root` that best matches `words` (bm25 over the
-    /// full-text index, any of the words), if one does.
+    /// full-text index, any of the words, as `grep` reads a query), if one does.
     fn best_match(&mut self, root: &Child, words: &str) -> Result<Option<String>> {
-        let Some(query) = any_word_query(words) else {
-            return Err(Error::invalid(
-                "query",
-                "has no words to search for (only punctuation or spaces)",
-            ));
-        };
         if !self.read_only {
             // The index is fed from a backlog: move it in first, as grep does.
             self.flush_search_index()?;
         }
+        let terms = self.search_terms()?;
+        let query = query::parse(words, &terms)?.to_fts(&terms);
         let session_id = self.summary(&root.id)?.session_id;
         let mut candidates: Vec<(String, f64)> = self
             .conn
@@ -316,7 +313,14 @@ impl Store {
         if self.read_only {
             // A read-only store cannot move the backlog: it ranks the queued rows apart.
             let span = (root.start, root.end);
-            candidates.extend(self.pending_matches(&query, &session_id, span, QUERY_CANDIDATES)?);
+            let terms = self.stemmed_terms()?;
+            let pending = query::parse(words, &terms)?.to_fts(&terms);
+            candidates.extend(self.pending_matches(
+                &pending,
+                &session_id,
+                span,
+                QUERY_CANDIDATES,
+            )?);
             candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
         }
         for (id, _) in candidates {

@@ -98,8 +98,9 @@ impl Store {
         session_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
-        let parsed = query::parse(query)?;
-        let (matches, rows) = self.word_matches(&parsed.optional)?;
+        let terms = self.search_terms()?;
+        let parsed = query::parse(query, &terms)?;
+        let (matches, rows) = self.word_matches(&parsed.optional, &terms)?;
         let lean = parsed.without_common(&matches, rows);
         let rare: Vec<bool> = parsed
             .optional
@@ -118,20 +119,20 @@ impl Store {
             .map(|(word, count)| (word.clone(), query::idf(*count, rows)))
             .unzip();
         let parsed = lean;
-        let match_expr = parsed.to_fts();
+        let match_expr = parsed.to_fts(&terms);
         let candidates = query::candidates(&parsed);
         // Parts and summaries are ranked apart (rowids above and below zero), so the
         // page can cap summaries; bm25 reads the same index-wide statistics for both,
         // so their scores compare.
         let pool = limit.max(query::COVERAGE_POOL);
         let mut parts = self.rank(&match_expr, session_id, pool, candidates, true)?;
-        if let Some(rare_expr) = parsed.rare_fts(&rare) {
+        if let Some(rare_expr) = parsed.rare_fts(&rare, &terms) {
             let all = query::RARE_MATCHES as usize;
             let old = self.rank(&rare_expr, session_id, pool, all, true)?;
             parts = query::union_ranked(&parts, &old);
         }
         if parsed.optional.len() > 1 && !rare_words.is_empty() {
-            let holders = self.rows_matching(&rare_words)?;
+            let holders = self.rows_matching(&rare_words, &terms)?;
             parts = query::by_coverage(&parts, &holders, &weights);
         }
         parts.truncate(limit);
@@ -153,14 +154,14 @@ impl Store {
 
     /// For each word, the index rows it matches (words of at most
     /// [`query::RARE_MATCHES`] rows: reading them is cheap).
-    fn rows_matching(&self, words: &[String]) -> Result<Vec<HashSet<i64>>> {
+    fn rows_matching(&self, words: &[String], terms: &query::Terms) -> Result<Vec<HashSet<i64>>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?;
         words
             .iter()
             .map(|word| {
-                stmt.query_map([format!("\"{word}\"")], |row| row.get(0))?
+                stmt.query_map([terms.word(word)], |row| row.get(0))?
                     .collect::<rusqlite::Result<HashSet<i64>>>()
                     .map_err(Into::into)
             })
@@ -169,7 +170,7 @@ impl Store {
 
     /// How many index rows each word matches, from the counts kept since the index
     /// was last this size (within a quarter), counting the others.
-    fn word_matches(&mut self, words: &[String]) -> Result<(Vec<i64>, i64)> {
+    fn word_matches(&mut self, words: &[String], terms: &query::Terms) -> Result<(Vec<i64>, i64)> {
         let rows: i64 = self
             .conn
             .prepare_cached(
@@ -189,12 +190,14 @@ impl Store {
             .prepare_cached("SELECT count(*) FROM fts WHERE fts MATCH ?1")?;
         let mut matches = Vec::with_capacity(words.len());
         for word in words {
-            if let Some(known) = self.word_counts.counts.get(word) {
+            // Keyed on the word's expression: the languages it is stemmed in may grow.
+            let expr = terms.word(word);
+            if let Some(known) = self.word_counts.counts.get(&expr) {
                 matches.push(*known);
                 continue;
             }
-            let found: i64 = count.query_row([format!("\"{word}\"")], |row| row.get(0))?;
-            self.word_counts.counts.insert(word.clone(), found);
+            let found: i64 = count.query_row([&expr], |row| row.get(0))?;
+            self.word_counts.counts.insert(expr, found);
             matches.push(found);
         }
         Ok((matches, rows))

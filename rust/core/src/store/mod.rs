@@ -20,6 +20,7 @@ pub mod schema;
 mod search;
 mod sessions;
 mod streams;
+mod tokenizer;
 mod view;
 
 use std::collections::HashMap;
@@ -140,6 +141,8 @@ pub struct Store {
     /// The `data_version` of the file when a read-only store last indexed the rows
     /// queued for the index (see `pending.rs`): unchanged, the index is reused.
     pending_version: std::cell::Cell<Option<i64>>,
+    /// The languages this connection's tokenizer indexed documents in.
+    indexed_languages: std::sync::Arc<tokenizer::Seen>,
 }
 
 impl Store {
@@ -167,6 +170,7 @@ impl Store {
             .map_err(|err| open_error(path, err))?;
         let found = check::inspect(&conn, path)?;
         configure_waiting(&conn, options).map_err(|err| open_error(path, err))?;
+        let indexed_languages = tokenizer::register(&conn)?;
         schema::migrate(&mut conn, path)?;
         if found == 0 && path != ":memory:" {
             // A new database's schema goes from the WAL into the main file at once, so
@@ -176,11 +180,17 @@ impl Store {
             // never waits for readers.
             conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         }
-        Ok(Self::on(conn, path, false))
+        Ok(Self::on(conn, path, false, indexed_languages))
     }
 
-    /// A store on the configured connection `conn` to the database at `path`.
-    fn on(conn: Connection, path: &str, read_only: bool) -> Self {
+    /// A store on the configured connection `conn` to the database at `path`, its
+    /// tokenizer registered.
+    fn on(
+        conn: Connection,
+        path: &str,
+        read_only: bool,
+        indexed_languages: std::sync::Arc<tokenizer::Seen>,
+    ) -> Self {
         Self {
             writer: gate::Writer::new(&conn, path),
             conn,
@@ -192,6 +202,7 @@ impl Store {
             read_only,
             word_counts: grep::WordCounts::default(),
             pending_version: std::cell::Cell::new(None),
+            indexed_languages,
         }
     }
 
@@ -222,6 +233,13 @@ impl Store {
     pub fn counter(&mut self, session_id: &str) -> Result<TokenCounter> {
         Ok(self.session(session_id)?.counter.clone())
     }
+}
+
+/// Registers the full-text index's tokenizer (`lossless`) on a connection opened
+/// without a [`Store`], which can then query the `fts` table; without it SQLite
+/// reports `no such tokenizer: lossless` there. Every other table reads as is.
+pub fn register_search_tokenizer(conn: &Connection) -> Result<()> {
+    tokenizer::register(conn).map(|_| ())
 }
 
 /// [`configure`], tried again while another connection holds the lock it needs, for
@@ -281,6 +299,7 @@ fn open_reader(path: &str) -> Option<Connection> {
     )
     .ok()?;
     conn.set_prepared_statement_cache_capacity(16);
+    tokenizer::register(&conn).ok()?;
     Some(conn)
 }
 

@@ -73,8 +73,10 @@ impl Store {
         session_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
-        let match_expr = query::parse(query)?.to_fts();
+        // Indexed first: the queued rows may be in a language the file's index lacks.
         self.index_pending()?;
+        let terms = self.stemmed_terms()?;
+        let match_expr = query::parse(query, &terms)?.to_fts(&terms);
         let mut stmt = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, snippet(pending, 0, '[', ']', ' ... ', 24),
                     bm25(pending)
@@ -133,7 +135,7 @@ impl Store {
         self.conn.execute_batch(
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending USING fts5(
                  body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
-                 tokenize = 'porter unicode61 remove_diacritics 2');
+                 tokenize = 'lossless');
              DELETE FROM temp.pending;",
         )?;
         self.fill_pending()?;

@@ -65,7 +65,8 @@ impl Store {
              PRAGMA mmap_size = 268435456;",
         )?;
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(Self::on(conn, path, true))
+        let indexed_languages = super::tokenizer::register(&conn)?;
+        Ok(Self::on(conn, path, true, indexed_languages))
     }
 
     /// Whether this store was opened read-only.

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -148,14 +148,22 @@ const SEARCH: &str = r"
 CREATE TABLE search_backlog (fts_rowid INTEGER PRIMARY KEY);
 ";
 
-/// The full-text index (as of version 5, stemmed): `porter` stems what `unicode61`
-/// splits, in the index and in queries alike, so "rotated" finds "rotates". It
-/// keeps stopwords: phrases match exactly, and a query of only stopwords works.
+/// The full-text index (as of version 6, stemmed in many languages): the
+/// `lossless` tokenizer (`tokenizer.rs`) stems each document in its own
+/// language, in the index; a query is stemmed in every language the index
+/// holds (`search_languages`). It keeps stopwords: phrases match exactly, and a
+/// query of only stopwords works.
 const FTS: &str = r"
 CREATE VIRTUAL TABLE fts USING fts5(
     body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
-    tokenize = 'porter unicode61 remove_diacritics 2'
+    tokenize = 'lossless'
 );
+";
+
+/// The languages the full-text index holds documents in (as of version 6), by
+/// ISO 639-1 code: a query stems its words in each. Only ever grows.
+const LANGUAGES: &str = r"
+CREATE TABLE IF NOT EXISTS search_languages (code TEXT PRIMARY KEY) WITHOUT ROWID;
 ";
 
 /// Replies while they stream, and who streams them (as of version 4): the one row of
@@ -382,7 +390,7 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
             tx.execute_batch(MIGRATE_FROM_2)?;
             rebuild_search_index(&tx)?;
         }
-        3 | 4 => rebuild_search_index(&tx)?,
+        3..=5 => rebuild_search_index(&tx)?,
         _ => {}
     }
     if again < SCHEMA_VERSION {
@@ -409,7 +417,15 @@ fn create(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<()> {
             reason: "it is a SQLite database of another application".into(),
         });
     }
-    for tables in [TABLES, PARTS, SUMMARIES, SUMMARY_SOURCES, SEARCH, FTS] {
+    for tables in [
+        TABLES,
+        PARTS,
+        SUMMARIES,
+        SUMMARY_SOURCES,
+        SEARCH,
+        LANGUAGES,
+        FTS,
+    ] {
         tx.execute_batch(tables)?;
     }
     Ok(())
@@ -425,6 +441,7 @@ fn upgrade_from_1(tx: &rusqlite::Transaction<'_>) -> Result<()> {
         SUMMARIES,
         SUMMARY_SOURCES,
         SEARCH,
+        LANGUAGES,
         FTS,
         MIGRATE_FROM_1_COPY,
     ] {
@@ -434,9 +451,10 @@ fn upgrade_from_1(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     Ok(())
 }
 
-/// From versions 2 to 4: the index is stemmed now, so it is built again from the
-/// stored text, in the migration's transaction.
+/// From versions 2 to 5: the index is stemmed in each document's language now, so
+/// it is built again from the stored text, in the migration's transaction.
 fn rebuild_search_index(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    tx.execute_batch(LANGUAGES)?;
     tx.execute_batch("DROP TABLE fts;")?;
     tx.execute_batch(FTS)?;
     tx.execute_batch(

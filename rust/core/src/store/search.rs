@@ -17,6 +17,8 @@ use rusqlite::{params, Transaction};
 use super::gate::Write;
 use super::Store;
 use crate::error::Result;
+use crate::lang::{Language, LanguageSet};
+use crate::query::Terms;
 
 /// Rows the backlog may hold before the write that crosses it moves them all
 /// into the index: bounds the work a search may have to do first. The write that
@@ -94,6 +96,12 @@ pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
         .execute([])?;
     tx.prepare_cached("DELETE FROM search_backlog")?
         .execute([])?;
+    // The languages the tokenizer indexed these rows in, for queries to stem in.
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO search_languages (code)
+         SELECT value FROM json_each(lossless_new_languages())",
+    )?
+    .execute([])?;
     Ok(moved)
 }
 
@@ -117,5 +125,38 @@ impl Store {
             .conn
             .prepare_cached("SELECT count(*) FROM search_backlog")?
             .query_row([], |row| row.get(0))?)
+    }
+}
+
+/// The first schema version whose index the `lossless` tokenizer wrote.
+const STEMMED_INDEX_SCHEMA: i64 = 6;
+
+impl Store {
+    /// How queries' words become terms of this file's index: stemmed in every
+    /// language it holds, or as they are for an index written before version 6
+    /// (read without migrating it), whose own tokenizer makes its terms.
+    pub(super) fn search_terms(&self) -> Result<Terms> {
+        if self.read_only && self.schema_version()? < STEMMED_INDEX_SCHEMA {
+            return Ok(Terms::Verbatim);
+        }
+        self.stemmed_terms()
+    }
+
+    /// Terms stemmed in the languages the file's index holds and those this
+    /// connection indexed (a read-only store's temporary index of queued rows).
+    pub(super) fn stemmed_terms(&self) -> Result<Terms> {
+        let mut set = self.indexed_languages.ever();
+        if self.schema_version()? >= STEMMED_INDEX_SCHEMA {
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT code FROM search_languages")?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                if let Some(lang) = Language::from_code(row.get_ref(0)?.as_str()?) {
+                    set = LanguageSet(set.0 | lang.bit());
+                }
+            }
+        }
+        Ok(Terms::Stemmed(set.languages()))
     }
 }

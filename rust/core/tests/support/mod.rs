@@ -20,6 +20,7 @@ pub fn raw(path: &str) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(path).expect("raw connection");
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .expect("busy timeout");
+    lossless_core::store::register_search_tokenizer(&conn).expect("tokenizer");
     conn
 }
 
