@@ -4,7 +4,7 @@ mod support;
 
 use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::plan::Tail;
-use lossless_core::store::{GrepMode, OpenOptions, Store, BACKLOG_LIMIT};
+use lossless_core::store::{Focus, GrepMode, OpenOptions, Store, BACKLOG_LIMIT};
 use support::{append, raw, temp_store, text, tool_with};
 
 fn count(path: &str, sql: &str) -> i64 {
@@ -223,4 +223,35 @@ fn required_words_and_phrases_narrow_the_candidates() {
             "{bad:?}"
         );
     }
+}
+
+#[test]
+fn a_focus_query_finds_its_rare_word_in_the_span_however_common_the_others() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(support::MODEL, "{}", None).unwrap();
+    let mut ids = Vec::new();
+    for turn in 0..3_000 {
+        let body = if turn == 40 {
+            "retry the upload: the ocelot config was stale".to_string()
+        } else {
+            format!("retry the upload after the build step {turn}")
+        };
+        ids.push(append(&mut store, &session, Role::User, &[text(&body)]));
+    }
+    // A leaf over the oldest hundred; every newer message matches the common words.
+    let leaf = store
+        .commit_summary(&session, "early uploads", 1, &ids[..100], &[], None)
+        .unwrap()
+        .summary_id;
+    let focus = Focus::Query("why did the upload retry with the ocelot config".into());
+    let expansion = store.expand_window(&leaf, &focus, 200).unwrap();
+    let shown: Vec<&str> = expansion.messages.iter().map(|m| m.id.as_str()).collect();
+    assert!(shown.contains(&ids[40].as_str()), "{shown:?}");
+    // Only common words: the best of the span's matches, still inside the span.
+    let common = Focus::Query("retry upload".into());
+    let expansion = store.expand_window(&leaf, &common, 50).unwrap();
+    assert!(expansion
+        .messages
+        .iter()
+        .all(|m| ids[..100].contains(&m.id)));
 }

@@ -296,17 +296,35 @@ impl Store {
             self.flush_search_index()?;
         }
         let terms = self.search_terms()?;
-        let query = query::parse(words, &terms)?.to_fts(&terms);
+        let parsed = query::parse(words, &terms)?;
+        // As grep does: a word in most of the store is dropped while rarer ones are
+        // left, and bm25 scores the newest matches in the span, not all of them.
+        let (matches, rows) = self.word_matches(&parsed.optional, &terms)?;
+        let lean = parsed.without_common(&matches, rows);
+        let query = lean.to_fts(&terms);
         let session_id = self.summary(&root.id)?.session_id;
+        let (lo, hi) = self.span_rowids(&session_id, root.start, root.end)?;
         let mut candidates: Vec<(String, f64)> = self
             .conn
             .prepare_cached(
                 "SELECT m.id, bm25(fts) FROM fts JOIN messages m ON m.id = fts.owner_id
                  WHERE fts MATCH ?1 AND fts.session_id = ?2 AND m.seq BETWEEN ?3 AND ?4
+                   AND fts.rowid BETWEEN max(?6, COALESCE((SELECT min(rowid) FROM (
+                       SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid BETWEEN ?6 AND ?7
+                       ORDER BY rowid DESC LIMIT ?8)), ?6)) AND ?7
                  ORDER BY bm25(fts) LIMIT ?5",
             )?
             .query_map(
-                params![query, session_id, root.start, root.end, QUERY_CANDIDATES],
+                params![
+                    query,
+                    session_id,
+                    root.start,
+                    root.end,
+                    QUERY_CANDIDATES,
+                    lo,
+                    hi,
+                    query::candidates(&lean) as i64
+                ],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?
             .collect::<rusqlite::Result<_>>()?;
@@ -331,6 +349,21 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// The index rowids of the parts of the session's messages in `start..=end`
+    /// (parts' rowids), lowest and highest; an empty range when there are none.
+    fn span_rowids(&self, session_id: &str, start: i64, end: i64) -> Result<(i64, i64)> {
+        let (lo, hi): (Option<i64>, Option<i64>) = self
+            .conn
+            .prepare_cached(
+                "SELECT min(pk), max(pk) FROM parts
+                 WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
+            )?
+            .query_row(params![session_id, start, end], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?;
+        Ok((lo.unwrap_or(1), hi.unwrap_or(0)))
     }
 
     /// The expansion of `window` over the loaded run, its messages rendered. An

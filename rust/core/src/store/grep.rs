@@ -170,7 +170,11 @@ impl Store {
 
     /// How many index rows each word matches, from the counts kept since the index
     /// was last this size (within a quarter), counting the others.
-    fn word_matches(&mut self, words: &[String], terms: &query::Terms) -> Result<(Vec<i64>, i64)> {
+    pub(super) fn word_matches(
+        &mut self,
+        words: &[String],
+        terms: &query::Terms,
+    ) -> Result<(Vec<i64>, i64)> {
         let rows: i64 = self
             .conn
             .prepare_cached(
