@@ -20,13 +20,13 @@ from typing import Any
 import anyio
 import pytest
 from pydantic import BaseModel
+from tests.conftest import TEST_MODEL
 
 from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.events import Event, EventBus, EventName
 from lossless.operators import LLMMap
 from lossless.testing import LocalLLMServer, Reply, content_text
-from tests.conftest import TEST_MODEL
 
 pytestmark = pytest.mark.anyio
 
@@ -175,7 +175,7 @@ async def test_bad_templates_are_refused_before_anything_is_stored(
         new_map(config, db, template="Classify\n{{ item }.")
     with pytest.raises(InvalidInputError, match="items"):
         new_map(config, db).run("abc")
-    assert not db.exists()
+    assert not await anyio.Path(db).exists()
 
 
 async def test_items_that_cannot_be_stored_or_rendered_fail_and_the_map_goes_on(

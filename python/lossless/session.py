@@ -183,6 +183,20 @@ class Session:
         system_prompt: str | None = None,
     ) -> Session:
         """Start a new session stored in ``db``."""
+        return await cls._new(model=model, db=db, config=config, system_prompt=system_prompt)
+
+    @classmethod
+    async def _new(
+        cls,
+        *,
+        model: str,
+        db: str | os.PathLike[str],
+        config: Config | None,
+        system_prompt: str | None,
+        link: tuple[str, str, int] | None = None,
+    ) -> Session:
+        """:meth:`create`; with ``link`` (parent id, map id, item index) the session is
+        created linked to its parent, in the same transaction (an AgenticMap item)."""
         config = config or Config()
 
         async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
@@ -193,7 +207,12 @@ class Session:
         counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
         # The snapshot lets `load` rebuild the session; a credential has no place in it.
         snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
-        session_id = store.create_session(model, snapshot, system_prompt)
+        if link is None:
+            session_id = store.create_session(model, snapshot, system_prompt)
+        else:
+            session_id = await anyio.to_thread.run_sync(
+                _native.create_child_session, store, model, snapshot, system_prompt, *link
+            )
         session = cls(
             store=store,
             session_id=session_id,
