@@ -5,6 +5,7 @@ sub-session, and many items on one database file."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -130,17 +131,20 @@ async def test_a_stopped_item_resumes_in_its_own_sub_session_where_it_stopped(
     server: LocalLLMServer, config: Config, db: Path
 ) -> None:
     # Item 1's answer (after its lookup) takes long: the map is closed while it waits.
-    server.responder = lambda request: agent(
-        request, latency=1.5 if item_of(request) == 1 and tool_results(request) else 0.0
-    )
-    mapper = new_map(config, db, concurrency=2)
-    stream = mapper.run(range(2))
+    waiting = threading.Event()
+
+    def slow_answer(request: dict[str, Any]) -> Reply:
+        if item_of(request) == 1 and tool_results(request):
+            waiting.set()
+            return agent(request, latency=1.5)
+        return agent(request)
+
+    server.responder = slow_answer
+    stream = new_map(config, db, concurrency=2).run(range(2))
     async with stream:
         first = await anext(stream)
         assert first.index == 0
-        with anyio.fail_after(5):
-            while not any(item_of(r) == 1 and tool_results(r) for r in server.requests):
-                await anyio.sleep(0.02)
+        assert await anyio.to_thread.run_sync(waiting.wait, 5)
     map_id = first.map_id
     asked_before = len(server.requests)
     server.responder = agent
