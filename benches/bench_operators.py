@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
-
 from benches.conftest import FULL
+
 from lossless.config import Config, LLMConfig, ModelConfig
 from lossless.files import LargeFileHandler
 from lossless.llm import ensure_litellm
