@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from benches.conftest import FULL
 
+from conftest import FULL
 from lossless.config import Config, LLMConfig, ModelConfig
 from lossless.files import LargeFileHandler
 from lossless.llm import ensure_litellm

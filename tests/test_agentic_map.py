@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.conftest import TEST_MODEL
 from typer.testing import CliRunner
 
+from conftest import TEST_MODEL
 from lossless.cli import app
 from lossless.config import Config
 from lossless.errors import InvalidInputError

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import TEST_MODEL, run_python
 from typer.testing import CliRunner
 
+from conftest import TEST_MODEL, run_python
 from lossless import FileRefPart, TextPart
 from lossless.cli import app
 from lossless.config import CompactionConfig, Config, FilesConfig

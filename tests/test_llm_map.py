@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 import pytest
 from pydantic import BaseModel
-from tests.conftest import TEST_MODEL
 
+from conftest import TEST_MODEL
 from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.events import Event, EventBus, EventName
