@@ -21,10 +21,20 @@ if TYPE_CHECKING:
     from lossless.compaction import CompactionResult
     from lossless.config import Config
     from lossless.events import Event, EventBus, EventName
+    from lossless.files import FileHandleResult, LargeFileHandler, StoredFile
+    from lossless.operators import AgenticMap, AgentTool, LLMMap, MapResult, MapStream
     from lossless.recall import describe, expand, grep, read
     from lossless.session import BuiltContext, Message, RecordResult, Session, TurnResult
 
 _LAZY = {
+    "AgentTool": "lossless.operators",
+    "AgenticMap": "lossless.operators",
+    "FileHandleResult": "lossless.files",
+    "LLMMap": "lossless.operators",
+    "LargeFileHandler": "lossless.files",
+    "MapResult": "lossless.operators",
+    "MapStream": "lossless.operators",
+    "StoredFile": "lossless.files",
     "BuiltContext": "lossless.session",
     "CompactionResult": "lossless.compaction",
     "Config": "lossless.config",
@@ -42,19 +52,27 @@ _LAZY = {
 }
 
 __all__ = [
+    "AgentTool",
+    "AgenticMap",
     "BuiltContext",
     "CompactionResult",
     "Config",
     "Event",
     "EventBus",
     "EventName",
+    "FileHandleResult",
     "FileRefPart",
+    "LLMMap",
+    "LargeFileHandler",
     "LosslessError",
+    "MapResult",
+    "MapStream",
     "Message",
     "Part",
     "RecordResult",
     "Session",
     "Store",
+    "StoredFile",
     "TextPart",
     "TokenCounter",
     "ToolPart",

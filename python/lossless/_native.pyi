@@ -4,6 +4,7 @@ The module is private: use the ``lossless`` package. Part dicts use the wire
 format of :func:`lossless.parts.part_to_wire`.
 """
 
+import os
 from typing import Any, Self, final
 
 __all__ = [
@@ -16,10 +17,23 @@ __all__ = [
     "TokenCounter",
     "__version__",
     "check_summary",
+    "child_sessions",
     "count_tokens",
+    "create_child_session",
+    "create_map",
     "encoding_for_model",
+    "export_file",
     "extract_file_ids",
+    "file_record",
+    "item_session",
+    "map_inputs",
+    "map_outcomes",
+    "map_run",
     "merge_file_id_footer",
+    "read_file",
+    "record_map_outcome",
+    "scan_file",
+    "store_file",
     "with_kept",
 ]
 
@@ -306,3 +320,76 @@ class Store:
     def flush_search_index(self) -> int: ...
     def search_backlog(self) -> int: ...
     def stats(self) -> dict[str, Any]: ...
+
+# -- files kept whole (rust/py/src/files.rs) --------------------------------------
+
+def scan_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """One streamed pass over a file: sha256, file_id, bytes, lines, has_nul, utf8."""
+
+def store_file(
+    store: Store,
+    source: str | os.PathLike[str],
+    sha256: str,
+    path: str,
+    file_type: str,
+    token_count: int,
+    summary: str,
+) -> tuple[dict[str, Any], bool]:
+    """Stores a file's bytes (compressed, in chunks) and its reference in one
+    transaction; returns its record and whether it was stored now."""
+
+def file_record(store: Store, file_id: str) -> dict[str, Any] | None:
+    """The stored file ``file_id``, or ``None``."""
+
+def read_file(
+    store: Store, file_id: str, first: int | None = None, last: int | None = None
+) -> bytes:
+    """A stored file's bytes, whole or lines ``first..=last`` (from 1)."""
+
+def export_file(store: Store, file_id: str, dest: str | os.PathLike[str]) -> int:
+    """Writes a stored file's bytes to ``dest``; returns how many."""
+
+# -- map runs (rust/py/src/maps.rs) -------------------------------------------------
+
+def create_map(store: Store, kind: str, parent_id: str | None, spec: str, inputs: list[str]) -> str:
+    """Stores a new map run over ``inputs`` (JSON texts); returns its id."""
+
+def map_run(store: Store, map_id: str) -> dict[str, Any]:
+    """A map run: map_id, kind, parent_id, spec, item_count, created_at."""
+
+def map_inputs(store: Store, map_id: str) -> list[str]:
+    """The inputs of a run (JSON texts), by index."""
+
+def map_outcomes(store: Store, map_id: str) -> list[dict[str, Any]]:
+    """Every outcome stored for a run, by item then in the order written."""
+
+def record_map_outcome(
+    store: Store,
+    map_id: str,
+    idx: int,
+    succeeded: bool,
+    output: str | None,
+    error_kind: str | None,
+    error: str | None,
+    attempts: int,
+    usage: str,
+    session_id: str | None = None,
+) -> None:
+    """Stores one item's outcome; a second success raises ``MapConflictError``."""
+
+def create_child_session(
+    store: Store,
+    model: str,
+    config: str,
+    system_prompt: str | None,
+    parent_id: str,
+    map_id: str,
+    idx: int,
+) -> str:
+    """Creates the session of item ``idx`` of a run, linked to ``parent_id``."""
+
+def item_session(store: Store, map_id: str, idx: int) -> str | None:
+    """The session item ``idx`` of a run ran in, if it started."""
+
+def child_sessions(store: Store, parent_id: str) -> list[dict[str, Any]]:
+    """The sessions linked to ``parent_id``, with their counts."""

@@ -188,13 +188,38 @@ class FilesConfig(_Section):
     inline_threshold: int = Field(
         default=10_000, gt=0, description="Tokens above which a file is referenced."
     )
+    max_file_bytes: int = Field(
+        default=4 * 1024**3,
+        gt=0,
+        description="Largest file taken; its bytes are stored compressed, streamed in chunks.",
+    )
+    outline_max_bytes: int = Field(
+        default=1024**2,
+        gt=0,
+        description=(
+            "Bytes of source code outlined with tree-sitter at most (its head, cut at a "
+            "top-level line): parsing costs about 70 ms per MB."
+        ),
+    )
+    summary_max_bytes: int = Field(
+        default=16 * 1024**2,
+        gt=0,
+        description=(
+            "Bytes of a file its exploration summary parses at most; a larger file's "
+            "structure is read from its head, and its token count estimated from it."
+        ),
+    )
 
 
 class OperatorsConfig(_Section):
     """Parallel map operators."""
 
-    llm_map_concurrency: int = Field(default=16, gt=0)
-    agentic_map_concurrency: int = Field(default=4, gt=0)
+    llm_map_concurrency: int = Field(
+        default=16, gt=0, description="Model calls an LLMMap makes at once."
+    )
+    agentic_map_concurrency: int = Field(
+        default=4, gt=0, description="Sub-sessions an AgenticMap runs at once."
+    )
 
 
 class ArenaConfig(_Section):

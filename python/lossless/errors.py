@@ -13,10 +13,14 @@ __all__ = [
     "ConfigError",
     "CorruptDatabaseError",
     "DatabaseNotFoundError",
+    "FileInputError",
+    "FileTooLargeError",
     "ImmutableRowError",
     "InvalidInputError",
     "LLMError",
     "LosslessError",
+    "MapConflictError",
+    "MissingFileError",
     "NotADatabaseError",
     "NotFoundError",
     "SchemaVersionError",
@@ -36,6 +40,19 @@ class LosslessError(Exception):
 
 class InvalidInputError(LosslessError, ValueError):
     """An argument was rejected; the message names the field and the reason."""
+
+
+class FileInputError(InvalidInputError):
+    """A file handed over cannot be taken: a directory, an empty or unreadable file.
+    The message names the path; nothing was stored."""
+
+
+class MissingFileError(FileInputError, FileNotFoundError):
+    """No file at the path handed over. Also a ``FileNotFoundError``."""
+
+
+class FileTooLargeError(FileInputError):
+    """The file is larger than ``files.max_file_bytes``; nothing was stored."""
 
 
 class ConfigError(InvalidInputError):
@@ -103,6 +120,11 @@ class SessionBusyError(LosslessError):
 
 class CompactionBusyError(LosslessError):
     """Another compaction holds the lease, or the sources of a summary left the view."""
+
+
+class MapConflictError(LosslessError):
+    """An item of a map run that already succeeded was to be recorded again: an
+    item succeeds at most once."""
 
 
 class LLMError(LosslessError):

@@ -36,6 +36,10 @@ class EventName(StrEnum):
     COMPACTION_STALLED = "compaction_stalled"
     PRUNE_COMPLETED = "prune_completed"
     DOOM_LOOP_DETECTED = "doom_loop_detected"
+    FILE_ADDED = "file_added"
+    MAP_STARTED = "map_started"
+    MAP_ITEM_COMPLETED = "map_item_completed"
+    MAP_COMPLETED = "map_completed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -35,6 +35,9 @@ from lossless.errors import (
     UnknownModelError,
 )
 from lossless.events import Event, EventBus, EventName
+
+if TYPE_CHECKING:
+    from lossless.files import FileHandleResult
 from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
 from lossless.models import Budget, ModelLimits, resolve_limits_async
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
@@ -180,6 +183,20 @@ class Session:
         system_prompt: str | None = None,
     ) -> Session:
         """Start a new session stored in ``db``."""
+        return await cls._new(model=model, db=db, config=config, system_prompt=system_prompt)
+
+    @classmethod
+    async def _new(
+        cls,
+        *,
+        model: str,
+        db: str | os.PathLike[str],
+        config: Config | None,
+        system_prompt: str | None,
+        link: tuple[str, str, int] | None = None,
+    ) -> Session:
+        """:meth:`create`; with ``link`` (parent id, map id, item index) the session is
+        created linked to its parent, in the same transaction (an AgenticMap item)."""
         config = config or Config()
 
         async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
@@ -190,7 +207,12 @@ class Session:
         counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
         # The snapshot lets `load` rebuild the session; a credential has no place in it.
         snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
-        session_id = store.create_session(model, snapshot, system_prompt)
+        if link is None:
+            session_id = store.create_session(model, snapshot, system_prompt)
+        else:
+            session_id = await anyio.to_thread.run_sync(
+                _native.create_child_session, store, model, snapshot, system_prompt, *link
+            )
         session = cls(
             store=store,
             session_id=session_id,
@@ -498,6 +520,43 @@ class Session:
         self.events.deliver(updated)
         # A result can be the largest thing a session stores.
         await self._keep_within_budget(view_tokens)
+
+    # -- files -----------------------------------------------------------------
+
+    async def add_file(
+        self, path: str | os.PathLike[str], *, record: bool = True
+    ) -> FileHandleResult:
+        """Hand the model a file: under ``files.inline_threshold`` tokens as text, else
+        as a reference to its bytes, stored whole (see :mod:`lossless.files`).
+
+        With ``record`` (the default) the part is stored at once as a user message;
+        otherwise pass ``result.part`` in the next :meth:`send`. A missing, empty or
+        unreadable path, a directory or a file over ``files.max_file_bytes`` raises a
+        :class:`~lossless.errors.FileInputError` and stores nothing.
+        """
+        self._check_open()
+        from lossless.files import LargeFileHandler
+
+        handler = LargeFileHandler(self._store, config=self.config.files, model=self.model)
+        result = await handler.handle(path)
+        if record:
+            await self.record("user", [result.part])
+        await self.events.apublish(
+            EventName.FILE_ADDED,
+            self.id,
+            file_id=result.file_id,
+            inline=result.inline,
+            tokens=result.token_count,
+        )
+        return result
+
+    async def read_file(self, file_id: str, lines: tuple[int, int] | None = None) -> str:
+        """The text of a stored file, whole or ``lines=(first, last)`` (from 1, both
+        included). An unknown id raises :class:`~lossless.errors.NotFoundError`."""
+        from lossless.files import LargeFileHandler
+
+        handler = LargeFileHandler(self._store, config=self.config.files, model=self.model)
+        return await handler.read(file_id, lines)
 
     async def compact(self) -> CompactionResult:
         """Run one compaction now, even under the soft threshold. Never raises."""

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from lossless.cli import demo, mcp, recall, sessions, show, stats
+from lossless.cli import demo, files, mcp, recall, sessions, show, stats
 from lossless.cli._common import Settings, guarded
 
 __all__ = ["app", "main"]
@@ -35,6 +35,7 @@ for command in (
     recall.grep,
     recall.expand,
     recall.read,
+    files.file,
     stats.stats,
     sessions.export,
     demo.demo,

@@ -12,22 +12,38 @@ import typer
 from rich import box
 from rich.table import Table
 
+from lossless import _native
 from lossless.cli._common import format_time, open_existing_store, plural, stdout_console
 
 __all__ = ["ExportFormat", "export", "sessions"]
 
 
-def sessions(ctx: typer.Context) -> None:
+def sessions(
+    ctx: typer.Context,
+    parent: Annotated[
+        str | None,
+        typer.Option(
+            "--parent",
+            help="Only the sessions an agentic map ran under this parent "
+            "(a session id, or the map id when it had no parent session).",
+        ),
+    ] = None,
+) -> None:
     """List every session: id, model, creation time, messages, summaries, tokens in view."""
     store = open_existing_store(ctx)
-    rows = store.sessions()
+    if parent is None:
+        rows = store.sessions()
+        where = f"in {store.path}"
+    else:
+        rows = _native.child_sessions(store.native, parent)
+        where = f"under {parent}"
     console = stdout_console()
     if not rows:
-        console.print(f"no sessions in {store.path}")
+        console.print(f"no sessions {where}")
         return
     # Compact borders: the six columns fit an 80-column terminal.
     table = Table(
-        title=f"{plural(len(rows), 'session')} in {store.path}",
+        title=f"{plural(len(rows), 'session')} {where}",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,

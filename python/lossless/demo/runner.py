@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from lossless.demo._mcp import McpReport, show_mcp_recall
+from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._stream import StreamReport, show_cancelled_stream
 from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
 
@@ -59,6 +60,7 @@ class DemoReport:
     worst_view: float = 0.0
     stream: StreamReport = field(default_factory=StreamReport)
     mcp: McpReport = field(default_factory=McpReport)
+    operators: OperatorsReport = field(default_factory=OperatorsReport)
 
 
 def demo_config(model: str | None, api_base: str | None = None) -> Config:
@@ -97,6 +99,10 @@ def run_demo(
         and report.stream.kept
         # Without the mcp package (a plain install) the third act is skipped, said so.
         and (report.mcp.expanded or bool(report.mcp.error))
+        and report.operators.read_back
+        and report.operators.agent_read_cutoff
+        and report.operators.classified == 6
+        and report.operators.agents_ok == 3
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -154,6 +160,7 @@ async def _replay(
         _show_recall(session, report, console)
     report.stream = await show_cancelled_stream(db_path, console)
     report.mcp = await show_mcp_recall(db_path, console)
+    report.operators = await show_files_and_maps(db_path, console)
     return report
 
 
@@ -252,6 +259,15 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
         (
             "over MCP (lossless mcp): fact found / read back",
             f"{report.mcp.found} / {report.mcp.expanded}, grep in {report.mcp.grep_ms:.1f} ms",
+        ),
+        (
+            "large file: stored / read back / agent read it by lines",
+            f"{report.operators.file_bytes:,} bytes as {report.operators.stored_bytes:,} / "
+            f"{report.operators.read_back} / {report.operators.agent_read_cutoff}",
+        ),
+        (
+            "LLMMap tickets labelled / AgenticMap agents finished",
+            f"{report.operators.classified} of 6 / {report.operators.agents_ok} of 3",
         ),
     ]
     for name, value in rows:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lossless.errors import InvalidInputError, LosslessError, NotFoundError
+from lossless.files.tool import READ_FILE_TOOL, answer_read_file
 from lossless.parts import ToolPart
 from lossless.recall import describe, expand, grep, read
 from lossless.tokens import count_tokens
@@ -118,6 +119,7 @@ RECALL_TOOLS: list[dict[str, Any]] = [
             },
         },
     },
+    READ_FILE_TOOL,
 ]
 
 RECALL_TOOL_NAMES = frozenset(tool["function"]["name"] for tool in RECALL_TOOLS)
@@ -220,7 +222,12 @@ def _read(session: Session, args: dict[str, Any]) -> str:
     )
 
 
+def _read_file(session: Session, args: dict[str, Any]) -> str:
+    return answer_read_file(session, args, ANSWER_TOKENS)
+
+
 _ANSWERS: dict[str, Callable[[Session, dict[str, Any]], str]] = {
+    "lossless_read_file": _read_file,
     "lossless_grep": _grep,
     "lossless_describe": _describe,
     "lossless_expand": _expand,

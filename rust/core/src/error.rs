@@ -59,6 +59,9 @@ pub enum Error {
     /// The view changed under a compaction, or another holder has its lease.
     #[error("compaction conflict: {0}")]
     Conflict(String),
+    /// An item of a map run that already succeeded was to be recorded again.
+    #[error("{0}")]
+    AlreadySucceeded(String),
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(String),

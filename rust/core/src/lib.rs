@@ -7,6 +7,7 @@
 pub mod error;
 pub mod extractive;
 pub mod fileids;
+pub mod filescan;
 pub mod ids;
 pub mod lang;
 pub mod parts;

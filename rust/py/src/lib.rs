@@ -9,6 +9,8 @@
 
 mod convert;
 mod errors;
+mod files;
+mod maps;
 mod recall;
 mod render_cache;
 mod round;
@@ -53,5 +55,22 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(tokens::merge_file_id_footer, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::check_summary, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::with_kept, module)?)?;
+    for function in [
+        wrap_pyfunction!(files::scan_file, module)?,
+        wrap_pyfunction!(files::store_file, module)?,
+        wrap_pyfunction!(files::file_record, module)?,
+        wrap_pyfunction!(files::read_file, module)?,
+        wrap_pyfunction!(files::export_file, module)?,
+        wrap_pyfunction!(maps::create_map, module)?,
+        wrap_pyfunction!(maps::map_run, module)?,
+        wrap_pyfunction!(maps::map_inputs, module)?,
+        wrap_pyfunction!(maps::map_outcomes, module)?,
+        wrap_pyfunction!(maps::record_map_outcome, module)?,
+        wrap_pyfunction!(maps::create_child_session, module)?,
+        wrap_pyfunction!(maps::item_session, module)?,
+        wrap_pyfunction!(maps::child_sessions, module)?,
+    ] {
+        module.add_function(function)?;
+    }
     Ok(())
 }

@@ -31,7 +31,7 @@ pub struct Store {
 
 impl Store {
     /// Runs `work` on the core store with the interpreter released.
-    fn with<T, F>(&self, py: Python<'_>, work: F) -> PyResult<T>
+    pub(crate) fn with<T, F>(&self, py: Python<'_>, work: F) -> PyResult<T>
     where
         F: FnOnce(&mut core_store::Store) -> Result<T> + Send,
         T: Send,
@@ -45,7 +45,7 @@ impl Store {
     }
 }
 
-fn dict_of<'py>(
+pub(crate) fn dict_of<'py>(
     py: Python<'py>,
     items: &[(&str, Bound<'py, PyAny>)],
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -56,7 +56,10 @@ fn dict_of<'py>(
     Ok(dict)
 }
 
-fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn obj<'py, T: IntoPyObject<'py>>(
+    py: Python<'py>,
+    value: T,
+) -> PyResult<Bound<'py, PyAny>> {
     value.into_bound_py_any(py)
 }
 

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -366,6 +366,128 @@ const MIGRATE_FROM_2: &str = r"
 DROP INDEX IF EXISTS parts_prunable;
 ";
 
+/// Files kept whole and map runs (as of version 7), each table with its own
+/// append-only triggers. A stored file is its `file_refs` row, one `file_contents`
+/// row (sizes, codec) and its compressed chunks, each chunk with the newlines before
+/// it, so a line range reads only the chunks that hold it. A map run is its spec
+/// and inputs, then one outcome row per finished attempt at an item: the partial
+/// unique index lets an item succeed at most once. `session_parents` links the
+/// sessions an agentic map runs its items in to their parent.
+const FILES_AND_MAPS: &str = r"
+CREATE TABLE IF NOT EXISTS file_contents (
+    file_id      TEXT PRIMARY KEY,
+    byte_count   INTEGER NOT NULL,
+    line_count   INTEGER NOT NULL,
+    codec        TEXT NOT NULL CHECK (codec IN ('zstd')),
+    chunk_count  INTEGER NOT NULL,
+    stored_bytes INTEGER NOT NULL,
+    is_text      INTEGER NOT NULL
+) WITHOUT ROWID;
+-- A rowid table: chunks are up to a MiB of data, too large for the rows of a
+-- WITHOUT ROWID table.
+CREATE TABLE IF NOT EXISTS file_chunks (
+    pk         INTEGER PRIMARY KEY,
+    file_id    TEXT NOT NULL,
+    ord        INTEGER NOT NULL,
+    first_line INTEGER NOT NULL,
+    raw_bytes  INTEGER NOT NULL,
+    data       BLOB NOT NULL,
+    UNIQUE (file_id, ord)
+);
+CREATE INDEX IF NOT EXISTS file_chunks_by_line ON file_chunks (file_id, first_line, ord);
+CREATE TABLE IF NOT EXISTS map_runs (
+    map_id     TEXT PRIMARY KEY,
+    kind       TEXT NOT NULL CHECK (kind IN ('llm', 'agentic')),
+    parent_id  TEXT,
+    spec       TEXT NOT NULL,
+    item_count INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS map_inputs (
+    map_id TEXT NOT NULL,
+    idx    INTEGER NOT NULL,
+    input  TEXT NOT NULL,
+    PRIMARY KEY (map_id, idx)
+);
+CREATE TABLE IF NOT EXISTS map_outcomes (
+    pk         INTEGER PRIMARY KEY,
+    map_id     TEXT NOT NULL,
+    idx        INTEGER NOT NULL,
+    status     TEXT NOT NULL CHECK (status IN ('succeeded', 'failed')),
+    output     TEXT,
+    error_kind TEXT,
+    error      TEXT,
+    attempts   INTEGER NOT NULL,
+    usage      TEXT NOT NULL,
+    session_id TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS map_outcomes_by_item ON map_outcomes (map_id, idx);
+CREATE UNIQUE INDEX IF NOT EXISTS map_outcomes_one_success
+    ON map_outcomes (map_id, idx) WHERE status = 'succeeded';
+CREATE TABLE IF NOT EXISTS session_parents (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+    parent_id  TEXT NOT NULL,
+    map_id     TEXT,
+    idx        INTEGER,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS session_parents_by_parent ON session_parents (parent_id);
+CREATE INDEX IF NOT EXISTS session_parents_by_item ON session_parents (map_id, idx);
+";
+
+/// The append-only triggers of the version 7 tables: nothing is rewritten or
+/// deleted, and an insert never replaces a stored row.
+const FILES_AND_MAPS_TRIGGERS: &str = r"
+CREATE TRIGGER IF NOT EXISTS file_contents_no_replace BEFORE INSERT ON file_contents
+WHEN EXISTS (SELECT 1 FROM file_contents WHERE file_id = NEW.file_id)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored file cannot be replaced'); END;
+CREATE TRIGGER IF NOT EXISTS file_chunks_no_replace BEFORE INSERT ON file_chunks
+WHEN EXISTS (SELECT 1 FROM file_chunks WHERE pk = NEW.pk)
+  OR EXISTS (SELECT 1 FROM file_chunks WHERE file_id = NEW.file_id AND ord = NEW.ord)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored file chunk cannot be replaced'); END;
+CREATE TRIGGER IF NOT EXISTS map_runs_no_replace BEFORE INSERT ON map_runs
+WHEN EXISTS (SELECT 1 FROM map_runs WHERE map_id = NEW.map_id)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a map run cannot be replaced'); END;
+CREATE TRIGGER IF NOT EXISTS map_inputs_no_replace BEFORE INSERT ON map_inputs
+WHEN EXISTS (SELECT 1 FROM map_inputs WHERE map_id = NEW.map_id AND idx = NEW.idx)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a map input cannot be replaced'); END;
+CREATE TRIGGER IF NOT EXISTS map_outcomes_no_replace BEFORE INSERT ON map_outcomes
+WHEN EXISTS (SELECT 1 FROM map_outcomes WHERE pk = NEW.pk)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a map outcome cannot be replaced'); END;
+CREATE TRIGGER IF NOT EXISTS session_parents_no_replace BEFORE INSERT ON session_parents
+WHEN EXISTS (SELECT 1 FROM session_parents WHERE session_id = NEW.session_id)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a session link cannot be replaced'); END;
+";
+
+/// `table_no_delete` and `table_fixed` for each version 7 table.
+fn append_only_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    for table in [
+        "file_contents",
+        "file_chunks",
+        "map_runs",
+        "map_inputs",
+        "map_outcomes",
+        "session_parents",
+    ] {
+        tx.execute_batch(&format!(
+            "CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
+             BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be deleted'); END;
+             CREATE TRIGGER IF NOT EXISTS {table}_fixed BEFORE UPDATE ON {table}
+             BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be changed'); END;"
+        ))?;
+    }
+    Ok(())
+}
+
+/// Version 7: the tables of files kept whole and of map runs, added to a database
+/// of any older version (they depend on no other table's layout).
+fn add_files_and_maps(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    tx.execute_batch(FILES_AND_MAPS)?;
+    tx.execute_batch(FILES_AND_MAPS_TRIGGERS)?;
+    append_only_triggers(tx)
+}
+
 /// Creates the schema on an empty database, upgrades an older one in one
 /// transaction, accepts the current one, and refuses one written by a newer build.
 pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
@@ -394,6 +516,7 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         _ => {}
     }
     if again < SCHEMA_VERSION {
+        add_files_and_maps(&tx)?;
         tx.execute_batch(STREAMS)?;
         tx.execute_batch(INDEXES)?;
         tx.execute_batch(TRIGGERS)?;
