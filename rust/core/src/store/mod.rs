@@ -1,5 +1,6 @@
 //! The append-only SQLite store: one [`Store`] per connection, any number per file.
 
+mod arena;
 mod check;
 mod commit;
 mod compaction;
@@ -31,6 +32,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::error::{Error, Result};
 use crate::tokens::TokenCounter;
 
+pub use arena::{ArenaWrite, Ceiling, WriteOutcome};
 pub use commit::CommitResult;
 pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
 pub use events::{EventRow, WriteEvent};
@@ -140,6 +142,8 @@ pub struct Store {
     /// The `data_version` of the file when a read-only store last indexed the rows
     /// queued for the index (see `pending.rs`): unchanged, the index is reused.
     pending_version: std::cell::Cell<Option<i64>>,
+    /// Each session's live arena entries as last read.
+    arena: arena::ArenaCache,
 }
 
 impl Store {
@@ -192,6 +196,7 @@ impl Store {
             read_only,
             word_counts: grep::WordCounts::default(),
             pending_version: std::cell::Cell::new(None),
+            arena: arena::ArenaCache::default(),
         }
     }
 
