@@ -153,7 +153,7 @@ impl Store {
 
     /// For each word, the index rows it matches (words of at most
     /// [`query::RARE_MATCHES`] rows: reading them is cheap).
-    fn rows_matching(&self, words: &[String]) -> Result<Vec<HashSet<i64>>> {
+    pub(super) fn rows_matching(&self, words: &[String]) -> Result<Vec<HashSet<i64>>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?;
@@ -169,7 +169,7 @@ impl Store {
 
     /// How many index rows each word matches, from the counts kept since the index
     /// was last this size (within a quarter), counting the others.
-    fn word_matches(&mut self, words: &[String]) -> Result<(Vec<i64>, i64)> {
+    pub(super) fn word_matches(&mut self, words: &[String]) -> Result<(Vec<i64>, i64)> {
         let rows: i64 = self
             .conn
             .prepare_cached(

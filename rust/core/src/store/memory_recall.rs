@@ -1,0 +1,146 @@
+//! Internal recall: what a session once held that is no longer in its view (messages
+//! under a summary, tombstoned tool output), found for the newest user message.
+//!
+//! It reads the full-text index as the writes left it and never indexes at query
+//! time: every transaction that takes something out of the view (a summary commit,
+//! a prune) moves the search backlog into the index first. Only the question's rare
+//! words are read (their matches are few), and a hit is scored by the share of the
+//! question's weight (bm25's idf of each word) it holds, so a score is in `[0, 1]`
+//! and means the same in any session.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::OptionalExtension;
+
+use super::search::part_search_text;
+use super::Store;
+use crate::arena::cut_head_tail;
+use crate::error::Result;
+use crate::query;
+
+/// One recalled part.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecallHit {
+    pub message_id: String,
+    pub part_id: String,
+    /// The message's sequence number in its session.
+    pub seq: i64,
+    /// The part's text, cut to the hit's token budget.
+    pub text: String,
+    pub tokens: i64,
+    /// Share of the question's weight the part holds, in `[0, 1]`.
+    pub score: f64,
+    /// The part's output was tombstoned (its message may still be in view).
+    pub tombstoned: bool,
+}
+
+/// Candidates looked up at most, best first, before giving up on finding `k`
+/// out-of-view hits: bounds a query whose matches are all still in view.
+const MAX_LOOKUPS: usize = 512;
+
+impl Store {
+    /// The `k` best parts of `session_id` matching `question` that are out of the
+    /// view, best first (ties: newest first), each cut to `max_tokens`. A question
+    /// without a searchable word finds nothing.
+    pub fn recall(
+        &mut self,
+        session_id: &str,
+        question: &str,
+        k: usize,
+        max_tokens: usize,
+    ) -> Result<Vec<RecallHit>> {
+        self.session(session_id)?;
+        let words: String = question
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+            .collect();
+        let Ok(parsed) = query::parse(&words) else {
+            return Ok(Vec::new());
+        };
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let (matches, rows) = self.word_matches(&parsed.optional)?;
+        let weights: Vec<f64> = matches
+            .iter()
+            .map(|count| query::idf(*count, rows))
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let rare: Vec<String> = parsed
+            .optional
+            .iter()
+            .zip(&matches)
+            .filter(|(_, count)| **count > 0 && **count <= query::RARE_MATCHES)
+            .map(|(word, _)| word.clone())
+            .collect();
+        if rare.is_empty() || total <= 0.0 {
+            return Ok(Vec::new());
+        }
+        let rare_weights: Vec<f64> = parsed
+            .optional
+            .iter()
+            .zip(&matches)
+            .zip(&weights)
+            .filter(|((_, count), _)| **count > 0 && **count <= query::RARE_MATCHES)
+            .map(|(_, weight)| *weight)
+            .collect();
+        let holders = self.rows_matching(&rare)?;
+        let mut scores: HashMap<i64, f64> = HashMap::new();
+        for (rows, weight) in holders.iter().zip(&rare_weights) {
+            for rowid in rows.iter().filter(|rowid| **rowid > 0) {
+                *scores.entry(*rowid).or_default() += weight;
+            }
+        }
+        let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        let in_view: HashSet<String> = self
+            .view_items(session_id)?
+            .into_iter()
+            .map(|item| item.id)
+            .collect();
+        let count = self.counter(session_id)?;
+        let count = |text: &str| count.count(text);
+        let mut lookup = self.conn.prepare_cached(concat!(
+            "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, ",
+            part_search_text!(),
+            " FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE p.pk = ?1 AND p.session_id = ?2"
+        ))?;
+        let mut hits = Vec::new();
+        for (rowid, weight) in ranked.into_iter().take(MAX_LOOKUPS) {
+            let row = lookup
+                .query_row(rusqlite::params![rowid, session_id], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, i64>(2)?,
+                        row.get::<_, bool>(3)?,
+                        row.get::<_, String>(4)?,
+                    ))
+                })
+                .optional()?;
+            let Some((message_id, part_id, seq, tombstoned, text)) = row else {
+                continue;
+            };
+            if !tombstoned && in_view.contains(&message_id) {
+                continue;
+            }
+            let Some((text, tokens)) = cut_head_tail(&text, max_tokens, &count) else {
+                continue;
+            };
+            hits.push(RecallHit {
+                message_id,
+                part_id,
+                seq,
+                text,
+                tokens: tokens as i64,
+                score: (weight / total).clamp(0.0, 1.0),
+                tombstoned,
+            });
+            if hits.len() == k {
+                break;
+            }
+        }
+        Ok(hits)
+    }
+}
