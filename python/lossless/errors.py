@@ -9,6 +9,7 @@ Where a builtin fits, the class derives from it too, so ``except KeyError`` and
 from __future__ import annotations
 
 __all__ = [
+    "ArenaFullError",
     "CompactionBusyError",
     "ConfigError",
     "CorruptDatabaseError",
@@ -36,6 +37,11 @@ class LosslessError(Exception):
 
 class InvalidInputError(LosslessError, ValueError):
     """An argument was rejected; the message names the field and the reason."""
+
+
+class ArenaFullError(LosslessError):
+    """A new arena key was refused at the session's entry ceiling by its degradation
+    policy; nothing was written. An update of a live key is never refused."""
 
 
 class ConfigError(InvalidInputError):

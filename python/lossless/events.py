@@ -36,6 +36,13 @@ class EventName(StrEnum):
     COMPACTION_STALLED = "compaction_stalled"
     PRUNE_COMPLETED = "prune_completed"
     DOOM_LOOP_DETECTED = "doom_loop_detected"
+    ARENA_ZONE_ADAPTED = "arena_zone_adapted"
+    ARENA_CEILING_ENFORCED = "arena_ceiling_enforced"
+    ARENA_FLOOR_UNMET_RECOVERED = "arena_floor_unmet_recovered"
+    ARENA_FLOOR_UNMET_UNRECOVERABLE = "arena_floor_unmet_unrecoverable"
+    COMPACTION_REQUESTED = "compaction_requested"
+    EXTERNAL_RECALL_INJECTED = "external_recall_injected"
+    EXTERNAL_RECALL_SKIPPED = "external_recall_skipped"
 
 
 @dataclass(frozen=True, slots=True)

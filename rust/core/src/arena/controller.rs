@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::allocate::ZoneLimits;
-use super::plan::Plan;
+use super::plan::ZoneReport;
 use super::zones::{PerZone, Zone};
 
 /// The controller's settings.
@@ -91,12 +91,13 @@ impl ControllerState {
         }
     }
 
-    /// Takes in one turn's plan and moves cap for the next; returns the shifts made.
+    /// Takes in one turn's plan (its zones' reports) and moves cap for the next;
+    /// returns the shifts made.
     pub fn observe(
         &mut self,
         rules: &ControllerRules,
         limits: &PerZone<ZoneLimits>,
-        plan: &Plan,
+        zones: &PerZone<ZoneReport>,
     ) -> Vec<Shift> {
         if !rules.enabled {
             return Vec::new();
@@ -105,7 +106,7 @@ impl ControllerState {
         let alpha = rules.alpha.clamp(0.0, 1.0);
         for zone in Zone::ALL {
             let z = zone.index();
-            let report = &plan.zones[z];
+            let report = &zones[z];
             let truncation = ratio(report.demand - report.accepted, report.demand);
             let idle = ratio(self.caps[z] - report.accepted, self.caps[z]);
             self.ema_truncation[z] = alpha * truncation + (1.0 - alpha) * self.ema_truncation[z];
@@ -114,14 +115,14 @@ impl ControllerState {
         if self.turns < rules.warmup_turns || rules.step <= 0 {
             return Vec::new();
         }
-        self.shift(rules, limits, plan)
+        self.shift(rules, limits, zones)
     }
 
     fn shift(
         &mut self,
         rules: &ControllerRules,
         limits: &PerZone<ZoneLimits>,
-        plan: &Plan,
+        zones: &PerZone<ZoneReport>,
     ) -> Vec<Shift> {
         let unit = rules.step;
         let mut budget = rules.max_shift / unit * unit;
@@ -129,7 +130,7 @@ impl ControllerState {
             .into_iter()
             .filter(|zone| {
                 let z = zone.index();
-                plan.zones[z].demand > 0
+                zones[z].demand > 0
                     && self.ema_truncation[z] > rules.truncation_ratio
                     && limits[z].clean().cap > 0
             })
@@ -191,4 +192,13 @@ fn ratio(part: i64, whole: i64) -> f64 {
     } else {
         (part as f64 / whole as f64).clamp(0.0, 1.0)
     }
+}
+
+/// Everything the arena keeps per session between turns, persisted as JSON.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArenaState {
+    /// `None` until the first observed turn.
+    pub controller: Option<ControllerState>,
+    /// Keys of once-per-session entries already injected.
+    pub presented: std::collections::BTreeSet<String>,
 }

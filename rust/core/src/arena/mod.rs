@@ -13,6 +13,7 @@
 //! - [`render`](mod@render): the system-message part and the volatile block.
 //! - [`lexical`]: the built-in external retriever (feature hashing, cosine).
 //! - [`usage`]: the one window-usage normaliser.
+//! - [`turn`]: one session turn, from live entries and stored state to the text.
 
 pub mod allocate;
 pub mod ceiling;
@@ -21,15 +22,17 @@ pub mod cut;
 pub mod lexical;
 pub mod plan;
 pub mod render;
+pub mod turn;
 pub mod usage;
 pub mod zones;
 
 pub use allocate::{allocate, FloorUnmet, ZoneLimits};
 pub use ceiling::{decide, CeilingPolicy, Decision, DEFAULT_MAX_ENTRIES};
-pub use controller::{ControllerRules, ControllerState, Shift};
+pub use controller::{ArenaState, ControllerRules, ControllerState, Shift};
 pub use cut::cut_head_tail;
 pub use plan::{plan, Accepted, FloorStage, Plan, PlanRules, ZoneReport};
 pub use render::{render, Rendered};
+pub use turn::{observe_turn, plan_turn, ArenaRules, TurnPlan};
 pub use usage::normalize_usage;
 pub use zones::{Entry, PerZone, Priority, Zone};
 

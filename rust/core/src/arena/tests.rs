@@ -251,7 +251,7 @@ fn observe_turns(
     let mut shifts = Vec::new();
     for _ in 0..turns {
         let planned = plan(entries, 2_000, &rules(*limits), Some(&state.caps), &words);
-        shifts.extend(state.observe(&control, limits, &planned));
+        shifts.extend(state.observe(&control, limits, &planned.zones));
     }
     shifts
 }
