@@ -3,14 +3,19 @@ external recall ports, persistence, placement and the prefix rule."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from conftest import TEST_MODEL
 from lossless import Session
 from lossless.arena import LexicalRecallPort, RecallHit
 from lossless.config import ArenaConfig, CompactionConfig, Config
@@ -18,8 +23,6 @@ from lossless.errors import ArenaFullError, InvalidInputError
 from lossless.events import EventName
 from lossless.parts import ToolPart
 from lossless.testing import LocalLLMServer, Reply
-
-from conftest import TEST_MODEL
 
 pytestmark = pytest.mark.anyio
 
@@ -286,3 +289,59 @@ async def test_the_controller_adapts_and_its_caps_persist(
         session_id = s.id
     stored = [e["name"] for e in s.store.events(session_id)]
     assert "arena_zone_adapted" in stored
+
+
+def _newest_user_prefix(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request up to and including its newest user message that is not the
+    arena's block (the block is the last message, right after it)."""
+    block = messages[-1]["role"] == "user" and messages[-1]["content"].startswith("<context>")
+    end = len(messages) - (1 if block else 0)
+    newest = max(i for i in range(end) if messages[i]["role"] == "user")
+    return messages[: newest + 1]
+
+
+_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["task", "pin", "failure", "none"]),
+        st.text(alphabet="abcdefgh ", min_size=1, max_size=30).filter(str.strip),
+    ),
+    min_size=2,
+    max_size=5,
+)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_steps)
+def test_between_compactions_each_request_begins_with_the_last_one_up_to_its_newest_user_turn(
+    server: LocalLLMServer, config_for: Callable[..., Config], steps: list[tuple[str, str]]
+) -> None:
+    async def run() -> list[dict[str, Any]]:
+        server.reset()
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Path(tmp) / "prefix.db"
+            async with Session.open(
+                model=TEST_MODEL, db=db, config=config_for(), system_prompt="be brief"
+            ) as s:
+                for turn, (kind, words) in enumerate(steps):
+                    if kind == "task":
+                        await s.set_task(f"task {words}")
+                    elif kind == "pin":
+                        await s.pin(f"fact {words}")
+                    elif kind == "failure":
+                        await s.record(
+                            "assistant",
+                            [ToolPart("make", f"c{turn}", {}, output=words, status="error")],
+                        )
+                    server.enqueue(Reply(text=f"reply {turn}"))
+                    await s.send(f"question {turn}: {words}")
+        return server.requests
+
+    requests = anyio.run(run)
+    for before, after in itertools.pairwise(requests):
+        prefix = _newest_user_prefix(before["messages"])
+        if after["messages"][0] != prefix[0]:
+            # A pin changed the system message: the rest still holds.
+            prefix, head = prefix[1:], after["messages"][1 : len(prefix)]
+        else:
+            head = after["messages"][: len(prefix)]
+        assert head == prefix

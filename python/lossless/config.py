@@ -282,7 +282,9 @@ class ArenaConfig(_Section):
     recall_hit_tokens: int = Field(default=200, gt=0)
     external_recall: bool = Field(
         default=False,
-        description="Ask `recall_port` (or the built-in lexical port) when internal recall is weak.",
+        description=(
+            "Ask `recall_port` (or the built-in lexical port) when internal recall is weak."
+        ),
     )
     recall_port: Any = Field(
         default=None,

@@ -556,7 +556,7 @@ class Session:
         made from the text); pinning again under a key replaces the fact."""
         if key is None and isinstance(text, str):
             key = "pin:" + hashlib.sha256(text.encode()).hexdigest()[:12]
-        await self.arena.add("truth", key, text, priority=priority)  # type: ignore[arg-type]
+        await self.arena.add("truth", key, text, priority=priority)
         assert key is not None
         return key
 

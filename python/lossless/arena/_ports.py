@@ -79,6 +79,6 @@ class LexicalRecallPort:
             if session["id"] == exclude_session:
                 continue
             for node in store.describe(session["id"], None):
-                summary: dict[str, Any] = node["summary"] if "summary" in node else node
+                summary: dict[str, Any] = node.get("summary", node)
                 port.add(str(summary["id"]), str(summary["text"]))
         return port

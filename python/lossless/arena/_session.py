@@ -187,7 +187,7 @@ class SessionArena:
             raise InvalidInputError("text: must not be empty")
         if priority not in PRIORITIES:
             raise InvalidInputError(f"priority: expected one of {PRIORITIES}, got {priority!r}")
-        limit = self.config.cap(zone) if cap is None else cap  # type: ignore[arg-type]
+        limit = self.config.cap(zone) if cap is None else cap
         assert isinstance(key, str)
         return (zone, key, source, priority, text, once, external, limit)
 

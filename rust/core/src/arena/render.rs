@@ -42,14 +42,18 @@ pub fn render(entries: &[Entry], plan: &Plan) -> Rendered {
         if !target.is_empty() {
             target.push('\n');
         }
-        target.push_str(&format!("<{}>\n", zone.as_str()));
+        target.push('<');
+        target.push_str(zone.as_str());
+        target.push_str(">\n");
         for (at, (_, text)) in texts.iter().enumerate() {
             if at > 0 {
                 target.push_str("\n\n");
             }
             target.push_str(text);
         }
-        target.push_str(&format!("\n</{}>", zone.as_str()));
+        target.push_str("\n</");
+        target.push_str(zone.as_str());
+        target.push('>');
     }
     if !volatile.is_empty() {
         volatile = format!("<context>\n{volatile}\n</context>");

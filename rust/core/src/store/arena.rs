@@ -222,15 +222,13 @@ fn fit_to_cap(text: &str, cap: i64, count: &dyn Fn(&str) -> usize) -> (String, i
     if tokens <= cap || cap <= 0 {
         return (text.to_string(), tokens, None);
     }
-    match cut_head_tail(text, cap as usize, count) {
-        Some((cut, cut_tokens)) => (cut, cut_tokens as i64, Some(tokens)),
-        // A cap too small for the marker: the head alone, by characters.
-        None => {
-            let head: String = text.chars().take((cap as usize).max(1)).collect();
-            let head_tokens = count(&head) as i64;
-            (head, head_tokens, Some(tokens))
-        }
+    if let Some((cut, cut_tokens)) = cut_head_tail(text, cap as usize, count) {
+        return (cut, cut_tokens as i64, Some(tokens));
     }
+    // A cap too small for the marker: the head alone, by characters.
+    let head: String = text.chars().take((cap as usize).max(1)).collect();
+    let head_tokens = count(&head) as i64;
+    (head, head_tokens, Some(tokens))
 }
 
 fn remove(
