@@ -310,7 +310,9 @@ _steps = st.lists(
 )
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(steps=_steps)
 def test_between_compactions_each_request_begins_with_the_last_one_up_to_its_newest_user_turn(
     server: LocalLLMServer, config_for: Callable[..., Config], steps: list[tuple[str, str]]

@@ -38,7 +38,29 @@ pub struct RecallHit {
 /// out-of-view hits: bounds a query whose matches are all still in view.
 const MAX_LOOKUPS: usize = 512;
 
+/// Words of a question read even when they are common, rarest first.
+const COMMON_WORDS_READ: usize = 3;
+
 impl Store {
+    /// For each word, the newest index rows it matches, at most
+    /// [`query::RARE_MATCHES`]: all of a rare word's, the newest of a common one's.
+    fn newest_rows_matching(&self, words: &[String]) -> Result<Vec<Vec<i64>>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2",
+        )?;
+        words
+            .iter()
+            .map(|word| {
+                stmt.query_map(
+                    rusqlite::params![format!("\"{word}\""), query::RARE_MATCHES],
+                    |row| row.get(0),
+                )?
+                .collect::<rusqlite::Result<Vec<i64>>>()
+                .map_err(Into::into)
+            })
+            .collect()
+    }
+
     /// The `k` best parts of `session_id` matching `question` that are out of the
     /// view, best first (ties: newest first), each cut to `max_tokens`. A question
     /// without a searchable word finds nothing.
@@ -66,25 +88,24 @@ impl Store {
             .map(|count| query::idf(*count, rows))
             .collect();
         let total: f64 = weights.iter().sum();
-        let rare: Vec<String> = parsed
-            .optional
-            .iter()
-            .zip(&matches)
-            .filter(|(_, count)| **count > 0 && **count <= query::RARE_MATCHES)
-            .map(|(word, _)| word.clone())
-            .collect();
-        if rare.is_empty() || total <= 0.0 {
+        if total <= 0.0 {
             return Ok(Vec::new());
         }
-        let rare_weights: Vec<f64> = parsed
-            .optional
+        // The question's words that occur, rarest first: all the rare ones, and at
+        // least the few rarest of the common ones (whose newest matches are read).
+        let mut found: Vec<usize> = (0..matches.len()).filter(|&w| matches[w] > 0).collect();
+        found.sort_by_key(|&w| (matches[w], w));
+        let rare = found
             .iter()
-            .zip(&matches)
-            .zip(&weights)
-            .filter(|((_, count), _)| **count > 0 && **count <= query::RARE_MATCHES)
-            .map(|(_, weight)| *weight)
-            .collect();
-        let holders = self.rows_matching(&rare)?;
+            .filter(|&&w| matches[w] <= query::RARE_MATCHES)
+            .count();
+        found.truncate(rare.max(COMMON_WORDS_READ));
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        let words: Vec<String> = found.iter().map(|&w| parsed.optional[w].clone()).collect();
+        let rare_weights: Vec<f64> = found.iter().map(|&w| weights[w]).collect();
+        let holders = self.newest_rows_matching(&words)?;
         let mut scores: HashMap<i64, f64> = HashMap::new();
         for (rows, weight) in holders.iter().zip(&rare_weights) {
             for rowid in rows.iter().filter(|rowid| **rowid > 0) {
