@@ -376,7 +376,7 @@ class Session:
             free = self.budget.usable - tool_tokens - self.view_tokens()
             planned = self.arena.plan(free, prepared)
         if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
-            context = self._assemble(tool_tokens, self.system_prompt, "", self._system_tokens)
+            context = self._assemble(tool_tokens, self.system_prompt, "", self._system_tokens, 0)
         else:
             stable = planned.raw["stable"]
             prompt = (
@@ -384,19 +384,28 @@ class Session:
                 if self.system_prompt and stable
                 else (self.system_prompt or stable)
             )
-            prompt_tokens = self._count(prompt) + 4 if prompt else 0
-            context = self._assemble(tool_tokens, prompt, planned.raw["volatile"], prompt_tokens)
+            # Counted in the core with the plan; the joint "\n\n" and a token of margin
+            # for a merge across it.
+            stable_tokens = planned.raw["stable_tokens"] + 3 if stable else 0
+            prompt_tokens = (self._system_tokens or 4) + stable_tokens
+            block = planned.raw["volatile"]
+            block_tokens = planned.raw["volatile_tokens"] + 4 if block else 0
+            context = self._assemble(tool_tokens, prompt, block, prompt_tokens, block_tokens)
         if planned is not None:
             usage = _native.normalize_usage(None, context.tokens, context.budget)
             context = replace(context, injection=replace(planned.report, usage=usage))
         return context, planned
 
     def _assemble(
-        self, tool_tokens: int, prompt: str | None, block: str, prompt_tokens: int
+        self,
+        tool_tokens: int,
+        prompt: str | None,
+        block: str,
+        prompt_tokens: int,
+        block_tokens: int,
     ) -> BuiltContext:
         """The history within what the tools, the system message and the arena's
         block leave, with the system message first and the block placed."""
-        block_tokens = self._count(block) + 4 if block else 0
         history_budget = (
             self.budget.usable - tool_tokens - block_tokens - (prompt_tokens - self._system_tokens)
         )

@@ -59,8 +59,10 @@ class ZoneInjection:
     accepted: int
     #: Keys of entries injected cut (head and tail kept).
     cut: list[str]
-    #: Keys of entries left out.
+    #: Keys of entries left out (the first 32).
     dropped: list[str]
+    #: How many entries were left out.
+    dropped_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -225,14 +225,8 @@ pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'
     dict.set_item("stage", turn.plan.stage.as_str())?;
     let relaxed: Vec<&str> = turn.plan.relaxed.iter().map(|zone| zone.as_str()).collect();
     dict.set_item("relaxed", relaxed)?;
-    dict.set_item("once_keys", turn.once_keys())?;
-    let injected: Vec<&str> = turn
-        .plan
-        .accepted
-        .iter()
-        .map(|a| turn.candidates[a.index].key.as_str())
-        .collect();
-    dict.set_item("injected", injected)?;
+    dict.set_item("once_keys", &turn.once_keys)?;
+    dict.set_item("injected", &turn.injected)?;
     let zones = PyDict::new(py);
     for zone in Zone::ALL {
         let report = &turn.plan.zones[zone.index()];
@@ -244,6 +238,7 @@ pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'
         item.set_item("accepted", report.accepted)?;
         item.set_item("cut", &report.cut)?;
         item.set_item("dropped", &report.dropped)?;
+        item.set_item("dropped_count", report.dropped_count)?;
         zones.set_item(zone.as_str(), item)?;
     }
     dict.set_item("zones", zones)?;

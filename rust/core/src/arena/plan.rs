@@ -63,8 +63,24 @@ pub struct ZoneReport {
     pub accepted: i64,
     /// Keys of entries injected cut.
     pub cut: Vec<String>,
-    /// Keys of entries left out.
+    /// Keys of entries left out: the first [`REPORTED_DROPS`] of them.
     pub dropped: Vec<String>,
+    /// How many entries were left out.
+    pub dropped_count: usize,
+}
+
+/// Keys of left-out entries a zone's report names at most: a turn over thousands of
+/// entries leaves most of them out, and copying every key would cost more than the
+/// plan.
+pub const REPORTED_DROPS: usize = 32;
+
+impl ZoneReport {
+    fn drop_key(&mut self, key: &str) {
+        if self.dropped.len() < REPORTED_DROPS {
+            self.dropped.push(key.to_string());
+        }
+        self.dropped_count += 1;
+    }
 }
 
 /// An entry the plan injects; `text` is set when it was cut.
@@ -103,10 +119,25 @@ pub fn plan(
     caps: Option<&PerZone<i64>>,
     count: &dyn Fn(&str) -> usize,
 ) -> Plan {
+    let refs: Vec<&Entry> = entries.iter().collect();
+    plan_refs(&refs, total, rules, caps, count)
+}
+
+/// [`plan`] over borrowed entries: a turn plans over thousands of live entries and
+/// copies only what it injects.
+#[must_use]
+pub fn plan_refs(
+    entries: &[&Entry],
+    total: i64,
+    rules: &PlanRules,
+    caps: Option<&PerZone<i64>>,
+    count: &dyn Fn(&str) -> usize,
+) -> Plan {
     let total = total.max(0);
     let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_by_key(|&i| {
-        let entry = &entries[i];
+    // The index ends the key, so the unstable sort is deterministic.
+    order.sort_unstable_by_key(|&i| {
+        let entry = entries[i];
         (entry.zone, entry.priority, Reverse(entry.seq), i)
     });
     let limits = effective_limits(rules, caps);
@@ -123,12 +154,12 @@ pub fn plan(
     let mut zone_left = allocated;
     let mut accepted = Vec::new();
     for &i in &order {
-        let entry = &entries[i];
+        let entry = entries[i];
         let z = entry.zone.index();
         let report = &mut zones[z];
         report.demand += entry.tokens;
         if !allowed(entry.zone) {
-            report.dropped.push(entry.key.clone());
+            report.drop_key(&entry.key);
             continue;
         }
         let room = zone_left[z].min(left);
@@ -157,7 +188,7 @@ pub fn plan(
                 left -= piece.tokens;
                 accepted.push(piece);
             }
-            None => report.dropped.push(entry.key.clone()),
+            None => report.drop_key(&entry.key),
         }
     }
     // A stage that dropped zones reports the demand it could not serve as well.
@@ -196,7 +227,7 @@ type Floors = (
 /// the configured order, then keep only the critical zones with their floors, then
 /// the critical zones without floors (which always fits).
 fn floors(
-    entries: &[Entry],
+    entries: &[&Entry],
     order: &[usize],
     total: i64,
     rules: &PlanRules,
@@ -207,7 +238,7 @@ fn floors(
     let demand_of = |allowed: fn(Zone) -> bool| {
         let mut demand = [0_i64; 7];
         for &i in order {
-            let entry = &entries[i];
+            let entry = entries[i];
             if allowed(entry.zone) {
                 demand[entry.zone.index()] += entry.tokens;
             }

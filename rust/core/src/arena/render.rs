@@ -20,9 +20,16 @@ pub struct Rendered {
 /// of the system message and what was before it stays byte for byte the same.
 #[must_use]
 pub fn render(entries: &[Entry], plan: &Plan) -> Rendered {
+    let refs: Vec<&Entry> = entries.iter().collect();
+    render_refs(&refs, plan)
+}
+
+/// [`render`] over the borrowed entries a plan was made over.
+#[must_use]
+pub fn render_refs(entries: &[&Entry], plan: &Plan) -> Rendered {
     let mut by_zone: [Vec<(i64, &str)>; 7] = Default::default();
     for accepted in &plan.accepted {
-        let entry = &entries[accepted.index];
+        let entry = entries[accepted.index];
         let text = accepted.text.as_deref().unwrap_or(&entry.text);
         by_zone[entry.zone.index()].push((entry.seq, text));
     }

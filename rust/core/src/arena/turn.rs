@@ -4,8 +4,8 @@
 use super::allocate::ZoneLimits;
 use super::ceiling::CeilingPolicy;
 use super::controller::{ArenaState, ControllerRules, ControllerState, Shift};
-use super::plan::{plan, Plan, PlanRules, ZoneReport};
-use super::render::{render, Rendered};
+use super::plan::{plan_refs, Plan, PlanRules, ZoneReport};
+use super::render::{render_refs, Rendered};
 use super::zones::{Entry, PerZone};
 
 /// Everything a session's arena is configured with.
@@ -17,26 +17,15 @@ pub struct ArenaRules {
     pub policy: CeilingPolicy,
 }
 
-/// A turn's plan, the candidates it was made over, and its text.
+/// A turn's plan, what it injects and its text.
 #[derive(Clone, Debug)]
 pub struct TurnPlan {
-    pub candidates: Vec<Entry>,
     pub plan: Plan,
     pub rendered: Rendered,
-}
-
-impl TurnPlan {
-    /// Keys of the once-per-session entries this plan injects.
-    #[must_use]
-    pub fn once_keys(&self) -> Vec<String> {
-        self.plan
-            .accepted
-            .iter()
-            .map(|accepted| &self.candidates[accepted.index])
-            .filter(|entry| entry.once)
-            .map(|entry| entry.key.clone())
-            .collect()
-    }
+    /// Keys of the injected entries, in the order the plan chose them.
+    pub injected: Vec<String>,
+    /// Keys of the once-per-session entries injected.
+    pub once_keys: Vec<String>,
 }
 
 /// The caps the controller holds for `state`, fitted to the configured limits;
@@ -63,19 +52,29 @@ pub fn plan_turn(
     cap: i64,
     count: &dyn Fn(&str) -> usize,
 ) -> TurnPlan {
-    let mut candidates: Vec<Entry> = live
+    let mut candidates: Vec<&Entry> = live
         .iter()
         .filter(|entry| !(entry.once && state.presented.contains(&entry.key)))
-        .cloned()
         .collect();
-    candidates.extend(transient);
+    candidates.extend(transient.iter());
     let caps = current_caps(state, rules);
-    let plan = plan(&candidates, cap, &rules.plan, caps.as_ref(), count);
-    let rendered = render(&candidates, &plan);
+    let plan = plan_refs(&candidates, cap, &rules.plan, caps.as_ref(), count);
+    let rendered = render_refs(&candidates, &plan);
+    let chosen = || {
+        plan.accepted
+            .iter()
+            .map(|accepted| candidates[accepted.index])
+    };
+    let injected = chosen().map(|entry| entry.key.clone()).collect();
+    let once_keys = chosen()
+        .filter(|entry| entry.once)
+        .map(|entry| entry.key.clone())
+        .collect();
     TurnPlan {
-        candidates,
         plan,
         rendered,
+        injected,
+        once_keys,
     }
 }
 

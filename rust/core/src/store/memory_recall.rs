@@ -36,7 +36,7 @@ pub struct RecallHit {
 
 /// Candidates looked up at most, best first, before giving up on finding `k`
 /// out-of-view hits: bounds a query whose matches are all still in view.
-const MAX_LOOKUPS: usize = 512;
+const MAX_LOOKUPS: usize = 64;
 
 /// Words of a question read even when they are common, rarest first.
 const COMMON_WORDS_READ: usize = 3;
