@@ -203,7 +203,7 @@ pub fn plan(
             external: false,
         });
     }
-    let turn = arena::plan_turn(&live, extra, &state, rules, cap, &count);
+    let turn = arena::plan_turn(&live, &extra, &state, rules, cap, &count);
     let stable_tokens = count(&turn.rendered.stable);
     let volatile_tokens = count(&turn.rendered.volatile);
     Ok(Planned {

@@ -46,7 +46,7 @@ pub fn current_caps(state: &ArenaState, rules: &ArenaRules) -> Option<PerZone<i6
 #[must_use]
 pub fn plan_turn(
     live: &[Entry],
-    transient: Vec<Entry>,
+    transient: &[Entry],
     state: &ArenaState,
     rules: &ArenaRules,
     cap: i64,
@@ -56,7 +56,7 @@ pub fn plan_turn(
         .iter()
         .filter(|entry| !(entry.once && state.presented.contains(&entry.key)))
         .collect();
-    candidates.extend(transient.iter());
+    candidates.extend(transient);
     let caps = current_caps(state, rules);
     let plan = plan_refs(&candidates, cap, &rules.plan, caps.as_ref(), count);
     let rendered = render_refs(&candidates, &plan);
