@@ -1,5 +1,6 @@
 //! Internal recall: what a session once held that is no longer in its view (messages
-//! under a summary, tombstoned tool output), found for the newest user message.
+//! under a summary, tombstoned tool output), found for the newest user message. A
+//! reply that never joined the view (cut off while it streamed) is not recalled.
 //!
 //! It reads the full-text index as the writes left it and never indexes at query
 //! time: every transaction that takes something out of the view (a summary commit,
@@ -125,7 +126,8 @@ impl Store {
             "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, ",
             part_search_text!(),
             " FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-             WHERE p.pk = ?1 AND p.session_id = ?2"
+             JOIN messages m ON m.id = p.message_id
+             WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'"
         ))?;
         let mut hits = Vec::new();
         for (rowid, weight) in ranked.into_iter().take(MAX_LOOKUPS) {
