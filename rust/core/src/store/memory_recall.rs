@@ -1,13 +1,15 @@
 //! Internal recall: what a session once held that is no longer in its view (messages
 //! under a summary, tombstoned tool output), found for the newest user message. A
-//! reply that never joined the view (cut off while it streamed) is not recalled.
+//! reply that never joined the view (cut off while it streamed) is not recalled, nor
+//! is anything newer than the newest message a summary covers.
 //!
 //! It reads the full-text index as the writes left it and never indexes at query
 //! time: every transaction that takes something out of the view (a summary commit,
-//! a prune) moves the search backlog into the index first. Only the question's rare
-//! words are read (their matches are few), and a hit is scored by the share of the
-//! question's weight (bm25's idf of each word) it holds, so a score is in `[0, 1]`
-//! and means the same in any session.
+//! a prune) moves the search backlog into the index first. Each word's newest 500
+//! matches at most are read (all of a rare word's), and a hit is scored by the share
+//! of the question's weight (bm25's idf of each word, from what was read) it holds,
+//! so a score is in `[0, 1]`, means the same in any session, and depends only on
+//! what is stored.
 
 use std::collections::{HashMap, HashSet};
 
@@ -39,27 +41,43 @@ pub struct RecallHit {
 /// out-of-view hits: bounds a query whose matches are all still in view.
 const MAX_LOOKUPS: usize = 64;
 
-/// Words of a question read even when they are common, rarest first.
-const COMMON_WORDS_READ: usize = 3;
+/// Words of a question read at most.
+const MAX_WORDS: usize = 16;
 
 impl Store {
     /// For each word, the newest index rows it matches, at most
     /// [`query::RARE_MATCHES`]: all of a rare word's, the newest of a common one's.
-    fn newest_rows_matching(&self, words: &[String]) -> Result<Vec<Vec<i64>>> {
+    fn newest_rows_matching(&self, words: &[String], below: i64) -> Result<Vec<Vec<i64>>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2",
+            "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid BETWEEN 1 AND ?3
+             ORDER BY rowid DESC LIMIT ?2",
         )?;
         words
             .iter()
             .map(|word| {
                 stmt.query_map(
-                    rusqlite::params![format!("\"{word}\""), query::RARE_MATCHES],
+                    rusqlite::params![format!("\"{word}\""), query::RARE_MATCHES, below],
                     |row| row.get(0),
                 )?
                 .collect::<rusqlite::Result<Vec<i64>>>()
                 .map_err(Into::into)
             })
             .collect()
+    }
+
+    /// The newest part that a summary of the session covers (its rowid), 0 without
+    /// one: what recall reads lies at or below it. Every such row was indexed by the
+    /// summary's commit, so what recall reads does not depend on when the rows still
+    /// queued for the index (all newer) are moved into it.
+    fn recall_boundary(&self, session_id: &str) -> Result<i64> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT COALESCE((SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq <= (
+                     SELECT max(span_end_seq) FROM summaries WHERE session_id = ?1)
+                 ORDER BY msg_seq DESC, ord DESC LIMIT 1), 0)",
+            )?
+            .query_row([session_id], |row| row.get(0))?)
     }
 
     /// The `k` best parts of `session_id` matching `question` that are out of the
@@ -83,32 +101,26 @@ impl Store {
         if k == 0 {
             return Ok(Vec::new());
         }
-        let (matches, rows) = self.word_matches(&parsed.optional)?;
-        let weights: Vec<f64> = matches
+        // Each word's newest matches, at most RARE_MATCHES: all of a rare word's, the
+        // newest of a common one's. Its weight is bm25's idf of what was read, so a
+        // score depends only on what is stored (not on counts a store kept earlier).
+        let words: Vec<String> = parsed.optional.iter().take(MAX_WORDS).cloned().collect();
+        let rows = self.recall_boundary(session_id)?;
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let holders = self.newest_rows_matching(&words, rows)?;
+        let weights: Vec<f64> = holders
             .iter()
-            .map(|count| query::idf(*count, rows))
+            .map(|found| query::idf(found.len() as i64, rows))
             .collect();
         let total: f64 = weights.iter().sum();
         if total <= 0.0 {
             return Ok(Vec::new());
         }
-        // The question's words that occur, rarest first: all the rare ones, and at
-        // least the few rarest of the common ones (whose newest matches are read).
-        let mut found: Vec<usize> = (0..matches.len()).filter(|&w| matches[w] > 0).collect();
-        found.sort_by_key(|&w| (matches[w], w));
-        let rare = found
-            .iter()
-            .filter(|&&w| matches[w] <= query::RARE_MATCHES)
-            .count();
-        found.truncate(rare.max(COMMON_WORDS_READ));
-        if found.is_empty() {
-            return Ok(Vec::new());
-        }
-        let words: Vec<String> = found.iter().map(|&w| parsed.optional[w].clone()).collect();
-        let rare_weights: Vec<f64> = found.iter().map(|&w| weights[w]).collect();
-        let holders = self.newest_rows_matching(&words)?;
+        let rare_weights = &weights;
         let mut scores: HashMap<i64, f64> = HashMap::new();
-        for (rows, weight) in holders.iter().zip(&rare_weights) {
+        for (rows, weight) in holders.iter().zip(rare_weights) {
             for rowid in rows.iter().filter(|rowid| **rowid > 0) {
                 *scores.entry(*rowid).or_default() += weight;
             }
