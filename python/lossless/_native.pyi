@@ -11,6 +11,8 @@ __all__ = [
     "MARKER_TOKENS",
     "MIN_SUMMARY_TOKENS",
     "SUMMARY_FRAMING_TOKENS",
+    "ArenaRules",
+    "LexicalIndex",
     "RoundRules",
     "Span",
     "Store",
@@ -30,6 +32,7 @@ __all__ = [
     "map_outcomes",
     "map_run",
     "merge_file_id_footer",
+    "normalize_usage",
     "read_file",
     "record_map_outcome",
     "scan_file",
@@ -151,6 +154,45 @@ class Span:
     def __len__(self) -> int: ...
 
 @final
+class ArenaRules:
+    """A session's arena configuration, converted once."""
+
+    def __new__(
+        cls,
+        floors: list[int],
+        caps: list[int],
+        *,
+        relax_order: list[str],
+        cascade: bool,
+        min_cut_tokens: int,
+        max_entries: int,
+        policy: str,
+        adaptive: bool,
+        alpha: float,
+        warmup_turns: int,
+        step_tokens: int,
+        max_shift_tokens: int,
+        truncation_ratio: float,
+        idle_ratio: float,
+        max_cap: int,
+    ) -> ArenaRules: ...
+
+@final
+class LexicalIndex:
+    """Feature-hashed word vectors searched by cosine similarity."""
+
+    def __new__(cls, dims: int = 1024, legacy: bool = False) -> LexicalIndex: ...
+    def add(self, id: str, text: str) -> None: ...
+    def __len__(self) -> int: ...
+    def search(
+        self, query: str, k: int, min_similarity: float = 0.08
+    ) -> list[tuple[str, float]]: ...
+
+def normalize_usage(
+    percent: float | None = None, tokens: int | None = None, window: int | None = None
+) -> float | None: ...
+
+@final
 class Store:
     def __new__(
         cls,
@@ -225,6 +267,39 @@ class Store:
     def assemble(
         self, session_id: str, budget_tokens: int, profile: str = "default"
     ) -> tuple[list[dict[str, Any]], int, list[str], int]: ...
+    def assemble_placed(
+        self, session_id: str, budget_tokens: int, profile: str = "default"
+    ) -> tuple[list[dict[str, Any]], int, list[str], int, int]: ...
+    def arena_write(
+        self,
+        session_id: str,
+        writes: list[tuple[str, str, str, str, str | None, bool, bool, int]],
+        rules: ArenaRules,
+        event: str | None = None,
+        payload_json: str | None = None,
+    ) -> list[dict[str, Any]]: ...
+    def arena_entries(self, session_id: str) -> list[dict[str, Any]]: ...
+    def arena_plan(
+        self,
+        session_id: str,
+        rules: ArenaRules,
+        cap: int,
+        transient: list[tuple[str, str, str, str, str]],
+    ) -> dict[str, Any]: ...
+    def arena_observe(
+        self,
+        session_id: str,
+        rules: ArenaRules,
+        zones: list[tuple[int, int]],
+        once_keys: list[str],
+        event: str | None = None,
+    ) -> dict[str, Any]: ...
+    def recall_newest(
+        self, session_id: str, k: int, max_tokens: int
+    ) -> tuple[str | None, list[dict[str, Any]]]: ...
+    def recall(
+        self, session_id: str, question: str, k: int, max_tokens: int
+    ) -> list[dict[str, Any]]: ...
     def view_stats(self, session_id: str) -> dict[str, int]: ...
     def view_items(self, session_id: str) -> list[dict[str, Any]]: ...
     # events

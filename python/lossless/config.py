@@ -6,7 +6,7 @@ built-in extractive summariser; no model limits means litellm's model map.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -222,11 +222,126 @@ class OperatorsConfig(_Section):
     )
 
 
-class ArenaConfig(_Section):
-    """Budgeted injection of pinned facts, task state and recall hits."""
+ZoneName = Literal[
+    "identity",
+    "truth",
+    "task_state",
+    "tool_failures",
+    "memory_working",
+    "memory_recall",
+    "rag_external",
+]
 
-    enabled: bool = False
-    injection_cap_tokens: int = Field(default=4_096, ge=0)
+#: The zones in the order the allocator fills them.
+ZONES: tuple[ZoneName, ...] = (
+    "identity",
+    "truth",
+    "task_state",
+    "tool_failures",
+    "memory_working",
+    "memory_recall",
+    "rag_external",
+)
+
+# Each default cap holds what its default source produces: three tool failures of
+# 160 tokens with their headers, four recall hits of 200 tokens, working memory up to
+# 768 tokens (longer text is cut to the cap when it is set).
+_DEFAULT_CAPS: dict[ZoneName, int] = {
+    "identity": 512,
+    "truth": 1_024,
+    "task_state": 512,
+    "tool_failures": 640,
+    "memory_working": 768,
+    "memory_recall": 1_024,
+    "rag_external": 768,
+}
+_DEFAULT_FLOORS: dict[ZoneName, int] = {"truth": 256, "task_state": 128}
+
+
+class ArenaConfig(_Section):
+    """The context arena: pinned facts, task state, tool failures, working memory and
+    recall hits injected in front of the history under one token cap."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    enabled: bool = True
+    injection_cap_tokens: int = Field(
+        default=4_096,
+        ge=0,
+        description="Tokens the whole injection may take (less when the window has less free).",
+    )
+    caps: dict[ZoneName, int] = Field(
+        default_factory=lambda: dict(_DEFAULT_CAPS),
+        description="Most tokens per zone; zones not named keep their default.",
+    )
+    floors: dict[ZoneName, int] = Field(
+        default_factory=lambda: dict(_DEFAULT_FLOORS),
+        description="Tokens a zone with demand gets before the others; zones not named: 0.",
+    )
+    relax_order: tuple[ZoneName, ...] = Field(
+        default=("memory_recall", "tool_failures", "memory_working"),
+        description="Zones whose floors give way, in order, when the floors do not fit.",
+    )
+    floor_cascade: bool = True
+    compact_on_floor_unmet: bool = Field(
+        default=True, description="Compact the history when even the critical floors do not fit."
+    )
+    min_cut_tokens: int = Field(
+        default=32, ge=1, description="Smallest piece of an entry worth injecting cut."
+    )
+    max_entries: int = Field(default=4_096, ge=1, description="Live keys a session may hold.")
+    degradation_policy: Literal["drop_recall", "drop_low_priority", "force_compact"] = "drop_recall"
+    adaptive: bool = Field(default=True, description="Move cap between zones by their use.")
+    ema_alpha: float = Field(default=0.3, gt=0, le=1)
+    warmup_turns: int = Field(default=3, ge=1)
+    step_tokens: int = Field(default=32, gt=0)
+    max_shift_tokens: int = Field(default=96, ge=0)
+    upshift_truncation_ratio: float = Field(default=0.25, ge=0, le=1)
+    downshift_idle_ratio: float = Field(default=0.15, ge=0, le=1)
+    tool_failures_kept: int = Field(default=3, ge=0, description="Newest failed tools shown.")
+    tool_failure_tokens: int = Field(
+        default=160, gt=0, description="A failure's output is cut to this, head and tail."
+    )
+    recall: bool = Field(default=True, description="Fill memory_recall from the session's store.")
+    recall_hits: int = Field(default=4, ge=0)
+    recall_hit_tokens: int = Field(default=200, gt=0)
+    external_recall: bool = Field(
+        default=False,
+        description=(
+            "Ask `recall_port` (or the built-in lexical port) when internal recall is weak."
+        ),
+    )
+    recall_port: Any = Field(
+        default=None,
+        exclude=True,
+        description="A RecallPort (``search(query, k)``); not stored with the session.",
+    )
+    external_min_internal_score: float = Field(
+        default=0.62,
+        ge=0,
+        le=1,
+        description="External recall runs only when the best internal score is below this.",
+    )
+    external_hits: int = Field(default=4, ge=1)
+    external_timeout_s: float = Field(default=2.0, gt=0)
+
+    @model_validator(mode="after")
+    def _limits_consistent(self) -> ArenaConfig:
+        for zone, floor in self.floors.items():
+            if floor < 0 or floor > self.cap(zone):
+                raise ValueError(f"arena.floors[{zone}]: must be between 0 and the zone's cap")
+        if any(cap < 0 for cap in self.caps.values()):
+            raise ValueError("arena.caps: must not be negative")
+        return self
+
+    def cap(self, zone: ZoneName) -> int:
+        """The zone's cap; external recall's is 0 while it is off."""
+        if zone == "rag_external" and not (self.external_recall or self.recall_port):
+            return 0
+        return self.caps.get(zone, _DEFAULT_CAPS[zone])
+
+    def floor(self, zone: ZoneName) -> int:
+        return self.floors.get(zone, 0) if self.cap(zone) > 0 else 0
 
 
 class Config(_Section):

@@ -9,6 +9,7 @@ Where a builtin fits, the class derives from it too, so ``except KeyError`` and
 from __future__ import annotations
 
 __all__ = [
+    "ArenaFullError",
     "CompactionBusyError",
     "ConfigError",
     "CorruptDatabaseError",
@@ -53,6 +54,11 @@ class MissingFileError(FileInputError, FileNotFoundError):
 
 class FileTooLargeError(FileInputError):
     """The file is larger than ``files.max_file_bytes``; nothing was stored."""
+
+
+class ArenaFullError(LosslessError):
+    """A new arena key was refused at the session's entry ceiling by its degradation
+    policy; nothing was written. An update of a live key is never refused."""
 
 
 class ConfigError(InvalidInputError):

@@ -40,6 +40,13 @@ class EventName(StrEnum):
     MAP_STARTED = "map_started"
     MAP_ITEM_COMPLETED = "map_item_completed"
     MAP_COMPLETED = "map_completed"
+    ARENA_ZONE_ADAPTED = "arena_zone_adapted"
+    ARENA_CEILING_ENFORCED = "arena_ceiling_enforced"
+    ARENA_FLOOR_UNMET_RECOVERED = "arena_floor_unmet_recovered"
+    ARENA_FLOOR_UNMET_UNRECOVERABLE = "arena_floor_unmet_unrecoverable"
+    COMPACTION_REQUESTED = "compaction_requested"
+    EXTERNAL_RECALL_INJECTED = "external_recall_injected"
+    EXTERNAL_RECALL_SKIPPED = "external_recall_skipped"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ budget with background compaction.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import logging
@@ -23,6 +24,8 @@ import anyio.lowlevel
 
 from lossless import _native
 from lossless._background import Background
+from lossless.arena import ArenaWriteResult, InjectionReport, Priority, SessionArena
+from lossless.arena._session import Planned, Prepared
 from lossless.calibration import TokenCalibration
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config, ModelConfig
@@ -70,6 +73,8 @@ class BuiltContext:
     budget: int
     item_ids: list[str]
     omitted: int
+    #: What the context arena injected, zone by zone; None when it injected nothing.
+    injection: InjectionReport | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +175,7 @@ class Session:
                 compaction_window=compaction_window,
             ),
         )
+        self.arena = SessionArena(self)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -374,22 +380,72 @@ class Session:
         """The messages the next model call would send, assembled within the budget.
 
         ``tools`` (the tool definitions the call will carry) take their share of the
-        window first: ``tokens`` counts them, and the history gets what is left.
+        window first: ``tokens`` counts them, and the history gets what is left. The
+        context arena's injection is planned next and reserved before the history:
+        identity and pinned facts follow the system prompt, the other zones go in one
+        ``<context>`` block right after the newest user message. External recall
+        runs only in a model turn (it may wait on the network).
         """
+        return self._build(tools, None)[0]
+
+    def _build(
+        self, tools: Sequence[dict[str, Any]] | None, prepared: Prepared | None
+    ) -> tuple[BuiltContext, Planned | None]:
         tool_tokens = self._tool_tokens(tools)
-        messages, tokens, item_ids, omitted = self._store.assemble(
-            self.id, self.budget.usable - tool_tokens, self.profile
+        planned = None
+        if self.arena.enabled:
+            prepared = prepared if prepared is not None else self.arena.recall_internal()
+            free = self.budget.usable - tool_tokens - self.view_tokens()
+            planned = self.arena.plan(free, prepared)
+        if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
+            context = self._assemble(tool_tokens, self.system_prompt, "", self._system_tokens, 0)
+        else:
+            stable = planned.raw["stable"]
+            prompt = (
+                f"{self.system_prompt}\n\n{stable}"
+                if self.system_prompt and stable
+                else (self.system_prompt or stable)
+            )
+            # Counted in the core with the plan; the joint "\n\n" and a token of margin
+            # for a merge across it.
+            stable_tokens = planned.raw["stable_tokens"] + 3 if stable else 0
+            prompt_tokens = (self._system_tokens or 4) + stable_tokens
+            block = planned.raw["volatile"]
+            block_tokens = planned.raw["volatile_tokens"] + 4 if block else 0
+            context = self._assemble(tool_tokens, prompt, block, prompt_tokens, block_tokens)
+        if planned is not None:
+            usage = _native.normalize_usage(None, context.tokens, context.budget)
+            context = replace(context, injection=replace(planned.report, usage=usage))
+        return context, planned
+
+    def _assemble(
+        self,
+        tool_tokens: int,
+        prompt: str | None,
+        block: str,
+        prompt_tokens: int,
+        block_tokens: int,
+    ) -> BuiltContext:
+        """The history within what the tools, the system message and the arena's
+        block leave, with the system message first and the block placed."""
+        history_budget = (
+            self.budget.usable - tool_tokens - block_tokens - (prompt_tokens - self._system_tokens)
         )
-        tokens += tool_tokens
-        if self.system_prompt:
+        messages, tokens, item_ids, omitted, newest = self._store.assemble_placed(
+            self.id, history_budget, self.profile
+        )
+        tokens += tool_tokens + block_tokens
+        if block:
+            _place_block(messages, newest, block, merge=self.profile != "default")
+        if prompt:
             if self.profile != "default" and messages and messages[0]["role"] == "system":
                 # Strict templates take one system message.
                 first = messages.pop(0)
-                prompt = f"{self.system_prompt}\n\n{first['content']}"
-                messages.insert(0, {"role": "system", "content": prompt})
+                merged = f"{prompt}\n\n{first['content']}"
+                messages.insert(0, {"role": "system", "content": merged})
             else:
-                messages.insert(0, {"role": "system", "content": self.system_prompt})
-            tokens += self._system_tokens
+                messages.insert(0, {"role": "system", "content": prompt})
+            tokens += prompt_tokens
         return BuiltContext(
             messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted
         )
@@ -431,6 +487,7 @@ class Session:
         self.events.deliver(created)
         view_tokens = int(appended["view_tokens"])
         self._watch_tool_calls(normalized)
+        await self.arena.note_parts(normalized)
         view_tokens, triggered = await self._keep_within_budget(view_tokens)
         return RecordResult(
             appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered
@@ -518,6 +575,7 @@ class Session:
             updated,
         )
         self.events.deliver(updated)
+        await self.arena.note_update(call_id, status, output, error)
         # A result can be the largest thing a session stores.
         await self._keep_within_budget(view_tokens)
 
@@ -557,6 +615,32 @@ class Session:
 
         handler = LargeFileHandler(self._store, config=self.config.files, model=self.model)
         return await handler.read(file_id, lines)
+
+    # -- the context arena ------------------------------------------------------
+
+    async def pin(self, text: str, *, key: str | None = None, priority: Priority = "high") -> str:
+        """Pin a fact: it goes into the system message of every request (the
+        ``truth`` zone) and survives every compaction. Returns its key (given, or
+        made from the text); pinning again under a key replaces the fact."""
+        if key is None and isinstance(text, str):
+            key = "pin:" + hashlib.sha256(text.encode()).hexdigest()[:12]
+        await self.arena.add("truth", key, text, priority=priority)
+        assert key is not None
+        return key
+
+    async def unpin(self, key: str) -> bool:
+        """Take a pinned fact out; whether it was pinned."""
+        return await self.arena.remove(key)
+
+    async def set_task(self, text: str) -> ArenaWriteResult:
+        """Set the task state (the ``task_state`` zone), shown next to the newest
+        user message of every request until it is set again."""
+        return await self.arena.add("task_state", "task", text, priority="critical")
+
+    async def set_working_memory(self, text: str) -> ArenaWriteResult:
+        """Set the working memory (the ``memory_working`` zone); text longer than the
+        zone's cap is cut to it, head and tail kept, as the result reports."""
+        return await self.arena.add("memory_working", "working", text, priority="critical")
 
     async def compact(self) -> CompactionResult:
         """Run one compaction now, even under the soft threshold. Never raises."""
@@ -643,7 +727,8 @@ class Session:
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
         await self._respect_hard_threshold()
-        context = self.build_context(tools=tools)
+        prepared = await self.arena.prepare() if self.arena.enabled else None
+        context, planned = self._build(tools, prepared)
         owner = owner_token()
         message_id = await anyio.to_thread.run_sync(
             partial(self._store.begin_message, self.id, "assistant", self.model, owner)
@@ -700,6 +785,8 @@ class Session:
         )
         self._calibrate(context.tokens, reply.input_tokens)
         self._watch_tool_calls(reply.tool_calls)
+        await self.arena.note_parts(reply.tool_calls)
+        await self.arena.after_turn(planned)
         self.events.publish(
             EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant"
         )
@@ -919,3 +1006,17 @@ def _message(row: dict[str, Any]) -> Message:
             if row[key] is not None
         },
     )
+
+
+def _place_block(messages: list[dict[str, Any]], newest: int, block: str, *, merge: bool) -> None:
+    """Puts the arena's volatile block right after the newest user message (at the
+    end when there is none). As a message of its own, and of the ``user`` role:
+    litellm lifts ``system`` messages into a provider's separate system field (the
+    front of the request), which would undo the placement. A profile that needs
+    alternating roles gets it appended to that message instead."""
+    if newest < 0:
+        messages.append({"role": "user", "content": block})
+    elif merge and isinstance(messages[newest].get("content"), str):
+        messages[newest]["content"] = f"{messages[newest]['content']}\n\n{block}"
+    else:
+        messages.insert(newest + 1, {"role": "user", "content": block})

@@ -153,10 +153,22 @@ class CompactionEngine:
         background.start_soon(self._background, done, triggered)
         return True
 
-    async def _background(self, done: anyio.Event, triggered: Event) -> None:
+    def request(self, reason: str, background: Spawner | None) -> bool:
+        """Start a background round even under the soft threshold (the arena asks
+        for one when its floors cannot be met), unless one runs already."""
+        if not self._config.compaction.enabled or self.pending or background is None:
+            return False
+        requested = Event(EventName.COMPACTION_REQUESTED, self._session_id, {"reason": reason})
+        self._bus.deliver(requested)
+        done = anyio.Event()
+        self._done = done
+        background.start_soon(self._background, done, requested, True)
+        return True
+
+    async def _background(self, done: anyio.Event, triggered: Event, force: bool = False) -> None:
         try:
             await self._bus.apersist(triggered, via=self._store)
-            await self.run_compaction()
+            await self.run_compaction(force=force)
         finally:
             done.set()
 

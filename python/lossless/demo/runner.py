@@ -17,7 +17,13 @@ from rich.table import Table
 from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._stream import StreamReport, show_cancelled_stream
-from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
+from lossless.demo.trajectory import (
+    RECALL_FACT,
+    RECALL_MESSAGE,
+    RECALL_QUERY,
+    RECALL_TURN,
+    generate_trajectory,
+)
 
 if TYPE_CHECKING:
     from lossless.config import Config
@@ -61,6 +67,9 @@ class DemoReport:
     stream: StreamReport = field(default_factory=StreamReport)
     mcp: McpReport = field(default_factory=McpReport)
     operators: OperatorsReport = field(default_factory=OperatorsReport)
+    pinned_in_system: bool = False
+    #: Per arena zone: (tokens injected, cap), in the request after the run.
+    zones: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def demo_config(model: str | None, api_base: str | None = None) -> Config:
@@ -97,6 +106,7 @@ def run_demo(
         and report.file_ids_in_context == report.file_ids_total
         and not report.request_violations
         and report.stream.kept
+        and report.pinned_in_system
         # Without the mcp package (a plain install) the third act is skipped, said so.
         and (report.mcp.expanded or bool(report.mcp.error))
         and report.operators.read_back
@@ -139,9 +149,14 @@ async def _replay(
         session.events.subscribe(on_compaction, EventName.COMPACTION_COMPLETED)
         with _progress(console) as progress:
             task = progress.add_task("replay", total=len(trajectory), tokens="", compactions="")
-            for turn in trajectory:
+            for index, turn in enumerate(trajectory):
                 await session.record(turn.role, list(turn.parts))
                 report.turns += 1
+                if index == RECALL_TURN:
+                    # The constraint must hold at every later turn: pin it, whatever
+                    # compaction does to the message that stated it.
+                    await session.pin(RECALL_MESSAGE, key="turn-3-constraint")
+                    await session.set_task("Refactor the payhub payout client; keep tests green.")
                 view = session.view_tokens() / max(report.budget, 1)
                 report.worst_view = max(report.worst_view, view)
                 if report.turns % CHECK_EVERY == 0:
@@ -200,6 +215,14 @@ def _check_context(session: Session, report: DemoReport) -> None:
     report.file_ids_total = len(file_ids)
     report.file_ids_in_context = sum(1 for file_id in file_ids if file_id in text)
     report.context_tokens = context.tokens
+    system = str(context.messages[0].get("content") or "") if context.messages else ""
+    report.pinned_in_system = RECALL_FACT in system
+    if context.injection is not None:
+        report.zones = {
+            name: (zone.accepted, zone.cap)
+            for name, zone in context.injection.zones.items()
+            if zone.demand or zone.accepted
+        }
 
 
 def _show_recall(session: Session, report: DemoReport, console: Console) -> None:
@@ -251,6 +274,12 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
         ),
         ("file ids kept in context", f"{report.file_ids_in_context} of {report.file_ids_total}"),
         ("turn-3 fact found / expanded", f"{report.recall_found} / {report.recall_expanded}"),
+        ("turn-3 constraint pinned in the system message", str(report.pinned_in_system)),
+        (
+            "arena zones: tokens injected / cap",
+            ", ".join(f"{name} {used} / {cap}" for name, (used, cap) in report.zones.items())
+            or "none",
+        ),
         (
             "reply cut off by a timeout: received / kept",
             f"{report.stream.received_chars:,} / {report.stream.stored_chars:,} characters "

@@ -4,6 +4,7 @@
 //! Everything here is synchronous and free of Python: the binding crate calls it
 //! with the interpreter released.
 
+pub mod arena;
 pub mod error;
 pub mod extractive;
 pub mod fileids;

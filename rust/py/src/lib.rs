@@ -7,6 +7,7 @@
     reason = "PyO3 extracts arguments as owned values, and map_err hands over errors by value"
 )]
 
+mod arena;
 mod convert;
 mod errors;
 mod files;
@@ -38,6 +39,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("MARKER_TOKENS", lossless_core::request::MARKER_TOKENS)?;
     module.add_class::<store::Store>()?;
+    module.add_class::<arena::ArenaRules>()?;
+    module.add_class::<arena::LexicalIndex>()?;
+    module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
     module.add_class::<span::Span>()?;
     module.add_class::<round::RoundRules>()?;
     module.add(

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 
+use crate::arena;
 use crate::convert;
 use crate::errors::invalid;
 use crate::recall;
@@ -355,40 +356,137 @@ impl Store {
         budget_tokens: &Bound<'py, PyAny>,
         #[pyo3(from_py_with = convert::profile_arg)] profile: Profile,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let session_id = convert::text(session_id, "session_id")?;
-        let budget_tokens = convert::int(budget_tokens, "budget_tokens")?;
-        let assembled = self.with(py, |store| store.assemble(&session_id, budget_tokens))?;
-        if !profile.is_default() {
-            return profiled(py, &assembled, profile);
-        }
-        // Never wait for the cache while holding the interpreter: a thread that holds
-        // the cache may be waiting for the interpreter. Busy means build afresh.
-        let lists = match self.rendered.try_lock() {
-            Ok(mut cache) => {
-                cache.build_lists(py, &session_id, &assembled.items, assembled.marker)?
-            }
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().build_lists(
-                py,
-                &session_id,
-                &assembled.items,
-                assembled.marker,
-            )?,
-            Err(TryLockError::WouldBlock) => RenderCache::default().build_lists(
-                py,
-                &session_id,
-                &assembled.items,
-                assembled.marker,
-            )?,
+        self.assemble_with(py, session_id, budget_tokens, profile, false)
+    }
+
+    /// [`Store::assemble`] with a fifth member: the index of the newest `user`
+    /// message in the list (-1 when there is none), where the arena's volatile
+    /// block goes.
+    #[pyo3(
+        signature = (session_id, budget_tokens, profile = Profile::default()),
+        text_signature = "($self, session_id, budget_tokens, profile='default')"
+    )]
+    fn assemble_placed<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        budget_tokens: &Bound<'py, PyAny>,
+        #[pyo3(from_py_with = convert::profile_arg)] profile: Profile,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        self.assemble_with(py, session_id, budget_tokens, profile, true)
+    }
+
+    /// Applies arena writes (see `lossless_core::store::ArenaWrite`) in one
+    /// transaction with the event `event` (its payload `payload_json`), if given.
+    #[pyo3(signature = (session_id, writes, rules, event = None, payload_json = None))]
+    fn arena_write<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        writes: Vec<arena::WriteArgs>,
+        rules: &arena::ArenaRules,
+        event: Option<&str>,
+        payload_json: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let writes = arena::writes(writes).map_err(crate::errors::to_py_err)?;
+        let event = match event {
+            Some(name) => Some(
+                WriteEvent::parse(name, payload_json.unwrap_or("{}"))
+                    .map_err(crate::errors::to_py_err)?,
+            ),
+            None => None,
         };
-        PyTuple::new(
-            py,
-            [
-                lists.messages.into_any(),
-                obj(py, assembled.tokens)?,
-                lists.item_ids.into_any(),
-                obj(py, assembled.omitted)?,
-            ],
-        )
+        let ceiling = arena::ceiling(rules);
+        let outcomes = self.with(py, |store| {
+            store.arena_write(session_id, &writes, ceiling, event.as_ref())
+        })?;
+        arena::outcomes(py, &outcomes)
+    }
+
+    /// The live entries of a session's arena, oldest first.
+    fn arena_entries<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let entries = self.with(py, |store| store.arena_entries(session_id))?;
+        let list = PyList::empty(py);
+        for entry in entries.iter() {
+            list.append(arena::entry_dict(py, entry)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Plans a turn's injection under `cap` tokens, with this turn's `transient`
+    /// candidates (recall hits), and renders it.
+    fn arena_plan<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        rules: &arena::ArenaRules,
+        cap: i64,
+        transient: Vec<arena::TransientArgs>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let planned = self.with(py, |store| {
+            arena::plan(store, session_id, &rules.inner, cap, transient)
+        })?;
+        arena::planned_dict(py, &planned)
+    }
+
+    /// Takes in a sent turn's (demand, accepted) per zone; stores the controller's
+    /// state, with the event `event` when cap moved.
+    #[pyo3(signature = (session_id, rules, zones, once_keys, event = None))]
+    fn arena_observe<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        rules: &arena::ArenaRules,
+        zones: Vec<(i64, i64)>,
+        once_keys: Vec<String>,
+        event: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let observed = self.with(py, |store| {
+            arena::observe(store, session_id, &rules.inner, &zones, &once_keys, event)
+        })?;
+        arena::observed_dict(py, &observed)
+    }
+
+    /// The newest user message of the view and the parts out of the view that
+    /// match it best: (question or None, hits).
+    fn recall_newest<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        k: usize,
+        max_tokens: usize,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let (question, hits) = self.with(py, |store| {
+            arena::recall_newest(store, session_id, k, max_tokens)
+        })?;
+        let list = PyList::empty(py);
+        for hit in &hits {
+            list.append(arena::hit_dict(py, hit)?)?;
+        }
+        PyTuple::new(py, [obj(py, question)?, list.into_any()])
+    }
+
+    /// The parts of a session out of its view that match `question` best.
+    fn recall<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        question: &str,
+        k: usize,
+        max_tokens: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let hits = self.with(py, |store| {
+            store.recall(session_id, question, k, max_tokens)
+        })?;
+        let list = PyList::empty(py);
+        for hit in &hits {
+            list.append(arena::hit_dict(py, hit)?)?;
+        }
+        Ok(list)
     }
 
     fn view_stats<'py>(
@@ -937,12 +1035,71 @@ fn tail_rule(user_turns: usize, tokens: Option<i64>, messages: Option<usize>) ->
     }
 }
 
+impl Store {
+    fn assemble_with<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        budget_tokens: &Bound<'py, PyAny>,
+        profile: Profile,
+        placed: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let budget_tokens = convert::int(budget_tokens, "budget_tokens")?;
+        let assembled = self.with(py, |store| store.assemble(&session_id, budget_tokens))?;
+        if !profile.is_default() {
+            return profiled(py, &assembled, profile, placed);
+        }
+        // Never wait for the cache while holding the interpreter: a thread that holds
+        // the cache may be waiting for the interpreter. Busy means build afresh.
+        let lists = match self.rendered.try_lock() {
+            Ok(mut cache) => {
+                cache.build_lists(py, &session_id, &assembled.items, assembled.marker)?
+            }
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().build_lists(
+                py,
+                &session_id,
+                &assembled.items,
+                assembled.marker,
+            )?,
+            Err(TryLockError::WouldBlock) => RenderCache::default().build_lists(
+                py,
+                &session_id,
+                &assembled.items,
+                assembled.marker,
+            )?,
+        };
+        let mut members = vec![
+            lists.messages.into_any(),
+            obj(py, assembled.tokens)?,
+            lists.item_ids.into_any(),
+            obj(py, assembled.omitted)?,
+        ];
+        if placed {
+            members.push(obj(py, newest_user(assembled.messages().map(|m| m.role)))?);
+        }
+        PyTuple::new(py, members)
+    }
+}
+
+/// Index of the last `user` role among `roles`, or -1.
+fn newest_user<'a>(roles: impl Iterator<Item = &'a str>) -> i64 {
+    let mut newest = -1;
+    for (at, role) in roles.enumerate() {
+        if role == "user" {
+            newest = at as i64;
+        }
+    }
+    newest
+}
+
 /// An assembly as a stricter target takes it: rewritten by `profile`, and built
 /// afresh (the rewritten messages are not the cached renderings).
 fn profiled<'py>(
     py: Python<'py>,
     assembled: &core_store::Assembled,
     profile: Profile,
+    placed: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let messages = profile.apply(assembled.messages().cloned().collect());
     let list = PyList::empty(py);
@@ -950,15 +1107,16 @@ fn profiled<'py>(
         list.append(convert::chat_message(py, message)?)?;
     }
     let ids: Vec<&str> = assembled.item_ids().collect();
-    PyTuple::new(
-        py,
-        [
-            list.into_any(),
-            obj(py, assembled.tokens)?,
-            PyList::new(py, ids)?.into_any(),
-            obj(py, assembled.omitted)?,
-        ],
-    )
+    let mut members = vec![
+        list.into_any(),
+        obj(py, assembled.tokens)?,
+        PyList::new(py, ids)?.into_any(),
+        obj(py, assembled.omitted)?,
+    ];
+    if placed {
+        members.push(obj(py, newest_user(messages.iter().map(|m| m.role)))?);
+    }
+    PyTuple::new(py, members)
 }
 
 /// The arguments of a tool call's update, converted from Python.

@@ -8,7 +8,7 @@ use rusqlite::params;
 use super::compaction::{locate, IdList, Members, SummaryRow};
 use super::gate::Write;
 use super::messages::join_ids;
-use super::search::{bound_backlog, queue_summary};
+use super::search::{move_backlog, queue_summary};
 use super::view::ItemKind;
 use super::Store;
 use crate::error::{Error, Result};
@@ -299,7 +299,9 @@ pub(super) fn write_summary(
         now_ms(),
     ])?;
     queue_summary(tx, tx.last_insert_rowid())?;
-    bound_backlog(tx)?;
+    // What leaves the view is indexed in the transaction that takes it out, so
+    // recall (which never indexes at query time) finds every message a summary covers.
+    move_backlog(tx)?;
     tx.prepare_cached(
         "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
     )?

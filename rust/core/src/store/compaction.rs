@@ -499,6 +499,8 @@ impl Store {
                 }
             }
         }
+        // A tombstoned output leaves the view: recall reads it from the index.
+        super::search::move_backlog(&tx)?;
         tx.execute(
             "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
             [session_id],

@@ -154,7 +154,11 @@ impl Store {
 
     /// For each word, the index rows it matches (words of at most
     /// [`query::RARE_MATCHES`] rows: reading them is cheap).
-    fn rows_matching(&self, words: &[String], terms: &query::Terms) -> Result<Vec<HashSet<i64>>> {
+    pub(super) fn rows_matching(
+        &self,
+        words: &[String],
+        terms: &query::Terms,
+    ) -> Result<Vec<HashSet<i64>>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?;

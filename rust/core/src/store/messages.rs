@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::events::WriteEvent;
 use super::gate::Write;
-use super::search::{bound_backlog, queue_part};
+use super::search::{bound_backlog, move_backlog, queue_part};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -522,13 +522,18 @@ impl Store {
         if let Some(output) = output {
             insert_tool_output(&tx, call.pk, output)?;
         }
-        if output.is_some() || error.is_some() {
-            // The part's index row is built again, now with its result.
-            queue_part(&tx, call.pk)?;
-            bound_backlog(&tx)?;
-        }
         let delta = tokens as i64 - call.tokens;
         let version = bump_item_tokens(&tx, session_id, &call.message_id, delta)?;
+        if output.is_some() || error.is_some() {
+            // The part's index row is built again, now with its result; at once when
+            // its message already left the view, where only recall can reach it.
+            queue_part(&tx, call.pk)?;
+            if version.is_none() {
+                move_backlog(&tx)?;
+            } else {
+                bound_backlog(&tx)?;
+            }
+        }
         if let Some(event) = event {
             event.insert(&tx, session_id, &[])?;
         }

@@ -1,5 +1,6 @@
 //! The append-only SQLite store: one [`Store`] per connection, any number per file.
 
+mod arena;
 mod check;
 mod commit;
 mod compaction;
@@ -12,6 +13,7 @@ mod gate;
 mod grep;
 mod left_out;
 mod maps;
+mod memory_recall;
 mod messages;
 mod pending;
 mod read;
@@ -34,6 +36,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::error::{Error, Result};
 use crate::tokens::TokenCounter;
 
+pub use arena::{ArenaWrite, Ceiling, WriteOutcome};
 pub use commit::CommitResult;
 pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
 pub use events::{EventRow, WriteEvent};
@@ -42,6 +45,7 @@ pub use extractive::SpanCommit;
 pub use files::{FileRecord, NewFile};
 pub use grep::{GrepHit, GrepMode};
 pub use maps::{MapOutcome, MapRun};
+pub use memory_recall::RecallHit;
 pub use messages::{AppendResult, MessageRecord, Usage};
 pub use read::MessageRead;
 pub use readonly::OLDEST_READABLE_SCHEMA;
@@ -147,6 +151,8 @@ pub struct Store {
     pending_version: std::cell::Cell<Option<i64>>,
     /// The languages this connection's tokenizer indexed documents in.
     indexed_languages: std::sync::Arc<tokenizer::Seen>,
+    /// Each session's live arena entries as last read.
+    arena: arena::ArenaCache,
 }
 
 impl Store {
@@ -207,6 +213,7 @@ impl Store {
             word_counts: grep::WordCounts::default(),
             pending_version: std::cell::Cell::new(None),
             indexed_languages,
+            arena: arena::ArenaCache::default(),
         }
     }
 

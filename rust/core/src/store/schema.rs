@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -187,6 +187,42 @@ CREATE TABLE IF NOT EXISTS stream_chunks (
     text       TEXT NOT NULL,
     PRIMARY KEY (message_id, ord)
 ) WITHOUT ROWID;
+";
+
+/// The context arena (as of version 8): every entry written to a session's arena,
+/// append-only (the newest row of a key is its live value; a `removed` row takes the
+/// key out), and the adaptive controller's state per session, which changes every
+/// turn and is bookkeeping, not content.
+const ARENA: &str = r"
+CREATE TABLE IF NOT EXISTS arena_entries (
+    session_id  TEXT NOT NULL REFERENCES sessions(id),
+    seq         INTEGER NOT NULL,
+    zone        TEXT NOT NULL CHECK (zone IN ('identity', 'truth', 'task_state', 'tool_failures',
+                                              'memory_working', 'memory_recall', 'rag_external')),
+    key         TEXT NOT NULL,
+    source      TEXT NOT NULL,
+    priority    TEXT NOT NULL CHECK (priority IN ('critical', 'high', 'normal', 'low')),
+    once        INTEGER NOT NULL DEFAULT 0,
+    external    INTEGER NOT NULL DEFAULT 0,
+    removed     INTEGER NOT NULL DEFAULT 0,
+    token_count INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    text        TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS arena_entries_by_key ON arena_entries (session_id, key, seq);
+CREATE TABLE IF NOT EXISTS arena_state (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+    state      TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS arena_entries_no_replace BEFORE INSERT ON arena_entries
+WHEN EXISTS (SELECT 1 FROM arena_entries WHERE session_id = NEW.session_id AND seq = NEW.seq)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored arena entry cannot be replaced'); END;
+CREATE TRIGGER IF NOT EXISTS arena_entries_no_delete BEFORE DELETE ON arena_entries
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: arena entries cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS arena_entries_fixed BEFORE UPDATE ON arena_entries
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: arena entries cannot be changed'); END;
 ";
 
 /// Indexes; `IF NOT EXISTS` so that a migration can run them over an older file.
@@ -513,11 +549,14 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
             rebuild_search_index(&tx)?;
         }
         3..=5 => rebuild_search_index(&tx)?,
+        // From versions 6 and 7, the new tables (files and maps as of 7, the arena
+        // as of 8) are all that is new; they follow.
         _ => {}
     }
     if again < SCHEMA_VERSION {
         add_files_and_maps(&tx)?;
         tx.execute_batch(STREAMS)?;
+        tx.execute_batch(ARENA)?;
         tx.execute_batch(INDEXES)?;
         tx.execute_batch(TRIGGERS)?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;

@@ -1,0 +1,498 @@
+"""A session's arena: its writes, each turn's plan and where the plan goes."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from lossless import _native
+from lossless.arena._ports import LexicalRecallPort, RecallHit, RecallPort
+from lossless.arena._types import (
+    PRIORITIES,
+    ArenaEntry,
+    ArenaWriteResult,
+    InjectionReport,
+    Priority,
+    ZoneInjection,
+)
+from lossless.config import ZONES, ArenaConfig, ZoneName
+from lossless.errors import ArenaFullError, InvalidInputError
+from lossless.events import Event, EventName
+from lossless.parts import Part, ToolPart
+
+if TYPE_CHECKING:
+    from lossless.session import Session
+
+__all__ = ["Prepared", "SessionArena"]
+
+log = logging.getLogger("lossless")
+
+#: Tool calls whose names the arena remembers, to know which tool a later update is for.
+_CALLS_KEPT = 4_096
+
+Write = tuple[str, str, str, str, str | None, bool, bool, int]
+
+
+def rules_of(config: ArenaConfig, max_cap: int) -> _native.ArenaRules:
+    """The native rules of ``config``."""
+    return _native.ArenaRules(
+        [config.floor(zone) for zone in ZONES],
+        [config.cap(zone) for zone in ZONES],
+        relax_order=list(config.relax_order),
+        cascade=config.floor_cascade,
+        min_cut_tokens=config.min_cut_tokens,
+        max_entries=config.max_entries,
+        policy=config.degradation_policy,
+        adaptive=config.adaptive,
+        alpha=config.ema_alpha,
+        warmup_turns=config.warmup_turns,
+        step_tokens=config.step_tokens,
+        max_shift_tokens=config.max_shift_tokens,
+        truncation_ratio=config.upshift_truncation_ratio,
+        idle_ratio=config.downshift_idle_ratio,
+        max_cap=max_cap,
+    )
+
+
+@dataclass(slots=True)
+class Prepared:
+    """What a turn found to recall before it planned: this turn's candidates."""
+
+    question: str | None = None
+    internal: list[dict[str, Any]] = field(default_factory=list)
+    external: list[RecallHit] = field(default_factory=list)
+
+    @property
+    def best_internal(self) -> float | None:
+        return max((hit["score"] for hit in self.internal), default=None)
+
+    def transient(self) -> list[tuple[str, str, str, str, str]]:
+        candidates = [
+            (
+                "memory_recall",
+                f"recall:{hit['part_id']}",
+                "recall",
+                "normal",
+                f"[{hit['message_id']}] {hit['text']}",
+            )
+            for hit in self.internal
+        ]
+        candidates.extend(
+            ("rag_external", external_key(hit), "external", "normal", hit.text)
+            for hit in self.external
+        )
+        return candidates
+
+
+def external_key(hit: RecallHit) -> str:
+    digest = hashlib.sha256((hit.id or hit.text).encode()).hexdigest()[:16]
+    return f"external:{digest}"
+
+
+@dataclass(slots=True)
+class Planned:
+    """A turn's plan as the session uses it."""
+
+    raw: dict[str, Any]
+    report: InjectionReport
+    prepared: Prepared
+
+
+class SessionArena:
+    """The arena of one session: ``session.arena``.
+
+    Entries persist with the session; the newest write of a key wins. Use
+    :meth:`add` for any zone, or the session's shortcuts (``pin``, ``set_task``,
+    ``set_working_memory``). Failed tool calls enter ``tool_failures`` by themselves,
+    and ``memory_recall`` is filled each turn from the session's own store.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.config = session.config.arena
+        self._rules = rules_of(self.config, self.config.injection_cap_tokens)
+        self._calls: OrderedDict[str, str] = OrderedDict()
+        self._failing: OrderedDict[str, None] | None = None
+        self._default_port: RecallPort | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.config.enabled
+
+    # -- writing -------------------------------------------------------------
+
+    async def add(
+        self,
+        zone: ZoneName,
+        key: str,
+        text: str,
+        *,
+        priority: Priority = "normal",
+        once: bool = False,
+    ) -> ArenaWriteResult:
+        """Write ``text`` under ``key`` in ``zone``; the newest write of a key wins.
+
+        Text longer than the zone's cap is cut to it (head and tail kept), which the
+        result reports. An unknown zone or priority, a key that is not a non-empty
+        string or an empty text raise :class:`InvalidInputError`; a new key refused at
+        the entry ceiling raises :class:`ArenaFullError`. Either way nothing changes.
+        """
+        write = self._entry_write(zone, key, text, priority, once=once, source="user")
+        result = (await self._write([write]))[0]
+        if not result.accepted:
+            raise ArenaFullError(
+                f"arena of session {self._session.id} is at its ceiling of "
+                f"{self.config.max_entries} entries; {key!r} was not added "
+                f"(policy {self.config.degradation_policy})"
+            )
+        return result
+
+    async def remove(self, key: str) -> bool:
+        """Take ``key`` out of the arena; whether it was there."""
+        _check_key(key)
+        write: Write = ("truth", key, "user", "normal", None, False, False, 0)
+        return (await self._write([write]))[0].accepted
+
+    def entries(self) -> list[ArenaEntry]:
+        """The live entries, oldest first."""
+        return [ArenaEntry(**row) for row in self._session.store.arena_entries(self._session.id)]
+
+    def _entry_write(
+        self,
+        zone: str,
+        key: object,
+        text: object,
+        priority: str,
+        *,
+        once: bool = False,
+        source: str = "user",
+        external: bool = False,
+        cap: int | None = None,
+    ) -> Write:
+        if zone not in ZONES:
+            raise InvalidInputError(f"zone: unknown zone {zone!r}; expected one of {ZONES}")
+        _check_key(key)
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text: expected str, got {type(text).__name__}")
+        if not text.strip():
+            raise InvalidInputError("text: must not be empty")
+        if priority not in PRIORITIES:
+            raise InvalidInputError(f"priority: expected one of {PRIORITIES}, got {priority!r}")
+        limit = self.config.cap(zone) if cap is None else cap
+        assert isinstance(key, str)
+        return (zone, key, source, priority, text, once, external, limit)
+
+    async def _write(self, writes: list[Write]) -> list[ArenaWriteResult]:
+        session = self._session
+        session._check_open()
+        rows = await anyio.to_thread.run_sync(
+            partial(session.store.arena_write, session.id, writes, self._rules)
+        )
+        results = [
+            ArenaWriteResult(r["key"], r["accepted"], r["tokens"], r["cut_from"], r["evicted"])
+            for r in rows
+        ]
+        for write, row in zip(writes, rows, strict=True):
+            if row["enforced"]:
+                await session.events.apublish(
+                    EventName.ARENA_CEILING_ENFORCED,
+                    session.id,
+                    policy=self.config.degradation_policy,
+                    key=row["key"],
+                    zone=write[0],
+                    accepted=row["accepted"],
+                    evicted=row["evicted"],
+                )
+            if row["compact"]:
+                session.compaction.request("entry_ceiling", session._background)
+        if self._failing is not None:
+            for write, row in zip(writes, rows, strict=True):
+                if write[0] == "tool_failures" and row["accepted"]:
+                    self._note_failing(write[1], write[4] is not None)
+        return results
+
+    # -- tool failures ---------------------------------------------------------
+
+    async def note_parts(self, parts: Sequence[Part]) -> None:
+        """Takes in a stored turn's tool calls: failures enter ``tool_failures``, a
+        success of a tool that failed takes its failure out."""
+        if not self.enabled or self.config.tool_failures_kept == 0:
+            return
+        writes: list[Write] = []
+        for part in parts:
+            if not isinstance(part, ToolPart):
+                continue
+            self._remember_call(part.call_id, part.name)
+            writes.extend(
+                self._tool_outcome(part.name, part.status, part.output, part.error, part.input)
+            )
+        if writes:
+            await self._write(writes)
+
+    async def note_update(
+        self, call_id: str, status: str, output: str | None, error: str | None
+    ) -> None:
+        """Takes in an update of a recorded tool call (see :meth:`note_parts`)."""
+        name = self._calls.get(call_id)
+        if not self.enabled or name is None or self.config.tool_failures_kept == 0:
+            return
+        writes = self._tool_outcome(name, status, output, error, None)
+        if writes:
+            await self._write(writes)
+
+    def _remember_call(self, call_id: str, name: str) -> None:
+        self._calls[call_id] = name
+        if len(self._calls) > _CALLS_KEPT:
+            self._calls.popitem(last=False)
+
+    def _tool_outcome(
+        self, name: str, status: str, output: str | None, error: str | None, arguments: object
+    ) -> list[Write]:
+        failing = self._failing_tools()
+        key = f"tool:{name}"
+        if status == "completed" and key in failing:
+            return [("tool_failures", key, "tool_failures", "high", None, False, False, 0)]
+        if status != "error":
+            return []
+        lines = [f"{name} failed" + (f": {error}" if error else "")]
+        if arguments not in (None, "", {}):
+            lines.append(f"arguments: {json.dumps(arguments, default=str)[:300]}")
+        if output:
+            lines.append(output)
+        text = "\n".join(lines)
+        writes: list[Write] = [
+            (
+                "tool_failures",
+                key,
+                "tool_failures",
+                "high",
+                text,
+                False,
+                False,
+                self.config.tool_failure_tokens,
+            )
+        ]
+        # The newest few failures are kept; the oldest leaves for a new tool.
+        others = [k for k in failing if k != key]
+        excess = len(others) + 1 - self.config.tool_failures_kept
+        for old in others[: max(0, excess)]:
+            writes.append(("tool_failures", old, "tool_failures", "high", None, False, False, 0))
+        return writes
+
+    def _failing_tools(self) -> OrderedDict[str, None]:
+        if self._failing is None:
+            self._failing = OrderedDict(
+                (entry.key, None) for entry in self.entries() if entry.zone == "tool_failures"
+            )
+        return self._failing
+
+    def _note_failing(self, key: str, present: bool) -> None:
+        assert self._failing is not None
+        self._failing.pop(key, None)
+        if present:
+            self._failing[key] = None
+
+    # -- a turn ----------------------------------------------------------------
+
+    def recall_internal(self) -> Prepared:
+        """This turn's internal recall for the newest user message (a core call of a
+        few milliseconds at most, made directly)."""
+        config = self.config
+        if not (self.enabled and config.recall and config.recall_hits > 0):
+            return Prepared()
+        session = self._session
+        question, hits = session.store.recall_newest(
+            session.id, config.recall_hits, config.recall_hit_tokens
+        )
+        return Prepared(question, list(hits))
+
+    async def prepare(self) -> Prepared:
+        """Internal recall, then external recall when it is on and the internal best
+        score is below the threshold. A port that fails is skipped with an event."""
+        prepared = self.recall_internal()
+        config = self.config
+        external_on = config.external_recall or config.recall_port is not None
+        if not (self.enabled and external_on and prepared.question):
+            return prepared
+        best = prepared.best_internal
+        threshold = config.external_min_internal_score
+        if best is not None and best >= threshold:
+            await self._skipped(prepared, "internal_score_sufficient")
+            return prepared
+        port = config.recall_port or await self._builtin_port()
+        try:
+            with anyio.fail_after(config.external_timeout_s):
+                found = await _search(port, prepared.question or "", config.external_hits)
+        except TimeoutError:
+            await self._skipped(prepared, "timeout")
+            return prepared
+        except Exception as err:
+            log.warning("external recall failed", exc_info=True)
+            await self._skipped(prepared, "port_error", error=f"{type(err).__name__}: {err}")
+            return prepared
+        hits = _valid_hits(found)
+        if hits is None:
+            await self._skipped(prepared, "junk", returned=type(found).__name__)
+        elif not hits:
+            await self._skipped(prepared, "no_hits")
+        else:
+            prepared.external = hits[: config.external_hits]
+        return prepared
+
+    async def _builtin_port(self) -> RecallPort:
+        if self._default_port is None:
+            session = self._session
+            self._default_port = await anyio.to_thread.run_sync(
+                partial(LexicalRecallPort.from_store, session.store, exclude_session=session.id)
+            )
+        return self._default_port
+
+    async def _skipped(self, prepared: Prepared, reason: str, **extra: Any) -> None:
+        await self._session.events.apublish(
+            EventName.EXTERNAL_RECALL_SKIPPED,
+            self._session.id,
+            reason=reason,
+            query=prepared.question,
+            internal_score=prepared.best_internal,
+            threshold=self.config.external_min_internal_score,
+            **extra,
+        )
+
+    def plan(self, free: int, prepared: Prepared) -> Planned | None:
+        """The turn's plan under the configured cap or the window's ``free`` tokens,
+        whichever is less; ``None`` when nothing is injected at all."""
+        if not self.enabled:
+            return None
+        session = self._session
+        cap = max(0, min(self.config.injection_cap_tokens, free))
+        raw = session.store.arena_plan(session.id, self._rules, cap, prepared.transient())
+        demand = sum(zone["demand"] for zone in raw["zones"].values())
+        if demand == 0:
+            return None
+        return Planned(raw, _report(raw, prepared), prepared)
+
+    async def after_turn(self, planned: Planned | None) -> None:
+        """Takes in a sent turn: external hits it injected are written back, the
+        controller observes it, and the floor cascade's outcome is published."""
+        if planned is None:
+            return
+        session = self._session
+        raw, prepared = planned.raw, planned.prepared
+        injected = set(raw["injected"])
+        shown = [hit for hit in prepared.external if external_key(hit) in injected]
+        once_keys = list(raw["once_keys"])
+        if shown:
+            writes = [
+                self._entry_write(
+                    "rag_external",
+                    external_key(hit),
+                    hit.text,
+                    "normal",
+                    once=True,
+                    source="external",
+                    external=True,
+                )
+                for hit in shown
+            ]
+            await self._write(writes)
+            once_keys.extend(external_key(hit) for hit in shown)
+            await session.events.apublish(
+                EventName.EXTERNAL_RECALL_INJECTED,
+                session.id,
+                query=prepared.question,
+                hits=len(prepared.external),
+                injected=len(shown),
+                internal_score=prepared.best_internal,
+            )
+        zones = [(raw["zones"][z]["demand"], raw["zones"][z]["accepted"]) for z in ZONES]
+        observed = await anyio.to_thread.run_sync(
+            partial(
+                session.store.arena_observe,
+                session.id,
+                self._rules,
+                zones,
+                once_keys,
+                EventName.ARENA_ZONE_ADAPTED.value,
+            )
+        )
+        if observed["shifts"]:
+            shifts = [{"from": f, "to": t, "tokens": n} for f, t, n in observed["shifts"]]
+            session.events.deliver(
+                Event(
+                    EventName.ARENA_ZONE_ADAPTED,
+                    session.id,
+                    {"shifts": shifts, "caps": observed["caps"], "turn": observed["turns"]},
+                )
+            )
+        await self._floor_events(raw)
+
+    async def _floor_events(self, raw: dict[str, Any]) -> None:
+        stage = raw["stage"]
+        if stage == "met":
+            return
+        session = self._session
+        name = (
+            EventName.ARENA_FLOOR_UNMET_UNRECOVERABLE
+            if stage == "unrecoverable"
+            else EventName.ARENA_FLOOR_UNMET_RECOVERED
+        )
+        await session.events.apublish(
+            name, session.id, stage=stage, relaxed=raw["relaxed"], cap=raw["cap"]
+        )
+        if stage == "unrecoverable" and self.config.compact_on_floor_unmet:
+            session.compaction.request("floor_unmet", session._background)
+
+
+def _check_key(key: object) -> None:
+    if not isinstance(key, str):
+        raise InvalidInputError(f"key: expected str, got {type(key).__name__}")
+    if not key.strip():
+        raise InvalidInputError("key: must not be empty")
+
+
+async def _search(port: RecallPort, query: str, k: int) -> object:
+    search = port.search
+    if inspect.iscoroutinefunction(search):
+        return await search(query, k)
+    # A plain function may block: it runs in a worker thread the timeout can abandon.
+    result = await anyio.to_thread.run_sync(partial(search, query, k), abandon_on_cancel=True)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+def _valid_hits(found: object) -> list[RecallHit] | None:
+    """The port's answer as hits; ``None`` when it is not a sequence of hits."""
+    if isinstance(found, str | bytes) or not isinstance(found, Sequence):
+        return None
+    hits: list[RecallHit] = []
+    for item in found:
+        if not isinstance(item, RecallHit) or not isinstance(item.text, str):
+            return None
+        if item.text.strip():
+            hits.append(item)
+    return hits
+
+
+def _report(raw: dict[str, Any], prepared: Prepared) -> InjectionReport:
+    zones = {name: ZoneInjection(**values) for name, values in raw["zones"].items()}
+    return InjectionReport(
+        cap=raw["cap"],
+        tokens=raw["tokens"],
+        system_tokens=raw["stable_tokens"],
+        block_tokens=raw["volatile_tokens"],
+        stage=raw["stage"],
+        relaxed=list(raw["relaxed"]),
+        zones=zones,
+        injected=list(raw["injected"]),
+        recall_score=prepared.best_internal,
+    )

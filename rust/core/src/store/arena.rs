@@ -1,0 +1,339 @@
+//! The arena's rows: every entry ever written to a session's arena (append-only; the
+//! newest row of a key is its live value, a removal row takes the key out), and the
+//! controller's state per session. Planning is in `crate::arena`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use super::events::WriteEvent;
+use super::gate::Write;
+use super::Store;
+use crate::arena::{ceiling, cut_head_tail, CeilingPolicy, Entry, Priority, Zone};
+use crate::error::{Error, Result};
+use crate::ids::now_ms;
+
+/// Longest key of an entry, in bytes.
+const MAX_KEY_BYTES: usize = 512;
+
+/// One write to a session's arena: an entry, or the removal of a key.
+#[derive(Clone, Debug)]
+pub struct ArenaWrite {
+    pub zone: Zone,
+    pub key: String,
+    pub source: String,
+    pub priority: Priority,
+    /// `None` removes the key.
+    pub text: Option<String>,
+    pub once: bool,
+    pub external: bool,
+    /// The zone's configured cap: longer text is cut to it.
+    pub cap_tokens: i64,
+}
+
+/// What became of one write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOutcome {
+    pub key: String,
+    /// Written (for a removal: the key was live).
+    pub accepted: bool,
+    pub tokens: i64,
+    /// The text was cut to the zone's cap.
+    pub cut_from: Option<i64>,
+    /// Keys the ceiling took out to make room.
+    pub evicted: Vec<String>,
+    /// The ceiling's policy ran.
+    pub enforced: bool,
+    /// The policy asks for a compaction (`force_compact`).
+    pub compact: bool,
+}
+
+/// How many live keys a session may hold, and what gives way at that number.
+#[derive(Clone, Copy, Debug)]
+pub struct Ceiling {
+    pub max_entries: usize,
+    pub policy: CeilingPolicy,
+}
+
+/// A session's live entries as last read, and the newest row they reflect.
+#[derive(Debug, Default)]
+pub(super) struct ArenaCache {
+    sessions: HashMap<String, (i64, Arc<Vec<Entry>>)>,
+}
+
+const ENTRY_COLUMNS: &str = "seq, zone, key, source, priority, text, token_count, once, external";
+
+impl Store {
+    /// The live entries of a session's arena (the newest row of each key that was
+    /// not removed), oldest first. Read once per store and kept; rows written by
+    /// other connections are noticed by the session's newest sequence number.
+    pub fn arena_entries(&mut self, session_id: &str) -> Result<Arc<Vec<Entry>>> {
+        self.session(session_id)?;
+        let newest = newest_seq(&self.conn, session_id)?;
+        if let Some((seq, entries)) = self.arena.sessions.get(session_id) {
+            if *seq == newest {
+                return Ok(Arc::clone(entries));
+            }
+        }
+        let entries = Arc::new(read_live(&self.conn, session_id)?);
+        self.arena
+            .sessions
+            .insert(session_id.to_string(), (newest, Arc::clone(&entries)));
+        Ok(entries)
+    }
+
+    /// Applies `writes` in order, in one transaction with `event` (if any), under the
+    /// ceiling. Bad input (an empty text or key, a key too long) fails before anything
+    /// is written.
+    pub fn arena_write(
+        &mut self,
+        session_id: &str,
+        writes: &[ArenaWrite],
+        ceiling: Ceiling,
+        event: Option<&WriteEvent>,
+    ) -> Result<Vec<WriteOutcome>> {
+        for (at, write) in writes.iter().enumerate() {
+            check_write(at, write)?;
+        }
+        let counter = self.counter(session_id)?;
+        let count = |text: &str| counter.count(text);
+        let mut live: Vec<Entry> = self.arena_entries(session_id)?.as_ref().clone();
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let mut seq = newest_seq(&tx, session_id)?;
+        // Another connection may have written since the cache was read.
+        if seq != self.arena.sessions.get(session_id).map_or(-1, |(s, _)| *s) {
+            live = read_live(&tx, session_id)?;
+        }
+        let mut outcomes = Vec::with_capacity(writes.len());
+        for write in writes {
+            let outcome = match &write.text {
+                None => remove(&tx, session_id, &mut seq, &mut live, &write.key)?,
+                Some(text) => {
+                    let (text, tokens, cut_from) = fit_to_cap(text, write.cap_tokens, &count);
+                    let decision = ceiling::decide(
+                        &live,
+                        &write.key,
+                        write.zone,
+                        write.priority,
+                        ceiling.max_entries,
+                        ceiling.policy,
+                    );
+                    for key in &decision.evicted {
+                        remove(&tx, session_id, &mut seq, &mut live, key)?;
+                    }
+                    if decision.accepted {
+                        seq += 1;
+                        let entry = Entry {
+                            seq,
+                            zone: write.zone,
+                            key: write.key.clone(),
+                            source: write.source.clone(),
+                            priority: write.priority,
+                            text,
+                            tokens,
+                            once: write.once,
+                            external: write.external,
+                        };
+                        insert(&tx, session_id, &entry, false)?;
+                        live.retain(|old| old.key != entry.key);
+                        live.push(entry);
+                    }
+                    WriteOutcome {
+                        key: write.key.clone(),
+                        accepted: decision.accepted,
+                        tokens,
+                        cut_from,
+                        evicted: decision.evicted,
+                        enforced: decision.enforced,
+                        compact: decision.compact,
+                    }
+                }
+            };
+            outcomes.push(outcome);
+        }
+        if let Some(event) = event {
+            event.insert(&tx, session_id, &[])?;
+        }
+        tx.commit()?;
+        self.arena
+            .sessions
+            .insert(session_id.to_string(), (seq, Arc::new(live)));
+        Ok(outcomes)
+    }
+
+    /// The controller's stored state of a session (JSON), if any.
+    pub fn arena_state(&mut self, session_id: &str) -> Result<Option<String>> {
+        self.session(session_id)?;
+        Ok(self
+            .conn
+            .prepare_cached("SELECT state FROM arena_state WHERE session_id = ?1")?
+            .query_row([session_id], |row| row.get(0))
+            .optional()?)
+    }
+
+    /// Stores the controller's state of a session, with `event` (if any), in one
+    /// transaction.
+    pub fn set_arena_state(
+        &mut self,
+        session_id: &str,
+        state: &str,
+        event: Option<&WriteEvent>,
+    ) -> Result<()> {
+        self.session(session_id)?;
+        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        tx.prepare_cached(
+            "INSERT INTO arena_state (session_id, state, updated_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (session_id) DO UPDATE SET state = excluded.state,
+                                                   updated_at = excluded.updated_at",
+        )?
+        .execute(params![session_id, state, now_ms()])?;
+        if let Some(event) = event {
+            event.insert(&tx, session_id, &[])?;
+        }
+        tx.commit()
+    }
+}
+
+fn check_write(at: usize, write: &ArenaWrite) -> Result<()> {
+    let field = |name: &str| format!("writes[{at}].{name}");
+    if write.key.trim().is_empty() {
+        return Err(Error::invalid(field("key"), "must not be empty"));
+    }
+    if write.key.len() > MAX_KEY_BYTES {
+        return Err(Error::invalid(
+            field("key"),
+            format!("longer than {MAX_KEY_BYTES} bytes"),
+        ));
+    }
+    if write
+        .text
+        .as_deref()
+        .is_some_and(|text| text.trim().is_empty())
+    {
+        return Err(Error::invalid(field("text"), "must not be empty"));
+    }
+    Ok(())
+}
+
+/// `text` within `cap` tokens (head and tail kept): (text, tokens, tokens before a cut).
+fn fit_to_cap(text: &str, cap: i64, count: &dyn Fn(&str) -> usize) -> (String, i64, Option<i64>) {
+    let tokens = count(text) as i64;
+    if tokens <= cap || cap <= 0 {
+        return (text.to_string(), tokens, None);
+    }
+    if let Some((cut, cut_tokens)) = cut_head_tail(text, cap as usize, count) {
+        return (cut, cut_tokens as i64, Some(tokens));
+    }
+    // A cap too small for the marker: the head alone, by characters.
+    let head: String = text.chars().take((cap as usize).max(1)).collect();
+    let head_tokens = count(&head) as i64;
+    (head, head_tokens, Some(tokens))
+}
+
+fn remove(
+    tx: &Transaction<'_>,
+    session_id: &str,
+    seq: &mut i64,
+    live: &mut Vec<Entry>,
+    key: &str,
+) -> Result<WriteOutcome> {
+    let Some(at) = live.iter().position(|entry| entry.key == key) else {
+        return Ok(WriteOutcome {
+            key: key.to_string(),
+            accepted: false,
+            tokens: 0,
+            cut_from: None,
+            evicted: Vec::new(),
+            enforced: false,
+            compact: false,
+        });
+    };
+    let mut gone = live.remove(at);
+    *seq += 1;
+    gone.seq = *seq;
+    gone.text = String::new();
+    gone.tokens = 0;
+    insert(tx, session_id, &gone, true)?;
+    Ok(WriteOutcome {
+        key: key.to_string(),
+        accepted: true,
+        tokens: 0,
+        cut_from: None,
+        evicted: Vec::new(),
+        enforced: false,
+        compact: false,
+    })
+}
+
+fn insert(tx: &Transaction<'_>, session_id: &str, entry: &Entry, removed: bool) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO arena_entries (session_id, seq, zone, key, source, priority, text,
+                                    token_count, once, external, removed, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        session_id,
+        entry.seq,
+        entry.zone.as_str(),
+        entry.key,
+        entry.source,
+        entry.priority.as_str(),
+        entry.text,
+        entry.tokens,
+        entry.once,
+        entry.external,
+        removed,
+        now_ms(),
+    ])?;
+    Ok(())
+}
+
+fn newest_seq(conn: &rusqlite::Connection, session_id: &str) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(max(seq), 0) FROM arena_entries WHERE session_id = ?1")?
+        .query_row([session_id], |row| row.get(0))?)
+}
+
+/// The newest row of each key, without the removed ones, oldest first.
+fn read_live(conn: &rusqlite::Connection, session_id: &str) -> Result<Vec<Entry>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ENTRY_COLUMNS}, removed FROM arena_entries
+         WHERE session_id = ?1 AND seq IN (
+             SELECT max(seq) FROM arena_entries WHERE session_id = ?1 GROUP BY key)
+         ORDER BY seq"
+    ))?;
+    let rows = stmt.query_map([session_id], |row| {
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, String>(1)?,
+            row.get::<_, String>(2)?,
+            row.get::<_, String>(3)?,
+            row.get::<_, String>(4)?,
+            row.get::<_, String>(5)?,
+            row.get::<_, i64>(6)?,
+            row.get::<_, bool>(7)?,
+            row.get::<_, bool>(8)?,
+            row.get::<_, bool>(9)?,
+        ))
+    })?;
+    let mut entries = Vec::new();
+    for row in rows {
+        let (seq, zone, key, source, priority, text, tokens, once, external, removed) = row?;
+        if removed {
+            continue;
+        }
+        entries.push(Entry {
+            seq,
+            zone: Zone::parse(&zone)?,
+            key,
+            source,
+            priority: Priority::parse(&priority)?,
+            text,
+            tokens,
+            once,
+            external,
+        });
+    }
+    Ok(entries)
+}

@@ -1,0 +1,275 @@
+//! The arena's rows in the store: writes under the ceiling, removals, reopening,
+//! the upgrade from version 5, and recall of what left the view.
+
+mod support;
+
+use lossless_core::arena::{CeilingPolicy, Priority, Zone};
+use lossless_core::parts::Role;
+use lossless_core::store::schema::SCHEMA_VERSION;
+use lossless_core::store::{ArenaWrite, Ceiling, OpenOptions, Store};
+use support::{append, raw, temp_store, text, MODEL};
+
+fn write(zone: Zone, key: &str, text: Option<&str>) -> ArenaWrite {
+    ArenaWrite {
+        zone,
+        key: key.into(),
+        source: "user".into(),
+        priority: Priority::High,
+        text: text.map(str::to_string),
+        once: false,
+        external: false,
+        cap_tokens: 1_000,
+    }
+}
+
+const CEILING: Ceiling = Ceiling {
+    max_entries: 4_096,
+    policy: CeilingPolicy::DropRecall,
+};
+
+#[test]
+fn the_newest_entry_of_a_key_wins_and_survives_reopening() {
+    let (_dir, path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let writes = [
+        write(Zone::Truth, "rule", Some("never touch legacy_billing/")),
+        write(Zone::TaskState, "task", Some("refactor the payout client")),
+        write(
+            Zone::Truth,
+            "rule",
+            Some("never touch legacy_billing/ or vendor/"),
+        ),
+        write(Zone::MemoryWorking, "scratch", Some("notes")),
+        write(Zone::MemoryWorking, "scratch", None),
+    ];
+    let outcomes = store.arena_write(&session, &writes, CEILING, None).unwrap();
+    assert!(outcomes.iter().all(|o| o.accepted));
+    drop(store);
+    let mut store = Store::open(&path, &OpenOptions::default()).unwrap();
+    let live = store.arena_entries(&session).unwrap();
+    let keys: Vec<(&str, &str)> = live
+        .iter()
+        .map(|e| (e.key.as_str(), e.text.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("task", "refactor the payout client"),
+            ("rule", "never touch legacy_billing/ or vendor/")
+        ]
+    );
+    // Rows are never rewritten or deleted.
+    let conn = raw(&path);
+    assert!(conn.execute("DELETE FROM arena_entries", []).is_err());
+    assert!(conn
+        .execute("UPDATE arena_entries SET text = 'x'", [])
+        .is_err());
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM arena_entries", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 5);
+}
+
+#[test]
+fn bad_writes_change_nothing() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let writes = [
+        write(Zone::Truth, "fine", Some("kept?")),
+        write(Zone::Truth, "empty", Some("   ")),
+    ];
+    assert!(store.arena_write(&session, &writes, CEILING, None).is_err());
+    assert!(store
+        .arena_write(
+            &session,
+            &[write(Zone::Truth, "", Some("x"))],
+            CEILING,
+            None
+        )
+        .is_err());
+    assert!(store.arena_entries(&session).unwrap().is_empty());
+}
+
+#[test]
+fn an_oversized_text_is_cut_to_its_cap_keeping_both_ends() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let long = format!("START {} END", "filler words here ".repeat(400));
+    let mut big = write(Zone::MemoryWorking, "notes", Some(&long));
+    big.cap_tokens = 100;
+    let outcome = &store.arena_write(&session, &[big], CEILING, None).unwrap()[0];
+    assert!(outcome.tokens <= 100);
+    assert!(outcome.cut_from.unwrap() > 1_000);
+    let live = store.arena_entries(&session).unwrap();
+    assert!(live[0].text.starts_with("START") && live[0].text.ends_with("END"));
+}
+
+#[test]
+fn at_the_ceiling_the_policy_decides_and_updates_still_land() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let ceiling = Ceiling {
+        max_entries: 2,
+        policy: CeilingPolicy::DropRecall,
+    };
+    let writes = [
+        write(Zone::RagExternal, "ext", Some("an external hit")),
+        write(Zone::Truth, "a", Some("fact a")),
+        write(Zone::Truth, "b", Some("fact b")),
+        write(Zone::Truth, "a", Some("fact a, updated")),
+        write(Zone::Truth, "c", Some("fact c")),
+    ];
+    let outcomes = store.arena_write(&session, &writes, ceiling, None).unwrap();
+    assert_eq!(outcomes[2].evicted, ["ext"]);
+    assert!(outcomes[2].enforced);
+    assert!(outcomes[3].accepted && !outcomes[3].enforced);
+    assert!(!outcomes[4].accepted && outcomes[4].enforced);
+    let live = store.arena_entries(&session).unwrap();
+    let texts: Vec<&str> = live.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, ["fact b", "fact a, updated"]);
+}
+
+#[test]
+fn another_connection_s_writes_are_seen() {
+    let (_dir, path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    store
+        .arena_write(
+            &session,
+            &[write(Zone::Truth, "a", Some("one"))],
+            CEILING,
+            None,
+        )
+        .unwrap();
+    assert_eq!(store.arena_entries(&session).unwrap().len(), 1);
+    let mut other = Store::open(&path, &OpenOptions::default()).unwrap();
+    other
+        .arena_write(
+            &session,
+            &[write(Zone::Truth, "b", Some("two"))],
+            CEILING,
+            None,
+        )
+        .unwrap();
+    assert_eq!(store.arena_entries(&session).unwrap().len(), 2);
+    store
+        .set_arena_state(&session, "{\"turns\": 1}", None)
+        .unwrap();
+    assert_eq!(
+        other.arena_state(&session).unwrap().as_deref(),
+        Some("{\"turns\": 1}")
+    );
+}
+
+const SCHEMA_V5: &str = include_str!("fixtures/schema_v5.sql");
+
+#[test]
+fn a_version_5_file_gets_the_arena_tables_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    let path = path.to_str().unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA_V5).unwrap();
+    conn.execute_batch(
+        r"
+        INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+            VALUES ('ses_5', 'gpt-4o', 1, '{}', 1, 2, 2);
+        INSERT INTO messages (id, session_id, seq, role, created_at, status, token_count) VALUES
+            ('msg_1', 'ses_5', 1, 'user', 1, 'complete', 9);
+        INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, token_count)
+            VALUES (1, 'prt_1', 'msg_1', 'ses_5', 1, 0, 'text', 'keep the ledger', 5);
+        INSERT INTO context_items (session_id, position, kind, item_id, token_count)
+            VALUES ('ses_5', 1, 'message', 'msg_1', 9);
+        ",
+    )
+    .unwrap();
+    drop(conn);
+
+    let mut store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(store.history("ses_5").unwrap().len(), 1);
+    assert!(store.arena_entries("ses_5").unwrap().is_empty());
+    store
+        .arena_write(
+            "ses_5",
+            &[write(Zone::Truth, "rule", Some("pinned"))],
+            CEILING,
+            None,
+        )
+        .unwrap();
+    assert_eq!(store.arena_entries("ses_5").unwrap()[0].text, "pinned");
+    let conn = raw(path);
+    assert!(conn.execute("DELETE FROM arena_entries", []).is_err());
+}
+
+#[test]
+fn recall_finds_what_left_the_view_and_not_what_is_in_it() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let old = append(
+        &mut store,
+        &session,
+        Role::User,
+        &[text("the staging password rotates every ninety days")],
+    );
+    let reply = append(
+        &mut store,
+        &session,
+        Role::Assistant,
+        &[text("noted the rotation schedule")],
+    );
+    let visible = append(
+        &mut store,
+        &session,
+        Role::User,
+        &[text("the staging password lives in vault")],
+    );
+    // Nothing has left the view yet.
+    assert!(store
+        .recall(
+            &session,
+            "how often does the staging password rotate",
+            5,
+            200
+        )
+        .unwrap()
+        .is_empty());
+    store
+        .commit_summary(
+            &session,
+            "talked about credentials",
+            3,
+            &[old.clone(), reply],
+            &[],
+            None,
+        )
+        .unwrap();
+    let hits = store
+        .recall(
+            &session,
+            "how often does the staging password rotate",
+            5,
+            200,
+        )
+        .unwrap();
+    assert_eq!(hits[0].message_id, old);
+    assert!(hits.iter().all(|hit| hit.message_id != visible));
+    assert!(
+        hits[0].score > 0.3 && hits[0].score <= 1.0,
+        "{}",
+        hits[0].score
+    );
+    // Deterministic.
+    assert_eq!(
+        hits,
+        store
+            .recall(
+                &session,
+                "how often does the staging password rotate",
+                5,
+                200
+            )
+            .unwrap()
+    );
+    assert!(store.recall(&session, "!!!", 5, 200).unwrap().is_empty());
+}

@@ -1,0 +1,422 @@
+//! The arena's rules, its per-turn calls on a store, the lexical index and the
+//! usage normaliser, as Python sees them.
+
+use lossless_core::arena::{
+    self, ArenaState, CeilingPolicy, ControllerRules, Entry, PlanRules, Priority, Zone, ZoneLimits,
+    ZoneReport,
+};
+use lossless_core::store::{self as core_store, ArenaWrite, Ceiling, RecallHit, WriteEvent};
+use lossless_core::{Error, Result};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::errors::to_py_err;
+
+/// A session's arena configuration, converted once when the session opens.
+#[pyclass(frozen, module = "lossless._native")]
+pub struct ArenaRules {
+    pub(crate) inner: arena::ArenaRules,
+}
+
+#[pymethods]
+impl ArenaRules {
+    #[new]
+    #[pyo3(signature = (
+        floors, caps, *, relax_order, cascade, min_cut_tokens, max_entries, policy,
+        adaptive, alpha, warmup_turns, step_tokens, max_shift_tokens, truncation_ratio,
+        idle_ratio, max_cap,
+    ))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the keyword arguments of the Python call"
+    )]
+    fn new(
+        floors: Vec<i64>,
+        caps: Vec<i64>,
+        relax_order: Vec<String>,
+        cascade: bool,
+        min_cut_tokens: i64,
+        max_entries: usize,
+        policy: &str,
+        adaptive: bool,
+        alpha: f64,
+        warmup_turns: u32,
+        step_tokens: i64,
+        max_shift_tokens: i64,
+        truncation_ratio: f64,
+        idle_ratio: f64,
+        max_cap: i64,
+    ) -> PyResult<Self> {
+        if floors.len() != 7 || caps.len() != 7 {
+            return Err(crate::errors::invalid(
+                "zones",
+                "expected 7 floors and 7 caps",
+            ));
+        }
+        let mut limits = [ZoneLimits::default(); 7];
+        for (at, limit) in limits.iter_mut().enumerate() {
+            *limit = ZoneLimits {
+                floor: floors[at],
+                cap: caps[at],
+            }
+            .clean();
+        }
+        let relax_order = relax_order
+            .iter()
+            .map(|zone| Zone::parse(zone))
+            .collect::<Result<Vec<_>>>()
+            .map_err(to_py_err)?;
+        Ok(Self {
+            inner: arena::ArenaRules {
+                plan: PlanRules {
+                    limits,
+                    relax_order,
+                    cascade,
+                    min_cut_tokens,
+                },
+                controller: ControllerRules {
+                    enabled: adaptive,
+                    alpha,
+                    warmup_turns,
+                    step: step_tokens,
+                    max_shift: max_shift_tokens,
+                    truncation_ratio,
+                    idle_ratio,
+                    max_cap,
+                },
+                max_entries,
+                policy: CeilingPolicy::parse(policy).map_err(to_py_err)?,
+            },
+        })
+    }
+}
+
+/// One write as Python hands it over: (zone, key, source, priority, text or None to
+/// remove, once, external, cap in tokens).
+pub type WriteArgs = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    bool,
+    bool,
+    i64,
+);
+
+/// The writes converted, every zone and priority checked before anything is written.
+pub fn writes(args: Vec<WriteArgs>) -> Result<Vec<ArenaWrite>> {
+    args.into_iter()
+        .map(
+            |(zone, key, source, priority, text, once, external, cap_tokens)| {
+                Ok(ArenaWrite {
+                    zone: Zone::parse(&zone)?,
+                    key,
+                    source,
+                    priority: Priority::parse(&priority)?,
+                    text,
+                    once,
+                    external,
+                    cap_tokens,
+                })
+            },
+        )
+        .collect()
+}
+
+pub fn ceiling(rules: &ArenaRules) -> Ceiling {
+    Ceiling {
+        max_entries: rules.inner.max_entries,
+        policy: rules.inner.policy,
+    }
+}
+
+pub fn outcomes<'py>(
+    py: Python<'py>,
+    outcomes: &[core_store::WriteOutcome],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for outcome in outcomes {
+        let dict = PyDict::new(py);
+        dict.set_item("key", &outcome.key)?;
+        dict.set_item("accepted", outcome.accepted)?;
+        dict.set_item("tokens", outcome.tokens)?;
+        dict.set_item("cut_from", outcome.cut_from)?;
+        dict.set_item("evicted", &outcome.evicted)?;
+        dict.set_item("enforced", outcome.enforced)?;
+        dict.set_item("compact", outcome.compact)?;
+        list.append(dict)?;
+    }
+    Ok(list)
+}
+
+pub fn entry_dict<'py>(py: Python<'py>, entry: &Entry) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("seq", entry.seq)?;
+    dict.set_item("zone", entry.zone.as_str())?;
+    dict.set_item("key", &entry.key)?;
+    dict.set_item("source", &entry.source)?;
+    dict.set_item("priority", entry.priority.as_str())?;
+    dict.set_item("text", &entry.text)?;
+    dict.set_item("tokens", entry.tokens)?;
+    dict.set_item("once", entry.once)?;
+    dict.set_item("external", entry.external)?;
+    Ok(dict)
+}
+
+/// A candidate of this turn only as Python hands it over: (zone, key, source,
+/// priority, text).
+pub type TransientArgs = (String, String, String, String, String);
+
+/// What `arena_plan` computes with the interpreter released.
+pub struct Planned {
+    pub turn: arena::TurnPlan,
+    pub stable_tokens: usize,
+    pub volatile_tokens: usize,
+}
+
+/// Plans a turn of `session_id` under `cap`, with `transient` candidates.
+pub fn plan(
+    store: &mut core_store::Store,
+    session_id: &str,
+    rules: &arena::ArenaRules,
+    cap: i64,
+    transient: Vec<TransientArgs>,
+) -> Result<Planned> {
+    let live = store.arena_entries(session_id)?;
+    let state = read_state(store, session_id)?;
+    let counter = store.counter(session_id)?;
+    let count = |text: &str| counter.count(text);
+    let mut extra = Vec::with_capacity(transient.len());
+    for (at, (zone, key, source, priority, text)) in transient.into_iter().enumerate() {
+        let tokens = count(&text) as i64;
+        extra.push(Entry {
+            // After every stored entry: this turn's candidates are the newest.
+            seq: i64::MAX - 1_000 + at as i64,
+            zone: Zone::parse(&zone)?,
+            key,
+            source,
+            priority: Priority::parse(&priority)?,
+            text,
+            tokens,
+            once: false,
+            external: false,
+        });
+    }
+    let turn = arena::plan_turn(&live, &extra, &state, rules, cap, &count);
+    let stable_tokens = count(&turn.rendered.stable);
+    let volatile_tokens = count(&turn.rendered.volatile);
+    Ok(Planned {
+        turn,
+        stable_tokens,
+        volatile_tokens,
+    })
+}
+
+pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'py, PyDict>> {
+    let turn = &planned.turn;
+    let dict = PyDict::new(py);
+    dict.set_item("stable", &turn.rendered.stable)?;
+    dict.set_item("volatile", &turn.rendered.volatile)?;
+    dict.set_item("stable_tokens", planned.stable_tokens)?;
+    dict.set_item("volatile_tokens", planned.volatile_tokens)?;
+    dict.set_item("tokens", turn.plan.tokens)?;
+    dict.set_item("cap", turn.plan.cap)?;
+    dict.set_item("stage", turn.plan.stage.as_str())?;
+    let relaxed: Vec<&str> = turn.plan.relaxed.iter().map(|zone| zone.as_str()).collect();
+    dict.set_item("relaxed", relaxed)?;
+    dict.set_item("once_keys", &turn.once_keys)?;
+    dict.set_item("injected", &turn.injected)?;
+    let zones = PyDict::new(py);
+    for zone in Zone::ALL {
+        let report = &turn.plan.zones[zone.index()];
+        let item = PyDict::new(py);
+        item.set_item("demand", report.demand)?;
+        item.set_item("floor", report.floor)?;
+        item.set_item("cap", report.cap)?;
+        item.set_item("allocated", report.allocated)?;
+        item.set_item("accepted", report.accepted)?;
+        item.set_item("cut", &report.cut)?;
+        item.set_item("dropped", &report.dropped)?;
+        item.set_item("dropped_count", report.dropped_count)?;
+        zones.set_item(zone.as_str(), item)?;
+    }
+    dict.set_item("zones", zones)?;
+    Ok(dict)
+}
+
+fn read_state(store: &mut core_store::Store, session_id: &str) -> Result<ArenaState> {
+    match store.arena_state(session_id)? {
+        None => Ok(ArenaState::default()),
+        // A state this build cannot read starts afresh: it is tuning, not content.
+        Some(json) => Ok(serde_json::from_str(&json).unwrap_or_default()),
+    }
+}
+
+/// What `arena_observe` returns: the shifts made and the caps after them.
+pub struct Observed {
+    pub shifts: Vec<arena::Shift>,
+    pub caps: Option<[i64; 7]>,
+    pub turns: u32,
+}
+
+/// Observes a sent turn: (demand, accepted) per zone in zone order.
+pub fn observe(
+    store: &mut core_store::Store,
+    session_id: &str,
+    rules: &arena::ArenaRules,
+    zones: &[(i64, i64)],
+    once_keys: &[String],
+    event: Option<&str>,
+) -> Result<Observed> {
+    if zones.len() != 7 {
+        return Err(Error::invalid(
+            "zones",
+            "expected 7 (demand, accepted) pairs",
+        ));
+    }
+    let mut reports: [ZoneReport; 7] = Default::default();
+    for (report, (demand, accepted)) in reports.iter_mut().zip(zones) {
+        report.demand = *demand;
+        report.accepted = *accepted;
+    }
+    let mut state = read_state(store, session_id)?;
+    let shifts = arena::observe_turn(&mut state, rules, &reports, once_keys);
+    let caps = state.controller.as_ref().map(|c| c.caps);
+    let turns = state.controller.as_ref().map_or(0, |c| c.turns);
+    let json =
+        serde_json::to_string(&state).map_err(|err| Error::invalid("state", err.to_string()))?;
+    let event = match (event, shifts.is_empty()) {
+        (Some(name), false) => Some(WriteEvent::parse(
+            name,
+            &shift_payload(&shifts, caps, turns),
+        )?),
+        _ => None,
+    };
+    store.set_arena_state(session_id, &json, event.as_ref())?;
+    Ok(Observed {
+        shifts,
+        caps,
+        turns,
+    })
+}
+
+fn shift_payload(shifts: &[arena::Shift], caps: Option<[i64; 7]>, turns: u32) -> String {
+    let shifts: Vec<serde_json::Value> = shifts
+        .iter()
+        .map(|s| serde_json::json!({"from": s.from.as_str(), "to": s.to.as_str(), "tokens": s.tokens}))
+        .collect();
+    let caps: serde_json::Map<String, serde_json::Value> = Zone::ALL
+        .iter()
+        .zip(caps.unwrap_or_default())
+        .map(|(zone, cap)| (zone.as_str().to_string(), cap.into()))
+        .collect();
+    let moved: i64 = shifts.iter().filter_map(|s| s["tokens"].as_i64()).sum();
+    serde_json::json!({"shifts": shifts, "caps": caps, "turn": turns, "moved_tokens": moved})
+        .to_string()
+}
+
+pub fn observed_dict<'py>(py: Python<'py>, observed: &Observed) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    let shifts = PyList::empty(py);
+    for shift in &observed.shifts {
+        shifts.append((shift.from.as_str(), shift.to.as_str(), shift.tokens))?;
+    }
+    dict.set_item("shifts", shifts)?;
+    dict.set_item("caps", observed.caps.map(|caps| caps.to_vec()))?;
+    dict.set_item("turns", observed.turns)?;
+    Ok(dict)
+}
+
+/// The newest user message in the view and its out-of-view hits.
+pub fn recall_newest(
+    store: &mut core_store::Store,
+    session_id: &str,
+    k: usize,
+    max_tokens: usize,
+) -> Result<(Option<String>, Vec<RecallHit>)> {
+    let items = store.view_items(session_id)?;
+    let newest = items.iter().rev().find(|item| {
+        item.kind == core_store::ItemKind::Message
+            && item.role == Some(lossless_core::parts::Role::User)
+    });
+    let Some(newest) = newest else {
+        return Ok((None, Vec::new()));
+    };
+    let message = store.get_message(&newest.id)?;
+    let question: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|part| match &part.part {
+            lossless_core::parts::Part::Text(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let question = question.join("\n");
+    let hits = store.recall(session_id, &question, k, max_tokens)?;
+    Ok((Some(question), hits))
+}
+
+pub fn hit_dict<'py>(py: Python<'py>, hit: &RecallHit) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("message_id", &hit.message_id)?;
+    dict.set_item("part_id", &hit.part_id)?;
+    dict.set_item("seq", hit.seq)?;
+    dict.set_item("text", &hit.text)?;
+    dict.set_item("tokens", hit.tokens)?;
+    dict.set_item("score", hit.score)?;
+    dict.set_item("tombstoned", hit.tombstoned)?;
+    Ok(dict)
+}
+
+/// The built-in lexical retriever's index (see `lossless_core::arena::lexical`).
+#[pyclass(module = "lossless._native")]
+pub struct LexicalIndex {
+    inner: arena::lexical::LexicalIndex,
+}
+
+#[pymethods]
+impl LexicalIndex {
+    #[new]
+    #[pyo3(signature = (dims = 1024, legacy = false))]
+    fn new(dims: u32, legacy: bool) -> Self {
+        let mode = if legacy {
+            arena::lexical::HashMode::Legacy
+        } else {
+            arena::lexical::HashMode::Bytes
+        };
+        Self {
+            inner: arena::lexical::LexicalIndex::new(dims, mode),
+        }
+    }
+
+    fn add(&mut self, id: &str, text: &str) {
+        self.inner.add(id, text);
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    #[pyo3(signature = (query, k, min_similarity = 0.08))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        k: usize,
+        min_similarity: f64,
+    ) -> Vec<(String, f64)> {
+        py.detach(|| self.inner.search(query, k, min_similarity))
+    }
+}
+
+/// How full a window is, in `[0, 1]` (see `lossless_core::arena::normalize_usage`).
+#[pyfunction]
+#[pyo3(signature = (percent = None, tokens = None, window = None))]
+pub fn normalize_usage(
+    percent: Option<f64>,
+    tokens: Option<i64>,
+    window: Option<i64>,
+) -> Option<f64> {
+    arena::normalize_usage(percent, tokens, window)
+}
