@@ -9,8 +9,10 @@ five zones) within 1.5x of ``build_context`` with the arena off. The plan itself
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,13 @@ _compacted: dict[int, BenchDB] = {}
 
 
 def _compacted_db(db: BenchDB) -> BenchDB:
-    """``db`` with all but its newest messages under one summary: what recall searches."""
+    """A copy of ``db`` (the other benchmarks share it) with all but its newest messages
+    under one summary: what recall searches."""
     if db.n not in _compacted:
+        copy = db.path.with_name(f"arena-recall-{db.n}.db")
+        with sqlite3.connect(db.path) as source, sqlite3.connect(copy) as target:
+            source.backup(target)
+        db = replace(db, path=copy)
         store = Store(db.path)
         ids = [item["id"] for item in store.native.view_items(db.session_id)]
         if len(ids) > KEPT_IN_VIEW:
