@@ -9,10 +9,10 @@ five zones) within 1.5x of ``build_context`` with the arena off. The plan itself
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +35,13 @@ _compacted: dict[int, BenchDB] = {}
 
 
 def _compacted_db(db: BenchDB) -> BenchDB:
-    """A copy of ``db`` with all but its newest messages under one summary: what recall
-    searches. A copy: the other benchmarks share ``db`` and assemble all of it."""
+    """A copy of ``db`` (the other benchmarks share it) with all but its newest messages
+    under one summary: what recall searches."""
     if db.n not in _compacted:
-        copy = db.path.with_name(f"arena-{db.path.name}")
+        copy = db.path.with_name(f"arena-recall-{db.n}.db")
         with sqlite3.connect(db.path) as source, sqlite3.connect(copy) as target:
             source.backup(target)
-        db = dataclasses.replace(db, path=copy)
+        db = replace(db, path=copy)
         store = Store(db.path)
         ids = [item["id"] for item in store.native.view_items(db.session_id)]
         if len(ids) > KEPT_IN_VIEW:

@@ -151,7 +151,9 @@ class EchoResponder:
     """Acknowledges the last user message: ``"ack: "`` plus its first 80 characters.
 
     When the conversation ends with a ``tool`` message the reply instead reports that
-    the tool result arrived, quoting its start, so agent loops terminate.
+    the tool result arrived, quoting its start, so agent loops terminate. The context
+    arena's ``<context>`` block after the newest user message is not what the user
+    said: the message before it is acknowledged.
     """
 
     def __init__(self, prefix: str = "ack: ", limit: int = 80) -> None:
@@ -162,6 +164,8 @@ class EchoResponder:
     def __call__(self, request: dict[str, Any]) -> Reply:
         """Return the acknowledgement for ``request``."""
         messages = _messages(request)
+        if messages and _is_arena_block(messages[-1]):
+            messages = messages[:-1]
         if messages and messages[-1].get("role") == "tool":
             last = messages[-1]
             quoted = content_text(last.get("content"))[: self.limit]
@@ -171,6 +175,12 @@ class EchoResponder:
         user = _last_with_role(messages, "user")
         quoted = content_text(user.get("content"))[: self.limit] if user else ""
         return Reply(text=self.prefix + quoted)
+
+
+def _is_arena_block(message: dict[str, Any]) -> bool:
+    return message.get("role") == "user" and content_text(message.get("content")).startswith(
+        "<context>\n"
+    )
 
 
 class SummaryResponder:
