@@ -54,7 +54,16 @@ from lossless.profiles import profile_for
 from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 
-__all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
+__all__ = [
+    "BuiltContext",
+    "Message",
+    "RecordResult",
+    "Session",
+    "SharedSessionParts",
+    "TurnResult",
+    "flush_search_index",
+    "shared_session_parts",
+]
 
 PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
 log = logging.getLogger("lossless")
@@ -152,6 +161,7 @@ class Session:
         self.events = EventBus(tape=store)
         self._background = Background()
         self._closed = False
+        self._owns_store = True
         self._sending = False
         self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
         # Compaction works on a connection of its own (when the database is a file), so
@@ -194,24 +204,25 @@ class Session:
         config: Config | None,
         system_prompt: str | None,
         link: tuple[str, str, int] | None = None,
+        shared: SharedSessionParts | None = None,
     ) -> Session:
         """:meth:`create`; with ``link`` (parent id, map id, item index) the session is
-        created linked to its parent, in the same transaction (an AgenticMap item)."""
+        created linked to its parent, in the same transaction (an AgenticMap item).
+        With ``shared`` (made once by :func:`shared_session_parts` for ``model`` and
+        ``config``) the session works on its connections, counter and limits instead
+        of making its own; whoever made them indexes the search backlog."""
         config = config or Config()
-
-        async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
-            limits = await resolve_limits_async(model, config.model)
-            window = await _compaction_window(config, limits)
-            return limits, window, await _open_store(db, config)
-
-        counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
-        # The snapshot lets `load` rebuild the session; a credential has no place in it.
-        snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
+        if shared is None:
+            shared = await shared_session_parts(model, db, config)
+            owns_store = True
+        else:
+            owns_store = False
+        store = shared.store
         if link is None:
-            session_id = store.create_session(model, snapshot, system_prompt)
+            session_id = store.create_session(model, shared.snapshot, system_prompt)
         else:
             session_id = await anyio.to_thread.run_sync(
-                _native.create_child_session, store, model, snapshot, system_prompt, *link
+                _native.create_child_session, store, model, shared.snapshot, system_prompt, *link
             )
         session = cls(
             store=store,
@@ -219,11 +230,12 @@ class Session:
             model=model,
             config=config,
             system_prompt=system_prompt,
-            limits=limits,
-            compaction_window=compaction_window,
-            counter=counter,
-            compaction_store=await _second_store(store, config),
+            limits=shared.limits,
+            compaction_window=shared.compaction_window,
+            counter=shared.counter,
+            compaction_store=shared.compaction_store,
         )
+        session._owns_store = owns_store
         await session._start()
         session.events.publish(
             EventName.SESSION_CREATED, session_id, model=model, usable=session.budget.usable
@@ -340,9 +352,11 @@ class Session:
         self._closed = True
         await self.compaction.wait_for_pending()
         # Closing is idle time: index what the turns queued for search, so the next
-        # reader of the file (the CLI, an MCP client) does not pay for it.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_flush_search_index, self._store)
+        # reader of the file (the CLI, an MCP client) does not pay for it. Sessions on
+        # shared connections leave that to whoever made them, once for them all.
+        if self._owns_store:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(flush_search_index, self._store)
         self.events.publish(EventName.SESSION_CLOSED, self.id)
         await self._background.wait()
         self.events.attach(None)
@@ -768,6 +782,46 @@ class Session:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class SharedSessionParts:
+    """What a new session of one model and configuration needs besides its row: the
+    connections it writes turns and compaction through, its token counter, its
+    model's limits and compaction window, and the configuration snapshot stored with
+    it. Made once, they serve any number of sessions (an AgenticMap's items), which
+    then open no connection and resolve nothing of their own."""
+
+    store: _native.Store
+    compaction_store: _native.Store
+    counter: _native.TokenCounter
+    limits: ModelLimits
+    compaction_window: int
+    snapshot: str
+
+
+async def shared_session_parts(
+    model: str, db: str | os.PathLike[str] | _native.Store, config: Config
+) -> SharedSessionParts:
+    """The parts of :class:`SharedSessionParts` for sessions of ``model`` in ``db`` (a
+    path, or a native store to write turns through)."""
+
+    async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
+        limits = await resolve_limits_async(model, config.model)
+        window = await _compaction_window(config, limits)
+        store = db if isinstance(db, _native.Store) else await _open_store(db, config)
+        return limits, window, store
+
+    counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
+    return SharedSessionParts(
+        store=store,
+        compaction_store=await _second_store(store, config),
+        counter=counter,
+        limits=limits,
+        compaction_window=compaction_window,
+        # The snapshot lets `load` rebuild the session; a credential has no place in it.
+        snapshot=config.model_dump_json(exclude={"llm": {"api_key"}}),
+    )
+
+
 def _check_stored(
     row: dict[str, Any], session_id: str, model: str, system_prompt: str | None
 ) -> None:
@@ -850,7 +904,8 @@ async def _second_store(store: _native.Store, config: Config) -> _native.Store:
     return compaction_store
 
 
-def _flush_search_index(store: _native.Store) -> None:
+def flush_search_index(store: _native.Store) -> None:
+    """Indexes the search backlog of ``store``'s database; a failure is logged only."""
     try:
         store.flush_search_index()
     except LosslessError:

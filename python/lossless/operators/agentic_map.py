@@ -26,6 +26,7 @@ from lossless.operators._run import (
     stored_results,
 )
 from lossless.operators._template import compile_template, render
+from lossless.session import SharedSessionParts, flush_search_index, shared_session_parts
 from lossless.store import database_path
 
 __all__ = ["AgenticMap"]
@@ -113,6 +114,7 @@ class AgenticMap:
                 [text for text, _ in encoded],
             )
             self._map_id, self._store = map_id, store
+            await self._share_session_parts()
             return map_id, store, list(enumerate(item for _, item in encoded)), self._item, _same
 
         return self._stream(prepare)
@@ -136,6 +138,7 @@ class AgenticMap:
             pending = await anyio.to_thread.run_sync(
                 lambda: pending_items(store, map_id, retry_failed=retry_failed)
             )
+            await self._share_session_parts()
             return map_id, store, pending, self._item, _same
 
         return self._stream(prepare)
@@ -152,6 +155,7 @@ class AgenticMap:
 
     _map_id: str = ""
     _store: _native.Store
+    _shared: SharedSessionParts | None = None
 
     def _stream(self, prepare: Any) -> MapStream:
         return MapStream(
@@ -160,7 +164,19 @@ class AgenticMap:
             events=self.events,
             parent_id=self.parent_id,
             progress=self.progress,
+            finish=self._flush_search_index,
         )
+
+    async def _share_session_parts(self) -> None:
+        """The connections, counter and limits every new sub-session of this run
+        shares, made once (decision 102)."""
+        self._shared = await shared_session_parts(self.model, self._db, self.config)
+
+    async def _flush_search_index(self) -> None:
+        """Indexes what the sub-sessions queued for search, once the run ends: the
+        work each session does when it closes, done once for the run."""
+        if self._shared is not None:
+            await anyio.to_thread.run_sync(flush_search_index, self._shared.store)
 
     def _spec(self) -> dict[str, Any]:
         return {
@@ -201,6 +217,7 @@ class AgenticMap:
                 config=self.config,
                 system_prompt=self.system_prompt,
                 link=link,
+                shared=self._shared,
             )
         else:
             session = await Session.load(started, db=self._db, config=self.config)
