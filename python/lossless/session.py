@@ -162,6 +162,10 @@ class Session:
         self._background = Background()
         self._closed = False
         self._owns_store = True
+        # The view's size right after this session's last write (a turn, a tool
+        # result, a reply), taken by the next model turn; None once anything else
+        # may have written.
+        self._view_after_write: int | None = None
         self._sending = False
         self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
         # Compaction works on a connection of its own (when the database is a file), so
@@ -463,6 +467,7 @@ class Session:
         else:
             # Let a just-started background round begin while the caller carries on.
             await anyio.lowlevel.checkpoint()
+        self._view_after_write = view_tokens
         return view_tokens, triggered
 
     async def record_messages(self, messages: Sequence[OpenAIMessage]) -> list[RecordResult]:
@@ -656,7 +661,8 @@ class Session:
         self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
-        await self._respect_hard_threshold()
+        known, self._view_after_write = self._view_after_write, None
+        await self._respect_hard_threshold(known)
         context = self.build_context(tools=tools)
         owner = owner_token()
         message_id = await anyio.to_thread.run_sync(
@@ -709,16 +715,17 @@ class Session:
                 )
             raise
         await checkpoint.settle()
-        finished = await anyio.to_thread.run_sync(
-            self._store.finish_message, message_id, _reply_parts(reply), True, _usage(reply)
+        created = Event(
+            EventName.MESSAGE_CREATED, self.id, {"message_id": message_id, "role": "assistant"}
         )
+        finished, view_tokens = await anyio.to_thread.run_sync(
+            self._finish_reply, message_id, reply, created
+        )
+        self.events.deliver(created)
         self._calibrate(context.tokens, reply.input_tokens)
         self._watch_tool_calls(reply.tool_calls)
-        self.events.publish(
-            EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant"
-        )
-        view_tokens = self.view_tokens()
         triggered = self.compaction.check_and_trigger(view_tokens, self._background)
+        self._view_after_write = view_tokens
         # Tool calls are handed over once the reply is stored and accounted for, so a
         # callback that raises on one leaves the store and the events complete.
         for call in reply.tool_calls:
@@ -735,6 +742,16 @@ class Session:
             compaction_triggered=triggered,
         )
 
+    def _finish_reply(
+        self, message_id: str, reply: StreamedReply, created: Event
+    ) -> tuple[dict[str, Any], int]:
+        """Stores a reply whole, records its event and reads the view's size, in one
+        trip to a worker thread (decision 103): the loop neither waits on the
+        connection nor pays for three hops."""
+        finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
+        self.events.persist(created)
+        return finished, int(self._store.view_stats(self.id)["tokens"])
+
     def _calibrate(self, counted: int, reported: int | None) -> None:
         """Takes in what the provider said a request cost, so the view keeps within its
         real window (see :mod:`lossless.calibration`)."""
@@ -744,9 +761,12 @@ class Session:
     def _on_retry(self, attempt: int, reason: str) -> None:
         self.events.publish(EventName.LLM_RETRY, self.id, attempt=attempt, reason=reason)
 
-    async def _respect_hard_threshold(self) -> None:
-        """The seam where a turn waits for compaction: never send an over-budget view."""
-        if not self.compaction.is_hard_overflow(self.view_tokens()):
+    async def _respect_hard_threshold(self, known: int | None = None) -> None:
+        """The seam where a turn waits for compaction: never send an over-budget view.
+        ``known`` is the view's size as the session's last write left it, if nothing
+        has written since: only compaction can have changed it, and compaction only
+        makes it smaller, so under the limit it spares reading the size again."""
+        if not self.compaction.is_hard_overflow(self.view_tokens() if known is None else known):
             return
         if self.compaction.pending:
             await self.compaction.wait_for_pending()
@@ -763,6 +783,7 @@ class Session:
         """Keep what streamed before a failure, flagged incomplete; never the error text.
         The reason is the message's finish reason, unless the provider gave one. A
         checkpoint write still in flight ends first."""
+        self._view_after_write = None
         await checkpoint.settle()
         usage = _usage(reply)
         usage["finish_reason"] = reply.finish_reason or _reason_code(reason)

@@ -113,7 +113,7 @@ class AgenticMap:
                 json.dumps(self._spec()),
                 [text for text, _ in encoded],
             )
-            self._map_id, self._store = map_id, store
+            self._map_id, self._store, self._new_run = map_id, store, True
             await self._share_session_parts()
             return map_id, store, list(enumerate(item for _, item in encoded)), self._item, _same
 
@@ -133,7 +133,7 @@ class AgenticMap:
             run = await anyio.to_thread.run_sync(_native.map_run, store, map_id)
             if run["kind"] != "agentic":
                 raise InvalidInputError(f"map_id: {map_id} is an {run['kind']} map run")
-            self._map_id, self._store = map_id, store
+            self._map_id, self._store, self._new_run = map_id, store, False
             self.parent_id = run["parent_id"]
             pending = await anyio.to_thread.run_sync(
                 lambda: pending_items(store, map_id, retry_failed=retry_failed)
@@ -156,6 +156,8 @@ class AgenticMap:
     _map_id: str = ""
     _store: _native.Store
     _shared: SharedSessionParts | None = None
+    # A run just stored has no sub-session yet: its items need not look one up.
+    _new_run: bool = False
 
     def _stream(self, prepare: Any) -> MapStream:
         return MapStream(
@@ -206,8 +208,12 @@ class AgenticMap:
     async def _converse(self, index: int, prompt: str, outcome: Outcome) -> None:
         from lossless.session import Session
 
-        started = await anyio.to_thread.run_sync(
-            _native.item_session, self._store, self._map_id, index
+        started = (
+            None
+            if self._new_run
+            else await anyio.to_thread.run_sync(
+                _native.item_session, self._store, self._map_id, index
+            )
         )
         if started is None:
             link = (self.parent_id or self._map_id, self._map_id, index)
