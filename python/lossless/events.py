@@ -106,11 +106,6 @@ class EventBus:
         if self._tape is not None:
             await anyio.to_thread.run_sync(self._persist, event, via)
 
-    def persist(self, event: Event) -> None:
-        """Record ``event`` without delivering it; blocks on the store: call it from
-        a worker thread, then :meth:`deliver` it on the loop."""
-        self._persist(event)
-
     def _persist(self, event: Event, via: _Tape | None = None) -> None:
         tape = via or self._tape
         if tape is None:

@@ -718,9 +718,7 @@ class Session:
         created = Event(
             EventName.MESSAGE_CREATED, self.id, {"message_id": message_id, "role": "assistant"}
         )
-        finished, view_tokens = await anyio.to_thread.run_sync(
-            self._finish_reply, message_id, reply, created
-        )
+        finished, view_tokens = await self._finish_reply(message_id, reply, created)
         self.events.deliver(created)
         self._calibrate(context.tokens, reply.input_tokens)
         self._watch_tool_calls(reply.tool_calls)
@@ -742,15 +740,26 @@ class Session:
             compaction_triggered=triggered,
         )
 
-    def _finish_reply(
+    async def _finish_reply(
         self, message_id: str, reply: StreamedReply, created: Event
     ) -> tuple[dict[str, Any], int]:
-        """Stores a reply whole, records its event and reads the view's size, in one
-        trip to a worker thread (decision 103): the loop neither waits on the
-        connection nor pays for three hops."""
-        finished = self._store.finish_message(message_id, _reply_parts(reply), True, _usage(reply))
-        self.events.persist(created)
-        return finished, int(self._store.view_stats(self.id)["tokens"])
+        """Stores a reply whole, records its event and reads the view's size in one
+        native call in a worker thread (decision 103). What the call takes is made
+        here, on the loop: Python code in the worker would wait for the interpreter."""
+        finish = partial(
+            self._store.finish_turn,
+            self.id,
+            message_id,
+            _reply_parts(reply),
+            True,
+            _usage(reply),
+            created.name.value,
+            json.dumps(created.payload, default=str),
+        )
+        finished = await anyio.to_thread.run_sync(finish)
+        if finished["event_error"] is not None:
+            log.error("could not persist event %s: %s", created.name.value, finished["event_error"])
+        return finished, int(finished["view_tokens"])
 
     def _calibrate(self, counted: int, reported: int | None) -> None:
         """Takes in what the provider said a request cost, so the view keeps within its
