@@ -4,6 +4,7 @@ sub-session, and many items on one database file."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from pathlib import Path
@@ -14,10 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import TEST_MODEL
+from lossless import Store
 from lossless.cli import app
 from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.operators import AgenticMap, AgentTool
+from lossless.recall import grep
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, content_text
 
@@ -170,3 +173,52 @@ async def test_64_items_of_three_turns_share_one_database_file_without_lock_erro
     assert failures == []
     assert all(r.attempts == 3 for r in results)
     assert len({r.session_id for r in results}) == 64
+
+
+async def test_the_items_of_a_run_share_its_connections_and_index_search_once_at_the_end(
+    server: LocalLLMServer, config: Config, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Decision 102: sub-sessions open no connection of their own; the run opens one
+    # for turns and one for compaction, however many items it has.
+    import lossless.session as session_module
+
+    opened: list[str] = []
+    open_store = session_module._open_store
+
+    async def counting(db: Any, config: Config) -> Any:
+        opened.append(str(db))
+        return await open_store(db, config)
+
+    monkeypatch.setattr(session_module, "_open_store", counting)
+    server.responder = lambda request: agent(request, lookups=2)
+    results = await new_map(config, db, concurrency=4).run_all(range(12))
+    assert all(r.ok and r.attempts == 3 for r in results)
+    assert len(opened) == 2
+    # Every turn of every sub-session is stored, and searchable with nothing queued.
+    store = Store(db)
+    assert store.native.search_backlog() == 0
+    for result in results:
+        roles = [m["role"] for m in store.history(result.session_id or "")]
+        assert roles == ["user", "assistant", "assistant", "assistant"]
+    hits = grep("value-110", db=db, session=results[11].session_id or "")
+    assert hits, "the last lookup's result is found by search"
+
+
+async def test_each_reply_of_an_item_is_recorded_with_its_event(
+    server: LocalLLMServer, config: Config, db: Path
+) -> None:
+    # Decision 103: the reply, its message.created event and the view's size come
+    # from one trip to the store.
+    server.responder = lambda request: agent(request, lookups=2)
+    [result] = await new_map(config, db).run_all([5])
+    store = Store(db)
+    assistant_ids = [
+        m["id"] for m in store.history(result.session_id or "") if m["role"] == "assistant"
+    ]
+    created = [
+        event
+        for event in store.native.events(result.session_id or "")
+        if event["name"] == "message_created" and '"assistant"' in event["payload_json"]
+    ]
+    assert len(assistant_ids) == 3
+    assert [json.loads(event["payload_json"])["message_id"] for event in created] == assistant_ids

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import random
 import sqlite3
@@ -760,3 +761,25 @@ def test_a_summary_never_covers_an_unfinished_tool_call(store: Store, sid: str) 
     messages, _, ids, _ = store.assemble(sid, 10_000)
     assert ids[1] == committed["summary_id"]
     assert "file_0badc0de" in messages[1]["content"]
+
+
+def test_finish_turn_stores_the_reply_then_its_event_and_gives_the_view_size(
+    store: Store, sid: str
+) -> None:
+    native = store.native
+    streamed = native.begin_message(sid, "assistant")
+    payload = json.dumps({"message_id": streamed, "role": "assistant"})
+    text = [{"kind": "text", "text": "the answer"}]
+    finished = native.finish_turn(sid, streamed, text, True, None, "message_created", payload)
+    assert finished["id"] == streamed and finished["event_error"] is None
+    assert finished["view_tokens"] == native.view_stats(sid)["tokens"] > 0
+    assert [e["payload_json"] for e in native.events(sid)] == [payload]
+    # A reply finished twice is refused whole: no second event, nothing changed.
+    with pytest.raises(InvalidInputError, match="already complete"):
+        native.finish_turn(sid, streamed, text, True, None, "message_created", payload)
+    assert len(native.events(sid)) == 1
+    # An event that cannot be recorded does not undo the stored reply: it is reported.
+    other = native.begin_message(sid, "assistant")
+    reported = native.finish_turn(sid, other, text, True, None, "message_created", "not json")
+    assert reported["event_error"] and "JSON" in reported["event_error"]
+    assert native.get_message(other)["status"] == "complete"

@@ -241,6 +241,16 @@ class Store:
         complete: bool,
         usage: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
+    def finish_turn(
+        self,
+        session_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        complete: bool,
+        usage: dict[str, Any] | None,
+        event: str,
+        payload_json: str,
+    ) -> dict[str, Any]: ...
     def update_tool(
         self,
         session_id: str,

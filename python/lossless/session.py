@@ -57,7 +57,16 @@ from lossless.profiles import profile_for
 from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 
-__all__ = ["BuiltContext", "Message", "RecordResult", "Session", "TurnResult"]
+__all__ = [
+    "BuiltContext",
+    "Message",
+    "RecordResult",
+    "Session",
+    "SharedSessionParts",
+    "TurnResult",
+    "flush_search_index",
+    "shared_session_parts",
+]
 
 PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
 log = logging.getLogger("lossless")
@@ -157,6 +166,11 @@ class Session:
         self.events = EventBus(tape=store)
         self._background = Background()
         self._closed = False
+        self._owns_store = True
+        # The view's size right after this session's last write (a turn, a tool
+        # result, a reply), taken by the next model turn; None once anything else
+        # may have written.
+        self._view_after_write: int | None = None
         self._sending = False
         self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
         # Compaction works on a connection of its own (when the database is a file), so
@@ -200,24 +214,25 @@ class Session:
         config: Config | None,
         system_prompt: str | None,
         link: tuple[str, str, int] | None = None,
+        shared: SharedSessionParts | None = None,
     ) -> Session:
         """:meth:`create`; with ``link`` (parent id, map id, item index) the session is
-        created linked to its parent, in the same transaction (an AgenticMap item)."""
+        created linked to its parent, in the same transaction (an AgenticMap item).
+        With ``shared`` (made once by :func:`shared_session_parts` for ``model`` and
+        ``config``) the session works on its connections, counter and limits instead
+        of making its own; whoever made them indexes the search backlog."""
         config = config or Config()
-
-        async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
-            limits = await resolve_limits_async(model, config.model)
-            window = await _compaction_window(config, limits)
-            return limits, window, await _open_store(db, config)
-
-        counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
-        # The snapshot lets `load` rebuild the session; a credential has no place in it.
-        snapshot = config.model_dump_json(exclude={"llm": {"api_key"}})
+        if shared is None:
+            shared = await shared_session_parts(model, db, config)
+            owns_store = True
+        else:
+            owns_store = False
+        store = shared.store
         if link is None:
-            session_id = store.create_session(model, snapshot, system_prompt)
+            session_id = store.create_session(model, shared.snapshot, system_prompt)
         else:
             session_id = await anyio.to_thread.run_sync(
-                _native.create_child_session, store, model, snapshot, system_prompt, *link
+                _native.create_child_session, store, model, shared.snapshot, system_prompt, *link
             )
         session = cls(
             store=store,
@@ -225,11 +240,12 @@ class Session:
             model=model,
             config=config,
             system_prompt=system_prompt,
-            limits=limits,
-            compaction_window=compaction_window,
-            counter=counter,
-            compaction_store=await _second_store(store, config),
+            limits=shared.limits,
+            compaction_window=shared.compaction_window,
+            counter=shared.counter,
+            compaction_store=shared.compaction_store,
         )
+        session._owns_store = owns_store
         await session._start()
         session.events.publish(
             EventName.SESSION_CREATED, session_id, model=model, usable=session.budget.usable
@@ -346,9 +362,11 @@ class Session:
         self._closed = True
         await self.compaction.wait_for_pending()
         # Closing is idle time: index what the turns queued for search, so the next
-        # reader of the file (the CLI, an MCP client) does not pay for it.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_flush_search_index, self._store)
+        # reader of the file (the CLI, an MCP client) does not pay for it. Sessions on
+        # shared connections leave that to whoever made them, once for them all.
+        if self._owns_store:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(flush_search_index, self._store)
         self.events.publish(EventName.SESSION_CLOSED, self.id)
         await self._background.wait()
         self.events.attach(None)
@@ -506,6 +524,7 @@ class Session:
         else:
             # Let a just-started background round begin while the caller carries on.
             await anyio.lowlevel.checkpoint()
+        self._view_after_write = view_tokens
         return view_tokens, triggered
 
     async def record_messages(self, messages: Sequence[OpenAIMessage]) -> list[RecordResult]:
@@ -726,7 +745,8 @@ class Session:
         self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
-        await self._respect_hard_threshold()
+        known, self._view_after_write = self._view_after_write, None
+        await self._respect_hard_threshold(known)
         prepared = await self.arena.prepare() if self.arena.enabled else None
         context, planned = self._build(tools, prepared)
         owner = owner_token()
@@ -780,18 +800,17 @@ class Session:
                 )
             raise
         await checkpoint.settle()
-        finished = await anyio.to_thread.run_sync(
-            self._store.finish_message, message_id, _reply_parts(reply), True, _usage(reply)
+        created = Event(
+            EventName.MESSAGE_CREATED, self.id, {"message_id": message_id, "role": "assistant"}
         )
+        finished, view_tokens = await self._finish_reply(message_id, reply, created)
+        self.events.deliver(created)
         self._calibrate(context.tokens, reply.input_tokens)
         self._watch_tool_calls(reply.tool_calls)
         await self.arena.note_parts(reply.tool_calls)
         await self.arena.after_turn(planned)
-        self.events.publish(
-            EventName.MESSAGE_CREATED, self.id, message_id=message_id, role="assistant"
-        )
-        view_tokens = self.view_tokens()
         triggered = self.compaction.check_and_trigger(view_tokens, self._background)
+        self._view_after_write = view_tokens
         # Tool calls are handed over once the reply is stored and accounted for, so a
         # callback that raises on one leaves the store and the events complete.
         for call in reply.tool_calls:
@@ -808,6 +827,27 @@ class Session:
             compaction_triggered=triggered,
         )
 
+    async def _finish_reply(
+        self, message_id: str, reply: StreamedReply, created: Event
+    ) -> tuple[dict[str, Any], int]:
+        """Stores a reply whole, records its event and reads the view's size in one
+        native call in a worker thread (decision 103). What the call takes is made
+        here, on the loop: Python code in the worker would wait for the interpreter."""
+        finish = partial(
+            self._store.finish_turn,
+            self.id,
+            message_id,
+            _reply_parts(reply),
+            True,
+            _usage(reply),
+            created.name.value,
+            json.dumps(created.payload, default=str),
+        )
+        finished = await anyio.to_thread.run_sync(finish)
+        if finished["event_error"] is not None:
+            log.error("could not persist event %s: %s", created.name.value, finished["event_error"])
+        return finished, int(finished["view_tokens"])
+
     def _calibrate(self, counted: int, reported: int | None) -> None:
         """Takes in what the provider said a request cost, so the view keeps within its
         real window (see :mod:`lossless.calibration`)."""
@@ -817,9 +857,12 @@ class Session:
     def _on_retry(self, attempt: int, reason: str) -> None:
         self.events.publish(EventName.LLM_RETRY, self.id, attempt=attempt, reason=reason)
 
-    async def _respect_hard_threshold(self) -> None:
-        """The seam where a turn waits for compaction: never send an over-budget view."""
-        if not self.compaction.is_hard_overflow(self.view_tokens()):
+    async def _respect_hard_threshold(self, known: int | None = None) -> None:
+        """The seam where a turn waits for compaction: never send an over-budget view.
+        ``known`` is the view's size as the session's last write left it, if nothing
+        has written since: only compaction can have changed it, and compaction only
+        makes it smaller, so under the limit it spares reading the size again."""
+        if not self.compaction.is_hard_overflow(self.view_tokens() if known is None else known):
             return
         if self.compaction.pending:
             await self.compaction.wait_for_pending()
@@ -836,6 +879,7 @@ class Session:
         """Keep what streamed before a failure, flagged incomplete; never the error text.
         The reason is the message's finish reason, unless the provider gave one. A
         checkpoint write still in flight ends first."""
+        self._view_after_write = None
         await checkpoint.settle()
         usage = _usage(reply)
         usage["finish_reason"] = reply.finish_reason or _reason_code(reason)
@@ -853,6 +897,46 @@ class Session:
             reason=reason,
             chars=len(reply.text),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SharedSessionParts:
+    """What a new session of one model and configuration needs besides its row: the
+    connections it writes turns and compaction through, its token counter, its
+    model's limits and compaction window, and the configuration snapshot stored with
+    it. Made once, they serve any number of sessions (an AgenticMap's items), which
+    then open no connection and resolve nothing of their own."""
+
+    store: _native.Store
+    compaction_store: _native.Store
+    counter: _native.TokenCounter
+    limits: ModelLimits
+    compaction_window: int
+    snapshot: str
+
+
+async def shared_session_parts(
+    model: str, db: str | os.PathLike[str] | _native.Store, config: Config
+) -> SharedSessionParts:
+    """The parts of :class:`SharedSessionParts` for sessions of ``model`` in ``db`` (a
+    path, or a native store to write turns through)."""
+
+    async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
+        limits = await resolve_limits_async(model, config.model)
+        window = await _compaction_window(config, limits)
+        store = db if isinstance(db, _native.Store) else await _open_store(db, config)
+        return limits, window, store
+
+    counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
+    return SharedSessionParts(
+        store=store,
+        compaction_store=await _second_store(store, config),
+        counter=counter,
+        limits=limits,
+        compaction_window=compaction_window,
+        # The snapshot lets `load` rebuild the session; a credential has no place in it.
+        snapshot=config.model_dump_json(exclude={"llm": {"api_key"}}),
+    )
 
 
 def _check_stored(
@@ -937,7 +1021,8 @@ async def _second_store(store: _native.Store, config: Config) -> _native.Store:
     return compaction_store
 
 
-def _flush_search_index(store: _native.Store) -> None:
+def flush_search_index(store: _native.Store) -> None:
+    """Indexes the search backlog of ``store``'s database; a failure is logged only."""
     try:
         store.flush_search_index()
     except LosslessError:

@@ -135,8 +135,10 @@ class MapStream:
         events: EventBus,
         parent_id: str | None,
         progress: bool,
+        finish: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._prepare = prepare
+        self._finish = finish
         self._concurrency = concurrency
         self.events = events
         self._parent_id = parent_id
@@ -221,26 +223,40 @@ class MapStream:
     ) -> None:
         assert self.map_id is not None
         progress = _Progress(len(pending)) if self._progress else None
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            if self._closed:
-                scope.cancel()
-            ready.set()
-            await self._publish(EventName.MAP_STARTED, items=len(pending))
-            queue = iter(pending)
-            try:
-                async with self._send, anyio.create_task_group() as group:
-                    for _ in range(min(self._concurrency, len(pending))):
-                        group.start_soon(self._worker, store, queue, work, dump, progress)
-            except Exception as err:  # a bug in a worker: end the stream with it
-                log.exception("map %s failed", self.map_id)
-                self._failure = err
-            finally:
-                if progress is not None:
-                    progress.stop()
-            await self._publish(
-                EventName.MAP_COMPLETED, succeeded=self._succeeded, failed=self._failed
-            )
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._closed:
+                    scope.cancel()
+                ready.set()
+                await self._publish(EventName.MAP_STARTED, items=len(pending))
+                queue = iter(pending)
+                # The stream ends once the run's closing work is done, so a caller
+                # that read every result finds the store as the run left it.
+                async with self._send:
+                    try:
+                        async with anyio.create_task_group() as group:
+                            for _ in range(min(self._concurrency, len(pending))):
+                                group.start_soon(self._worker, store, queue, work, dump, progress)
+                    except Exception as err:  # a bug in a worker: end the stream with it
+                        log.exception("map %s failed", self.map_id)
+                        self._failure = err
+                    finally:
+                        await self._close_run(progress)
+                await self._publish(
+                    EventName.MAP_COMPLETED, succeeded=self._succeeded, failed=self._failed
+                )
+        finally:
+            # Nothing is left to cancel: a stream dropped after this, outside the
+            # event loop, has no scope to reach for.
+            self._scope = None
+
+    async def _close_run(self, progress: _Progress | None) -> None:
+        if progress is not None:
+            progress.stop()
+        if self._finish is not None:
+            with anyio.CancelScope(shield=True):
+                await self._finish()
 
     async def _worker(
         self,

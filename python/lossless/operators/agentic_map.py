@@ -26,6 +26,7 @@ from lossless.operators._run import (
     stored_results,
 )
 from lossless.operators._template import compile_template, render
+from lossless.session import SharedSessionParts, flush_search_index, shared_session_parts
 from lossless.store import database_path
 
 __all__ = ["AgenticMap"]
@@ -112,7 +113,8 @@ class AgenticMap:
                 json.dumps(self._spec()),
                 [text for text, _ in encoded],
             )
-            self._map_id, self._store = map_id, store
+            self._map_id, self._store, self._new_run = map_id, store, True
+            await self._share_session_parts()
             return map_id, store, list(enumerate(item for _, item in encoded)), self._item, _same
 
         return self._stream(prepare)
@@ -131,11 +133,12 @@ class AgenticMap:
             run = await anyio.to_thread.run_sync(_native.map_run, store, map_id)
             if run["kind"] != "agentic":
                 raise InvalidInputError(f"map_id: {map_id} is an {run['kind']} map run")
-            self._map_id, self._store = map_id, store
+            self._map_id, self._store, self._new_run = map_id, store, False
             self.parent_id = run["parent_id"]
             pending = await anyio.to_thread.run_sync(
                 lambda: pending_items(store, map_id, retry_failed=retry_failed)
             )
+            await self._share_session_parts()
             return map_id, store, pending, self._item, _same
 
         return self._stream(prepare)
@@ -152,6 +155,9 @@ class AgenticMap:
 
     _map_id: str = ""
     _store: _native.Store
+    _shared: SharedSessionParts | None = None
+    # A run just stored has no sub-session yet: its items need not look one up.
+    _new_run: bool = False
 
     def _stream(self, prepare: Any) -> MapStream:
         return MapStream(
@@ -160,7 +166,19 @@ class AgenticMap:
             events=self.events,
             parent_id=self.parent_id,
             progress=self.progress,
+            finish=self._flush_search_index,
         )
+
+    async def _share_session_parts(self) -> None:
+        """The connections, counter and limits every new sub-session of this run
+        shares, made once (decision 102)."""
+        self._shared = await shared_session_parts(self.model, self._db, self.config)
+
+    async def _flush_search_index(self) -> None:
+        """Indexes what the sub-sessions queued for search, once the run ends: the
+        work each session does when it closes, done once for the run."""
+        if self._shared is not None:
+            await anyio.to_thread.run_sync(flush_search_index, self._shared.store)
 
     def _spec(self) -> dict[str, Any]:
         return {
@@ -190,8 +208,12 @@ class AgenticMap:
     async def _converse(self, index: int, prompt: str, outcome: Outcome) -> None:
         from lossless.session import Session
 
-        started = await anyio.to_thread.run_sync(
-            _native.item_session, self._store, self._map_id, index
+        started = (
+            None
+            if self._new_run
+            else await anyio.to_thread.run_sync(
+                _native.item_session, self._store, self._map_id, index
+            )
         )
         if started is None:
             link = (self.parent_id or self._map_id, self._map_id, index)
@@ -201,6 +223,7 @@ class AgenticMap:
                 config=self.config,
                 system_prompt=self.system_prompt,
                 link=link,
+                shared=self._shared,
             )
         else:
             session = await Session.load(started, db=self._db, config=self.config)

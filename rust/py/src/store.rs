@@ -284,6 +284,41 @@ impl Store {
         append_result(py, &result)
     }
 
+    /// [`Store::finish_message`] of a reply of `session_id`, then its event and
+    /// the view's size, in one call: the interpreter is released once for the three
+    /// (decision 103). Returns the message as `finish_message` does, with
+    /// `view_tokens` and `event_error` (why the event was not recorded, or None).
+    #[pyo3(signature = (session_id, message_id, parts, complete, usage, event, payload_json))]
+    #[allow(clippy::too_many_arguments)]
+    fn finish_turn<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        message_id: &str,
+        parts: &Bound<'py, PyAny>,
+        complete: bool,
+        usage: Option<&Bound<'py, PyDict>>,
+        event: &str,
+        payload_json: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let parts = convert::parts(parts)?;
+        let usage = convert::usage(usage)?;
+        let (result, event_error, view_tokens) = self.with(py, |store| {
+            let result = store.finish_message(message_id, &parts, complete, &usage)?;
+            // The reply is stored: an event that cannot be recorded is reported, not
+            // raised, as the event bus does with any event.
+            let event_error = store
+                .append_event(session_id, event, payload_json)
+                .err()
+                .map(|err| err.to_string());
+            Ok((result, event_error, store.view_stats(session_id)?.tokens))
+        })?;
+        let dict = append_result(py, &result)?;
+        dict.set_item("view_tokens", view_tokens)?;
+        dict.set_item("event_error", event_error)?;
+        Ok(dict)
+    }
+
     #[pyo3(signature = (session_id, call_id, status, output = None, error = None))]
     fn update_tool(
         &self,
