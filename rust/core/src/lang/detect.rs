@@ -9,7 +9,7 @@ use super::stopwords::stopword_languages;
 use super::{lowercase, Language};
 
 /// Bytes of a text read to detect its language.
-const SAMPLE_BYTES: usize = 2_048;
+pub const SAMPLE_BYTES: usize = 2_048;
 
 /// Words of the sample whose stopwords are counted.
 const SAMPLE_WORDS: usize = 150;

@@ -20,7 +20,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
-pub use detect::{detect, query_language};
+pub use detect::{detect, query_language, SAMPLE_BYTES};
 pub use stopwords::is_stopword;
 
 /// A language the index stems: those Snowball has a stemmer for.

@@ -241,7 +241,8 @@ fn tokenize_bytes(
     let lang = if query {
         Language::English
     } else {
-        let lang = lang::detect(&String::from_utf8_lossy(&bytes[..bytes.len().min(2_048)]));
+        let sample = &bytes[..bytes.len().min(lang::SAMPLE_BYTES)];
+        let lang = lang::detect(&String::from_utf8_lossy(sample));
         seen.mark(lang);
         lang
     };
