@@ -9,6 +9,7 @@ five zones) within 1.5x of ``build_context`` with the arena off. The plan itself
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
@@ -128,4 +129,72 @@ def test_build_context_arena_on(
         "build_context, arena on",
         "<= 1.5x of arena off",
         injected_tokens=injected,
+    )
+
+
+@pytest.fixture(scope="module")
+def tool_run_sessions(corpus: Corpus) -> Iterator[tuple[Session, Session]]:
+    """Two sessions of 200 messages, the arena on (with entries) in one, off in the
+    other, each ending on the user's instruction: a tool run follows."""
+    root = Path(tempfile.mkdtemp())
+    db = root / "arena-tool-run.db"
+    model = ModelConfig(context_limit=200_000, max_output_tokens=8_000, token_correction=1.0)
+
+    async def open_both() -> tuple[Session, Session]:
+        off_config = Config(model=model, arena=ArenaConfig(enabled=False))
+        on = await Session.create(model="gpt-4o", db=db, config=Config(model=model))
+        off = await Session.create(model="gpt-4o", db=db, config=off_config)
+        for session in (on, off):
+            for role, parts in build_messages(200, corpus):
+                session.store.append_message(session.id, role, parts)
+            session.store.append_message(
+                session.id, "user", [{"kind": "text", "text": QUESTIONS[0]}]
+            )
+        for zone, key, text in _entries():
+            await on.arena.add(zone, key, text)  # type: ignore[arg-type]
+        return on, off
+
+    yield anyio.run(open_both)
+
+
+def _after_a_tool_result(benchmark: Any, session: Session) -> Any:
+    """Times one ``build_context`` after each tool result of a tool run (the result's
+    write itself is not timed)."""
+    calls = itertools.count()
+
+    def tool_result() -> None:
+        call = next(calls)
+        part = {
+            "kind": "tool",
+            "name": "grep",
+            "call_id": f"call_{call}",
+            "input": '{"pattern": "retry"}',
+            "output": f"src/payout.py:{call}: retry = 3",
+            "status": "completed",
+        }
+        session.store.append_message(session.id, "assistant", [part])
+
+    return benchmark.pedantic(session.build_context, setup=tool_result, rounds=200)
+
+
+@pytest.mark.benchmark(group="arena-tool-run")
+def test_tool_run_build_arena_off(
+    benchmark: Any, tool_run_sessions: tuple[Session, Session], record: Callable[..., None]
+) -> None:
+    context = _after_a_tool_result(benchmark, tool_run_sessions[1])
+    assert context.injection is None
+    record(benchmark, "build_context after each tool result, arena off", "(baseline)")
+
+
+@pytest.mark.benchmark(group="arena-tool-run")
+def test_tool_run_build_arena_on(
+    benchmark: Any, tool_run_sessions: tuple[Session, Session], record: Callable[..., None]
+) -> None:
+    context = _after_a_tool_result(benchmark, tool_run_sessions[0])
+    assert context.injection is not None
+    record(
+        benchmark,
+        "build_context after each tool result, arena on",
+        "<= 1.5x of arena off",
+        injected_tokens=context.injection.tokens,
     )

@@ -347,3 +347,76 @@ def test_between_compactions_each_request_begins_with_the_last_one_up_to_its_new
         else:
             head = after["messages"][: len(prefix)]
         assert head == prefix
+
+
+def _block(messages: list[dict[str, Any]]) -> str:
+    return next(m["content"] for m in messages if "<memory_recall>" in (m.get("content") or ""))
+
+
+async def test_a_build_plans_anew_only_after_what_it_depends_on_changed(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    async with Session.open(model=TEST_MODEL, db=db, config=_compacting(config_for)) as s:
+        await _history(s, server)
+        await s.record("user", "how often does the staging password rotate?")
+        first = s.build_context()
+        assert "ninety days" in _block(first.messages)
+        assert s.build_context() == first
+        # A tool run after the question keeps its recall and its block.
+        await s.record("assistant", [ToolPart("vault", "c1", {"path": "staging"}, output="ok")])
+        after_tool = s.build_context()
+        assert _block(after_tool.messages) == _block(first.messages)
+        assert after_tool.messages[: len(first.messages) - 1] == first.messages[:-1]
+        # An arena write is planned in.
+        await s.set_task("Rotate the staging password today.")
+        assert "Rotate the staging password today." in json.dumps(s.build_context().messages)
+        # A new question is recalled for itself.
+        await s.record("user", "which unrelated chores did the filler turns cover?")
+        block = _block(s.build_context().messages)
+        assert "chore" in block and "ninety days" not in block
+
+
+async def test_a_call_recorded_before_a_load_that_fails_after_it_enters_tool_failures(
+    config: Config, db: Path
+) -> None:
+    async with Session.open(model=TEST_MODEL, db=db, config=config) as s:
+        await s.record("user", "run the tests")
+        await s.record("assistant", [ToolPart("pytest", "c7", {"path": "tests"}, status="pending")])
+        session_id = s.id
+    async with Session.open(model=TEST_MODEL, db=db, config=config, session_id=session_id) as s:
+        await s.update_tool("c7", status="error", error="exit 1: 3 failed")
+        failures = [e for e in s.arena.entries() if e.zone == "tool_failures"]
+        assert [e.key for e in failures] == ["tool:pytest"]
+        assert "exit 1: 3 failed" in failures[0].text
+
+
+@pytest.mark.parametrize("reset", [False, True])
+async def test_a_compaction_resets_what_the_arena_learned_only_when_configured(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path, reset: bool
+) -> None:
+    config = _compacting(config_for, reset_on_compaction=reset)
+    resets: list[Any] = []
+    reset_seen = anyio.Event()
+
+    def on_reset(event: Any) -> None:
+        resets.append(event)
+        reset_seen.set()
+
+    async with Session.open(model=TEST_MODEL, db=db, config=config) as s:
+        s.events.subscribe(on_reset, EventName.ARENA_RESET)
+        await s.arena.add("memory_working", "welcome", "Say hello to the reviewer once.", once=True)
+        server.enqueue(Reply(text="hello"))
+        await s.send("start")
+        assert "Say hello to the reviewer once." in json.dumps(server.requests[-1])
+        server.enqueue(Reply(text="ok"))
+        await s.send("go on")
+        assert "Say hello to the reviewer once." not in json.dumps(server.requests[-1])
+        await _history(s, server)
+        if reset:
+            with anyio.fail_after(5):  # delivered to handlers in the background
+                await reset_seen.wait()
+        server.enqueue(Reply(text="ok"))
+        await s.send("and now?")
+        shown_again = "Say hello to the reviewer once." in json.dumps(server.requests[-1])
+    assert shown_again is reset
+    assert [event.payload["reason"] for event in resets] == (["compaction"] if reset else [])

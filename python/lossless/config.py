@@ -292,6 +292,13 @@ class ArenaConfig(_Section):
     max_entries: int = Field(default=4_096, ge=1, description="Live keys a session may hold.")
     degradation_policy: Literal["drop_recall", "drop_low_priority", "force_compact"] = "drop_recall"
     adaptive: bool = Field(default=True, description="Move cap between zones by their use.")
+    reset_on_compaction: bool = Field(
+        default=False,
+        description=(
+            "When a compaction round commits a summary, forget the learned caps and "
+            "offer once-per-session entries again (their injection may now be summarised)."
+        ),
+    )
     ema_alpha: float = Field(default=0.3, gt=0, le=1)
     warmup_turns: int = Field(default=3, ge=1)
     step_tokens: int = Field(default=32, gt=0)

@@ -44,6 +44,7 @@ class EventName(StrEnum):
     ARENA_CEILING_ENFORCED = "arena_ceiling_enforced"
     ARENA_FLOOR_UNMET_RECOVERED = "arena_floor_unmet_recovered"
     ARENA_FLOOR_UNMET_UNRECOVERABLE = "arena_floor_unmet_unrecoverable"
+    ARENA_RESET = "arena_reset"
     COMPACTION_REQUESTED = "compaction_requested"
     EXTERNAL_RECALL_INJECTED = "external_recall_injected"
     EXTERNAL_RECALL_SKIPPED = "external_recall_skipped"

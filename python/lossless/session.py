@@ -580,6 +580,7 @@ class Session:
     ) -> None:
         """Move a recorded tool call along its lifecycle, setting its output or error once."""
         self._check_open()
+        await self.arena.before_update(call_id)
         updated = Event(EventName.TOOL_UPDATED, self.id, {"call_id": call_id, "status": status})
         view_tokens = await self._write_turn(
             partial(

@@ -70,12 +70,19 @@ class Prepared:
     question: str | None = None
     internal: list[dict[str, Any]] = field(default_factory=list)
     external: list[RecallHit] = field(default_factory=list)
+    candidates: list[tuple[str, str, str, str, str]] | None = field(default=None, repr=False)
 
     @property
     def best_internal(self) -> float | None:
         return max((hit["score"] for hit in self.internal), default=None)
 
     def transient(self) -> list[tuple[str, str, str, str, str]]:
+        """This turn's candidates as the core plans them (made once)."""
+        if self.candidates is None:
+            self.candidates = self._candidates()
+        return self.candidates
+
+    def _candidates(self) -> list[tuple[str, str, str, str, str]]:
         candidates = [
             (
                 "memory_recall",
@@ -122,7 +129,15 @@ class SessionArena:
         self._rules = rules_of(self.config, self.config.injection_cap_tokens)
         self._calls: OrderedDict[str, str] = OrderedDict()
         self._failing: OrderedDict[str, None] | None = None
+        self._open_calls_read = False
+        if self.enabled and self.config.reset_on_compaction:
+            session.events.subscribe(self._after_compaction, EventName.COMPACTION_COMPLETED)
         self._default_port: RecallPort | None = None
+        # The last recall and plan: the core hands back the same objects while
+        # nothing they depend on changed, and so the turn reuses what it made of them.
+        self._recalled: object = None
+        self._prepared = Prepared()
+        self._planned: Planned | None = None
 
     @property
     def enabled(self) -> bool:
@@ -220,6 +235,23 @@ class SessionArena:
                     self._note_failing(write[1], write[4] is not None)
         return results
 
+    async def _after_compaction(self, event: Event) -> None:
+        """With ``reset_on_compaction``: a round that committed a summary starts the
+        arena's learned state afresh."""
+        summaries = event.payload.get("summary_ids") or []
+        if event.session_id != self._session.id or not summaries:
+            return
+        session = self._session
+        reset = Event(EventName.ARENA_RESET, session.id, {"reason": "compaction"})
+        reset.payload["summary_ids"] = list(summaries)
+        await anyio.to_thread.run_sync(
+            session.store.arena_reset,
+            session.id,
+            reset.name.value,
+            json.dumps(reset.payload),
+        )
+        session.events.deliver(reset)
+
     # -- tool failures ---------------------------------------------------------
 
     async def note_parts(self, parts: Sequence[Part]) -> None:
@@ -237,6 +269,18 @@ class SessionArena:
             )
         if writes:
             await self._write(writes)
+
+    async def before_update(self, call_id: str) -> None:
+        """Learns, once, the calls still open that were recorded before this session
+        object existed (by another process, or before a load), so that an update of
+        one of them is known by its tool's name."""
+        if call_id in self._calls or self._open_calls_read or not self.enabled:
+            return
+        self._open_calls_read = True
+        session = self._session
+        calls = await anyio.to_thread.run_sync(session.store.open_tool_calls, session.id)
+        for open_id, name in calls:
+            self._calls.setdefault(open_id, name)
 
     async def note_update(
         self, call_id: str, status: str, output: str | None, error: str | None
@@ -310,10 +354,13 @@ class SessionArena:
         if not (self.enabled and config.recall and config.recall_hits > 0):
             return Prepared()
         session = self._session
-        question, hits = session.store.recall_newest(
+        found = session.store.recall_newest(
             session.id, config.recall_hits, config.recall_hit_tokens
         )
-        return Prepared(question, list(hits))
+        if found is not self._recalled:
+            question, hits = found
+            self._recalled, self._prepared = found, Prepared(question, hits)
+        return self._prepared
 
     async def prepare(self) -> Prepared:
         """Internal recall, then external recall when it is on and the internal best
@@ -345,7 +392,7 @@ class SessionArena:
         elif not hits:
             await self._skipped(prepared, "no_hits")
         else:
-            prepared.external = hits[: config.external_hits]
+            return Prepared(prepared.question, prepared.internal, hits[: config.external_hits])
         return prepared
 
     async def _builtin_port(self) -> RecallPort:
@@ -375,10 +422,14 @@ class SessionArena:
         session = self._session
         cap = max(0, min(self.config.injection_cap_tokens, free))
         raw = session.store.arena_plan(session.id, self._rules, cap, prepared.transient())
+        kept = self._planned
+        if kept is not None and kept.raw is raw and kept.prepared is prepared:
+            return kept
         demand = sum(zone["demand"] for zone in raw["zones"].values())
         if demand == 0:
             return None
-        return Planned(raw, _report(raw, prepared), prepared)
+        self._planned = Planned(raw, _report(raw, prepared), prepared)
+        return self._planned
 
     async def after_turn(self, planned: Planned | None) -> None:
         """Takes in a sent turn: external hits it injected are written back, the

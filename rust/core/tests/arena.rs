@@ -3,6 +3,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use lossless_core::arena::{CeilingPolicy, Priority, Zone};
 use lossless_core::parts::Role;
 use lossless_core::store::schema::SCHEMA_VERSION;
@@ -272,4 +274,61 @@ fn recall_finds_what_left_the_view_and_not_what_is_in_it() {
             .unwrap()
     );
     assert!(store.recall(&session, "!!!", 5, 200).unwrap().is_empty());
+}
+
+#[test]
+fn the_newest_question_is_recalled_once_until_the_view_loses_something() {
+    let (_dir, path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let question = "how often does the staging password rotate";
+    let old = append(
+        &mut store,
+        &session,
+        Role::User,
+        &[text("the staging password rotates every ninety days")],
+    );
+    let reply = append(&mut store, &session, Role::Assistant, &[text("noted")]);
+    append(&mut store, &session, Role::User, &[text(question)]);
+    let before = store.recall_newest(&session, 4, 200).unwrap().unwrap();
+    assert_eq!(before.question, question);
+    assert!(before.hits.is_empty(), "nothing has left the view");
+
+    store
+        .commit_summary(&session, "credentials", 3, &[old.clone(), reply], &[], None)
+        .unwrap();
+    let after = store.recall_newest(&session, 4, 200).unwrap().unwrap();
+    assert_eq!(
+        after.hits[0].message_id, old,
+        "a summary changed what recall finds"
+    );
+
+    // A tool run after the question adds to the view: the recall is kept as it was.
+    append(
+        &mut store,
+        &session,
+        Role::Assistant,
+        &[text("checking the vault")],
+    );
+    let kept = store.recall_newest(&session, 4, 200).unwrap().unwrap();
+    assert!(Arc::ptr_eq(&after, &kept));
+    // Another connection's write is not this store's to vouch for: recalled anew, alike.
+    let mut other = Store::open(&path, &OpenOptions::default()).unwrap();
+    append(
+        &mut other,
+        &session,
+        Role::Assistant,
+        &[text("still checking")],
+    );
+    let reread = store.recall_newest(&session, 4, 200).unwrap().unwrap();
+    assert!(!Arc::ptr_eq(&after, &reread));
+    assert_eq!(reread.hits, after.hits);
+    // A new question is recalled for itself.
+    append(
+        &mut store,
+        &session,
+        Role::User,
+        &[text("what did we note")],
+    );
+    let next = store.recall_newest(&session, 4, 200).unwrap().unwrap();
+    assert_eq!(next.question, "what did we note");
 }

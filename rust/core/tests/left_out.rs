@@ -5,9 +5,9 @@
 mod support;
 
 use lossless_core::fileids::extract_file_ids;
-use lossless_core::parts::Role;
+use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::store::Store;
-use support::{temp_store, text, MODEL};
+use support::{temp_store, text, tool_with, MODEL};
 
 fn file_id(n: usize) -> String {
     format!("file_{n:016x}")
@@ -82,6 +82,39 @@ fn the_marker_follows_a_growing_session() {
             file_id(n)
         );
     }
+}
+
+#[test]
+fn a_tool_result_that_arrives_later_joins_the_marker() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = session_naming_files(&mut store, 2);
+    let call = tool_with("read_file", "call_late", None, ToolStatus::Pending);
+    store
+        .append_message(&session, Role::Assistant, &[call], None)
+        .unwrap();
+    let filler = "the parser keeps its state between chunks ".repeat(20);
+    for _ in 0..3 {
+        store
+            .append_message(&session, Role::User, &[text(&filler)], None)
+            .unwrap();
+    }
+    // An assembly that leaves the call's message out gathers the ids up to it ...
+    let (text, _, _) = context_text(&mut store, &session, 400);
+    assert!(extract_file_ids(&text).contains(&file_id(0)));
+    // ... and the call's result, with a file id of its own, arrives after that.
+    let output = format!("wrote {}", file_id(99));
+    store
+        .update_tool(
+            &session,
+            "call_late",
+            ToolStatus::Completed,
+            Some(&output),
+            None,
+        )
+        .unwrap();
+    let (text, _, omitted) = context_text(&mut store, &session, 400);
+    assert!(omitted >= 3, "the call's message is left out");
+    assert!(extract_file_ids(&text).contains(&file_id(99)), "{text}");
 }
 
 #[test]

@@ -7,6 +7,8 @@ use lossless_core::arena::{
 };
 use lossless_core::store::{self as core_store, ArenaWrite, Ceiling, RecallHit, WriteEvent};
 use lossless_core::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -16,7 +18,11 @@ use crate::errors::to_py_err;
 #[pyclass(frozen, module = "lossless._native")]
 pub struct ArenaRules {
     pub(crate) inner: arena::ArenaRules,
+    /// Tells rules apart without comparing them (they never change once made).
+    pub(crate) id: u64,
 }
+
+static NEXT_RULES_ID: AtomicU64 = AtomicU64::new(1);
 
 #[pymethods]
 impl ArenaRules {
@@ -67,6 +73,7 @@ impl ArenaRules {
             .collect::<Result<Vec<_>>>()
             .map_err(to_py_err)?;
         Ok(Self {
+            id: NEXT_RULES_ID.fetch_add(1, Ordering::Relaxed),
             inner: arena::ArenaRules {
                 plan: PlanRules {
                     limits,
@@ -179,12 +186,12 @@ pub struct Planned {
 pub fn plan(
     store: &mut core_store::Store,
     session_id: &str,
+    (live, state): (&[Entry], Option<&str>),
     rules: &arena::ArenaRules,
     cap: i64,
     transient: Vec<TransientArgs>,
 ) -> Result<Planned> {
-    let live = store.arena_entries(session_id)?;
-    let state = read_state(store, session_id)?;
+    let state = parse_state(state);
     let counter = store.counter(session_id)?;
     let count = |text: &str| counter.count(text);
     let mut extra = Vec::with_capacity(transient.len());
@@ -203,7 +210,7 @@ pub fn plan(
             external: false,
         });
     }
-    let turn = arena::plan_turn(&live, &extra, &state, rules, cap, &count);
+    let turn = arena::plan_turn(live, &extra, &state, rules, cap, &count);
     let stable_tokens = count(&turn.rendered.stable);
     let volatile_tokens = count(&turn.rendered.volatile);
     Ok(Planned {
@@ -246,11 +253,20 @@ pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'
 }
 
 fn read_state(store: &mut core_store::Store, session_id: &str) -> Result<ArenaState> {
-    match store.arena_state(session_id)? {
-        None => Ok(ArenaState::default()),
-        // A state this build cannot read starts afresh: it is tuning, not content.
-        Some(json) => Ok(serde_json::from_str(&json).unwrap_or_default()),
-    }
+    Ok(parse_state(store.arena_state(session_id)?.as_deref()))
+}
+
+fn parse_state(json: Option<&str>) -> ArenaState {
+    // A state this build cannot read starts afresh: it is tuning, not content.
+    json.map(|json| serde_json::from_str(json).unwrap_or_default())
+        .unwrap_or_default()
+}
+
+/// Starts the session's arena state afresh: no learned caps, no entry shown yet.
+pub fn reset(store: &mut core_store::Store, session_id: &str, event: &WriteEvent) -> Result<()> {
+    let json = serde_json::to_string(&ArenaState::default())
+        .map_err(|err| Error::invalid("state", err.to_string()))?;
+    store.set_arena_state(session_id, &json, Some(event))
 }
 
 /// What `arena_observe` returns: the shifts made and the caps after them.
@@ -326,35 +342,6 @@ pub fn observed_dict<'py>(py: Python<'py>, observed: &Observed) -> PyResult<Boun
     dict.set_item("caps", observed.caps.map(|caps| caps.to_vec()))?;
     dict.set_item("turns", observed.turns)?;
     Ok(dict)
-}
-
-/// The newest user message in the view and its out-of-view hits.
-pub fn recall_newest(
-    store: &mut core_store::Store,
-    session_id: &str,
-    k: usize,
-    max_tokens: usize,
-) -> Result<(Option<String>, Vec<RecallHit>)> {
-    let items = store.view_items(session_id)?;
-    let newest = items.iter().rev().find(|item| {
-        item.kind == core_store::ItemKind::Message
-            && item.role == Some(lossless_core::parts::Role::User)
-    });
-    let Some(newest) = newest else {
-        return Ok((None, Vec::new()));
-    };
-    let message = store.get_message(&newest.id)?;
-    let question: Vec<&str> = message
-        .parts
-        .iter()
-        .filter_map(|part| match &part.part {
-            lossless_core::parts::Part::Text(text) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let question = question.join("\n");
-    let hits = store.recall(session_id, &question, k, max_tokens)?;
-    Ok((Some(question), hits))
 }
 
 pub fn hit_dict<'py>(py: Python<'py>, hit: &RecallHit) -> PyResult<Bound<'py, PyDict>> {

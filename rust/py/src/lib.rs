@@ -18,6 +18,7 @@ mod round;
 mod span;
 mod store;
 mod tokens;
+mod turn_memo;
 
 use pyo3::prelude::*;
 

@@ -21,6 +21,7 @@ use crate::render_cache::RenderCache;
 use crate::round::RoundRules;
 use crate::span::{MessageIds, Span};
 use crate::tokens::utf8;
+use crate::turn_memo::TurnMemo;
 
 /// A connection to a lossless database.
 #[pyclass(frozen)]
@@ -28,6 +29,7 @@ pub struct Store {
     inner: Mutex<core_store::Store>,
     path: String,
     rendered: Mutex<RenderCache>,
+    turn: TurnMemo,
 }
 
 impl Store {
@@ -94,6 +96,7 @@ impl Store {
             inner: Mutex::new(store),
             path,
             rendered: Mutex::new(RenderCache::default()),
+            turn: TurnMemo::default(),
         })
     }
 
@@ -462,10 +465,21 @@ impl Store {
         cap: i64,
         transient: Vec<arena::TransientArgs>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let planned = self.with(py, |store| {
-            arena::plan(store, session_id, &rules.inner, cap, transient)
-        })?;
-        arena::planned_dict(py, &planned)
+        loop {
+            let outcome = self.with(py, |store| {
+                self.turn.plan(store, session_id, rules, cap, &transient)
+            })?;
+            if let Some(dict) = self.turn.plan_dict(py, outcome)? {
+                return Ok(dict);
+            }
+            // Another session's plan replaced the one found: plan anew.
+            self.turn.forget_plan();
+        }
+    }
+
+    /// The session's tool calls still waiting for their result: (call id, name).
+    fn open_tool_calls(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<(String, String)>> {
+        self.with(py, |store| store.open_tool_calls(session_id))
     }
 
     /// Takes in a sent turn's (demand, accepted) per zone; stores the controller's
@@ -486,6 +500,19 @@ impl Store {
         arena::observed_dict(py, &observed)
     }
 
+    /// Forgets the arena's learned caps and the once-per-session entries it showed,
+    /// with the event `event` (its JSON `payload`) in the same transaction.
+    fn arena_reset(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        event: &str,
+        payload: &str,
+    ) -> PyResult<()> {
+        let event = WriteEvent::parse(event, payload).map_err(crate::errors::to_py_err)?;
+        self.with(py, |store| arena::reset(store, session_id, &event))
+    }
+
     /// The newest user message of the view and the parts out of the view that
     /// match it best: (question or None, hits).
     fn recall_newest<'py>(
@@ -495,14 +522,8 @@ impl Store {
         k: usize,
         max_tokens: usize,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let (question, hits) = self.with(py, |store| {
-            arena::recall_newest(store, session_id, k, max_tokens)
-        })?;
-        let list = PyList::empty(py);
-        for hit in &hits {
-            list.append(arena::hit_dict(py, hit)?)?;
-        }
-        PyTuple::new(py, [obj(py, question)?, list.into_any()])
+        let recalled = self.with(py, |store| store.recall_newest(session_id, k, max_tokens))?;
+        self.turn.recall_tuple(py, recalled)
     }
 
     /// The parts of a session out of its view that match `question` best.

@@ -83,6 +83,18 @@ impl Store {
         Ok(entries)
     }
 
+    /// The session's tool calls still waiting for their result, as (call id, tool
+    /// name): what a process that opened the session learns of calls made before, so
+    /// a later failure of one of them still reaches the arena's `tool_failures`.
+    pub fn open_tool_calls(&self, session_id: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT call_id, tool_name FROM parts
+             WHERE session_id = ?1 AND kind = 'tool' AND tool_status IN ('pending', 'running')",
+        )?;
+        let calls = stmt.query_map([session_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(calls.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Applies `writes` in order, in one transaction with `event` (if any), under the
     /// ceiling. Bad input (an empty text or key, a key too long) fails before anything
     /// is written.

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 /// File ids of a view's first `through` items that are messages.
 #[derive(Default)]
 pub(super) struct LeftOutIds {
-    through: usize,
+    pub(super) through: usize,
     ids: IdList,
 }
 

@@ -12,13 +12,16 @@
 //! what is stored.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use rusqlite::OptionalExtension;
 
 use super::search::part_search_text;
+use super::view::ItemKind;
 use super::Store;
 use crate::arena::cut_head_tail;
 use crate::error::Result;
+use crate::parts::{Part, Role};
 use crate::query;
 
 /// One recalled part.
@@ -37,6 +40,16 @@ pub struct RecallHit {
     pub tombstoned: bool,
 }
 
+/// The newest user message of a view, as a question, and its out-of-view hits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewestRecall {
+    pub message_id: String,
+    pub question: String,
+    pub hits: Vec<RecallHit>,
+    k: usize,
+    max_tokens: usize,
+}
+
 /// Candidates looked up at most, best first, before giving up on finding `k`
 /// out-of-view hits: bounds a query whose matches are all still in view.
 const MAX_LOOKUPS: usize = 64;
@@ -45,6 +58,56 @@ const MAX_LOOKUPS: usize = 64;
 const MAX_WORDS: usize = 16;
 
 impl Store {
+    /// The view's newest user message and its `k` best out-of-view hits (see
+    /// [`Store::recall`]); `None` without a user message in view.
+    ///
+    /// What recall finds changes only when something leaves the view (what it reads
+    /// lies at or below the newest part a summary covers), so the answer is kept with
+    /// the view until then: a tool run after one instruction recalls once, and its
+    /// requests carry the same hits turn after turn.
+    pub fn recall_newest(
+        &mut self,
+        session_id: &str,
+        k: usize,
+        max_tokens: usize,
+    ) -> Result<Option<Arc<NewestRecall>>> {
+        let view = self.fresh_view(session_id)?;
+        let Some(newest) = view
+            .items
+            .iter()
+            .rev()
+            .find(|item| item.kind == ItemKind::Message && item.role == Some(Role::User))
+        else {
+            return Ok(None);
+        };
+        if let Some(kept) = &view.recalled {
+            if kept.message_id == newest.id && kept.k == k && kept.max_tokens == max_tokens {
+                return Ok(Some(Arc::clone(kept)));
+            }
+        }
+        let message_id = newest.id.clone();
+        let message = self.get_message(&message_id)?;
+        let question: Vec<&str> = message
+            .parts
+            .iter()
+            .filter_map(|part| match &part.part {
+                Part::Text(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let question = question.join("\n");
+        let hits = self.recall(session_id, &question, k, max_tokens)?;
+        let recalled = Arc::new(NewestRecall {
+            message_id,
+            question,
+            hits,
+            k,
+            max_tokens,
+        });
+        self.fresh_view(session_id)?.recalled = Some(Arc::clone(&recalled));
+        Ok(Some(recalled))
+    }
+
     /// For each word, the newest index rows it matches, at most
     /// [`query::RARE_MATCHES`]: all of a rare word's, the newest of a common one's.
     fn newest_rows_matching(

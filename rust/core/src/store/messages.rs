@@ -538,9 +538,12 @@ impl Store {
             event.insert(&tx, session_id, &[])?;
         }
         tx.commit()?;
-        if let Some(version) = version {
-            self.views
-                .item_changed(session_id, version, &call.message_id, delta);
+        match version {
+            Some(version) => self
+                .views
+                .item_changed(session_id, version, &call.message_id, delta),
+            // Out of the view, the result is for recall to find from now on.
+            None => self.views.forget_recall(session_id),
         }
         Ok(())
     }

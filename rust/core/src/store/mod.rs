@@ -45,7 +45,7 @@ pub use extractive::SpanCommit;
 pub use files::{FileRecord, NewFile};
 pub use grep::{GrepHit, GrepMode};
 pub use maps::{MapOutcome, MapRun};
-pub use memory_recall::RecallHit;
+pub use memory_recall::{NewestRecall, RecallHit};
 pub use messages::{AppendResult, MessageRecord, Usage};
 pub use read::MessageRead;
 pub use readonly::OLDEST_READABLE_SCHEMA;

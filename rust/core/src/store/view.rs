@@ -11,6 +11,7 @@ use std::sync::Arc;
 use rusqlite::OptionalExtension;
 
 use super::left_out::LeftOutIds;
+use super::memory_recall::NewestRecall;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::parts::Role;
@@ -113,6 +114,10 @@ pub(super) struct CachedView {
     marker: Option<Arc<RenderedItem>>,
     /// File ids of the first items, gathered for markers as assemblies left them out.
     pub(super) left_out: LeftOutIds,
+    /// The newest user message's recall, kept while nothing leaves the view: an
+    /// append or a tool's result adds to the view and keeps it, a summary or a prune
+    /// (and any foreign write) reloads the view without it.
+    pub(super) recalled: Option<Arc<NewestRecall>>,
 }
 
 impl CachedView {
@@ -196,6 +201,17 @@ impl ViewCache {
             if view.rendered[index].take().is_some() {
                 view.rendered_count -= 1;
             }
+            // A tool's result can bring file ids the gathered ones lack.
+            if index < view.left_out.through {
+                view.left_out = LeftOutIds::default();
+            }
+        }
+    }
+
+    /// Drops the kept recall of `session_id`'s view (see [`CachedView::recalled`]).
+    pub(super) fn forget_recall(&mut self, session_id: &str) {
+        if let Some(view) = self.views.get_mut(session_id) {
+            view.recalled = None;
         }
     }
 
