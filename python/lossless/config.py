@@ -70,6 +70,13 @@ class LLMConfig(_Section):
         default=0.5, ge=0, description="First retry delay; doubles each retry."
     )
     temperature: float | None = Field(default=None, ge=0, le=2)
+    cache_hints: bool = Field(
+        default=False,
+        description=(
+            "Mark the end of the system message, of the summaries and of the history with "
+            "Anthropic cache_control breakpoints (litellm passes them on; others ignore them)."
+        ),
+    )
 
 
 class CompactionConfig(_Section):

@@ -25,11 +25,13 @@ from ._reply import (
     ToolCallSpec,
     content_text,
 )
+from ._prefix import PrefixReport
 from ._server import LocalLLMServer
 
 __all__ = [
     "EchoResponder",
     "LocalLLMServer",
+    "PrefixReport",
     "Reply",
     "Responder",
     "ScriptedResponder",
