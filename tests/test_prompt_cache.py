@@ -73,9 +73,11 @@ def test_without_compaction_each_request_begins_with_the_last_one_up_to_its_newe
                 model=TEST_MODEL, db=Path(tmp) / "cache.db", config=config, system_prompt="be brief"
             ) as s:
                 s.events.subscribe(
-                    lambda event: prefixes.append(event.payload["stable_prefix_tokens"])
-                    if event.payload.get("role") == "assistant"
-                    else None,
+                    lambda event: (
+                        prefixes.append(event.payload["stable_prefix_tokens"])
+                        if event.payload.get("role") == "assistant"
+                        else None
+                    ),
                     EventName.MESSAGE_CREATED,
                 )
                 await _run_steps(server, s, steps)
@@ -161,9 +163,7 @@ async def test_cache_breakpoints_mark_the_system_message_summaries_and_history_o
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path, hints: bool
 ) -> None:
     config = config_for(llm_overrides={"cache_hints": hints})
-    async with Session.open(
-        model=TEST_MODEL, db=db, config=config, system_prompt="be brief"
-    ) as s:
+    async with Session.open(model=TEST_MODEL, db=db, config=config, system_prompt="be brief") as s:
         for turn in range(4):
             await s.record("user", f"question {turn} " + "context " * 300)
             await s.record("assistant", f"answer {turn} " + "words " * 300)

@@ -31,7 +31,9 @@ class CacheHints:
 
     def at(self) -> list[int]:
         """The distinct message indices to mark, in order, at most four."""
-        marks = {index for index in (self.system, self.summaries, self.history) if index is not None}
+        marks = {
+            index for index in (self.system, self.summaries, self.history) if index is not None
+        }
         return sorted(marks)[:MAX_BREAKPOINTS]
 
 

@@ -145,6 +145,8 @@ class _Request:
     parts: _RequestParts
     print: _native.RequestPrint
     hints: CacheHints
+    #: What the arena's block was planned for (see ``Session._block_stamp``).
+    stamp: tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,8 @@ class Session:
         self._view_after_write: int | None = None
         # The last request sent, to count how much of the next one repeats it.
         self._last_request: _Request | None = None
+        # User turns recorded by this object: a new one re-plans the arena's block.
+        self._user_turns = 0
         self._sending = False
         self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
         # Compaction works on a connection of its own (when the database is a file), so
@@ -482,6 +486,7 @@ class Session:
             prompt_tokens = (self._system_tokens or 4) + stable_tokens
             block = planned.raw["volatile"]
             block_tokens = planned.raw["volatile_tokens"] + 4 if block else 0
+            block, block_tokens = self._steady_block(block, block_tokens, free)
             context, request = self._assemble(
                 tools_json, tool_tokens, prompt, block, prompt_tokens, block_tokens
             )
@@ -540,7 +545,7 @@ class Session:
             summary_end if summary_end >= 0 else None,
             history_end if history_end >= 0 else None,
         )
-        request = _Request(parts, parts.print_of(items), hints)
+        request = _Request(parts, parts.print_of(items), hints, self._block_stamp())
         context = BuiltContext(
             messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted
         )
@@ -569,6 +574,8 @@ class Session:
         self._check_open()
         normalized = normalize_parts(parts)
         wire = parts_to_wire(normalized)
+        if role == "user":
+            self._user_turns += 1
         created = Event(EventName.MESSAGE_CREATED, self.id, {"role": role})
         appended = await self._write_turn(
             partial(self._store.append_turn, self.id, role, wire, created.name.value), created
@@ -914,6 +921,28 @@ class Session:
             cached_input_tokens=reply.cached_input_tokens,
             cache_write_input_tokens=reply.cache_write_input_tokens,
         )
+
+    def _block_stamp(self) -> tuple[int, int, int]:
+        """What the arena's block depends on besides tool outcomes: the user turns
+        recorded, the arena's user writes and the compactions that changed the view."""
+        return (self._user_turns, self.arena.user_writes, self.compaction.changes)
+
+    def _steady_block(self, block: str, block_tokens: int, free: int) -> tuple[str, int]:
+        """The block to send: within a tool loop (no user turn, arena write or
+        compaction since the last request) the last request's block again, when it
+        still fits beside the history. The block sits right after the newest user
+        message, so a block that changed would make the provider read every message
+        of the loop after it again; what changed in a loop (a tool failing or
+        recovering) is in the loop's own messages, and the next user turn re-plans."""
+        last = self._last_request
+        if (
+            last is None
+            or not last.parts.block
+            or last.stamp != self._block_stamp()
+            or last.parts.block_tokens > free
+        ):
+            return block, block_tokens
+        return last.parts.block, last.parts.block_tokens
 
     def _observe_request(self, request: _Request) -> int:
         """Tokens ``request`` shares with the start of the previous request, which it

@@ -132,6 +132,8 @@ class CompactionEngine:
         # Tells how many tokens of the last request's cached prefix the view as it is
         # now no longer repeats (the session sets it); None when it cannot tell.
         self.measure_invalidated: Callable[[], int | None] = lambda: None
+        #: Compactions that changed the view (a summary or a prune), counted.
+        self.changes = 0
 
     @property
     def pending(self) -> bool:
@@ -226,6 +228,7 @@ class CompactionEngine:
         except Exception:
             result.tokens_after = result.tokens_before
         if result.summary_ids or result.pruned_parts:
+            self.changes += 1
             result.invalidated_tokens = self._invalidated()
         self.last_result = result
         await self._publish_result(result)

@@ -15,8 +15,8 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from ._reply import EchoResponder, Reply, Responder
 from ._prefix import PrefixReport, compare
+from ._reply import EchoResponder, Reply, Responder
 from ._wire import Completion, encode, error_body, estimate_tokens
 
 __all__ = ["LocalLLMServer"]

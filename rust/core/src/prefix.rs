@@ -55,7 +55,9 @@ impl RequestPrint {
             units.extend_from_slice(items);
             return Self { units };
         };
-        let split = block.after_item.map_or(items.len(), |at| (at + 1).min(items.len()));
+        let split = block
+            .after_item
+            .map_or(items.len(), |at| (at + 1).min(items.len()));
         units.extend_from_slice(&items[..split]);
         match units.last_mut() {
             Some(last) if block.merged && block.after_item.is_some() => {
@@ -131,11 +133,25 @@ mod tests {
         let placed = RequestPrint::new(&[], &items, Some(block));
         let hashes: Vec<u64> = placed.units().iter().map(|u| u.hash).collect();
         assert_eq!(hashes, vec![2, 3, 8, 4]);
-        let merged = RequestPrint::new(&[], &items, Some(Block { merged: true, ..block }));
+        let merged = RequestPrint::new(
+            &[],
+            &items,
+            Some(Block {
+                merged: true,
+                ..block
+            }),
+        );
         assert_eq!(merged.units().len(), 3);
         assert_eq!(merged.tokens(), 16);
         assert_ne!(merged.units()[1].hash, 3);
-        let trailing = RequestPrint::new(&[], &items, Some(Block { after_item: None, ..block }));
+        let trailing = RequestPrint::new(
+            &[],
+            &items,
+            Some(Block {
+                after_item: None,
+                ..block
+            }),
+        );
         assert_eq!(trailing.units().last(), Some(&unit(8, 3)));
     }
 
