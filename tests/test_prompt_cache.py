@@ -200,3 +200,23 @@ async def test_a_reply_of_tool_calls_only_keeps_its_request_valid_with_hints(
     request = server.requests[-1]
     # The history ends with the tool's result: it carries the mark.
     assert _marks(request) == [(len(request["messages"]) - 1, "tool")]
+
+
+@pytest.mark.parametrize("idle", [0.05, None])
+async def test_a_turn_after_the_cache_expired_compacts_first(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path, idle: float | None
+) -> None:
+    compaction = CompactionConfig(output_budget=1_000, compact_after_idle_s=idle)
+    async with Session.open(model=TEST_MODEL, db=db, config=config_for(compaction=compaction)) as s:
+        server.enqueue(Reply(text="ok"))
+        await s.send("begin")
+        # Above the round's goal, under the soft limit: no compaction of its own.
+        for turn in range(12):
+            await s.record("user", f"note {turn} " + "context " * 1_000)
+        assert s.compaction.goal < s.view_tokens() < s.budget.soft_limit
+        assert s.compaction.last_result is None
+        await anyio.sleep(0.1)
+        server.enqueue(Reply(text="ok"))
+        await s.send("and now?")
+    summaries = [m for m in server.requests[-1]["messages"] if "[summary " in m["content"]]
+    assert bool(summaries) == (idle is not None)

@@ -115,6 +115,15 @@ class CompactionConfig(_Section):
     leaf_concurrency: int = Field(
         default=4, ge=1, description="Model calls for the leaves of one round that run at once."
     )
+    compact_after_idle_s: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Idle time after which a provider's prompt cache has expired anyway (Anthropic: "
+            "300 s): the next model turn first compacts a view above the round's goal, "
+            "when the rewrite costs no cache. None: never."
+        ),
+    )
     condense_max_children: int = Field(
         default=8,
         ge=2,

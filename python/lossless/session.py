@@ -12,6 +12,7 @@ import inspect
 import json
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -221,6 +222,7 @@ class Session:
         self._view_after_write: int | None = None
         # The last request sent, to count how much of the next one repeats it.
         self._last_request: _Request | None = None
+        self._last_request_at: float | None = None
         # User turns recorded by this object: a new one re-plans the arena's block.
         self._user_turns = 0
         self._sending = False
@@ -825,6 +827,8 @@ class Session:
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
         known, self._view_after_write = self._view_after_write, None
+        if await self._compact_if_cache_expired():
+            known = None
         await self._respect_hard_threshold(known)
         prepared = await self.arena.prepare() if self.arena.enabled else None
         context, planned, request = self._build(tools, prepared)
@@ -922,6 +926,21 @@ class Session:
             cache_write_input_tokens=reply.cache_write_input_tokens,
         )
 
+    async def _compact_if_cache_expired(self) -> bool:
+        """With ``compaction.compact_after_idle_s``, a turn that comes after that long
+        without a request first compacts a view above the round's goal: the provider's
+        cache of the last request has expired, so the rewrite costs nothing in cache,
+        and the next compaction comes later. Returns whether a compaction ran."""
+        idle = self.config.compaction.compact_after_idle_s
+        last = self._last_request_at
+        if idle is None or last is None or time.monotonic() - last < idle:
+            return False
+        if self.view_tokens() <= self.compaction.goal:
+            return False
+        await self.compaction.wait_for_pending()
+        await self.compaction.run_compaction(force=True)
+        return True
+
     def _block_stamp(self) -> tuple[int, int, int]:
         """What the arena's block depends on besides tool outcomes: the user turns
         recorded, the arena's user writes and the compactions that changed the view."""
@@ -948,6 +967,7 @@ class Session:
         """Tokens ``request`` shares with the start of the previous request, which it
         then replaces as the one the next request is compared with."""
         last, self._last_request = self._last_request, request
+        self._last_request_at = time.monotonic()
         return 0 if last is None else request.print.common_prefix_tokens(last.print)
 
     def _invalidated_since_last_request(self) -> int | None:

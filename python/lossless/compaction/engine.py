@@ -344,6 +344,11 @@ class CompactionEngine:
         condensed while the view is above it."""
         return self._rules().goal
 
+    @property
+    def goal(self) -> int:
+        """Where a round aims the view under the current budget."""
+        return self._goal()
+
     async def _with_lease(self, result: CompactionResult, force: bool) -> int | None:
         """Runs the rounds holding the session's compaction lease; returns the view's
         size once the lease is given back (None when another process held it)."""
