@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from conftest import TEST_MODEL
 from lossless import Session
+from lossless.compaction import prompts
 from lossless.config import CompactionConfig, Config
 from lossless.events import Event, EventName
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
@@ -220,3 +221,42 @@ async def test_a_turn_after_the_cache_expired_compacts_first(
         await s.send("and now?")
     summaries = [m for m in server.requests[-1]["messages"] if "[summary " in m["content"]]
     assert bool(summaries) == (idle is not None)
+
+
+async def test_the_summarisation_call_reuses_the_conversations_prefix_when_asked(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    summary = "## Goal\nfinish the ledger work\n## Completed\nthe early questions were answered"
+    server.responder = lambda request: Reply(text=summary)
+    compaction = CompactionConfig(
+        output_budget=1_000, model=TEST_MODEL, reuse_conversation_prefix=True
+    )
+    config = config_for(compaction=compaction)
+    async with Session.open(model=TEST_MODEL, db=db, config=config, system_prompt="be brief") as s:
+        for turn in range(6):
+            server.enqueue(Reply(text=f"answer {turn} " + "words " * 300))
+            await s.send(f"question {turn} " + "ledger " * 300)
+        result = await s.compact()
+        live = s.store.live_summaries(s.id)
+    assert result.status == "completed", result.reason
+    conversation, summarising = server.requests[-2], server.requests[-1]
+    # The summarisation request is the last request with the instruction appended.
+    assert summarising["messages"][:-1] == conversation["messages"]
+    assert server.prefixes[-1].shared_messages == len(conversation["messages"])
+    instruction = summarising["messages"][-1]
+    assert instruction["role"] == "user" and instruction["content"].startswith(prompts.LEVEL1)
+    assert "question 0" in instruction["content"] or "answer" in instruction["content"]
+    assert live and live[0]["text"].startswith(summary)
+
+
+async def test_without_the_setting_the_summariser_gets_a_transcript(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    server.responder = lambda request: Reply(text="## Goal\nfinish the ledger work")
+    compaction = CompactionConfig(output_budget=1_000, model=TEST_MODEL)
+    async with Session.open(model=TEST_MODEL, db=db, config=config_for(compaction=compaction)) as s:
+        for turn in range(6):
+            server.enqueue(Reply(text=f"answer {turn} " + "words " * 300))
+            await s.send(f"question {turn} " + "ledger " * 300)
+        await s.compact()
+    assert server.requests[-1]["messages"][0] == {"role": "system", "content": prompts.LEVEL1}

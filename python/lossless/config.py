@@ -115,6 +115,14 @@ class CompactionConfig(_Section):
     leaf_concurrency: int = Field(
         default=4, ge=1, description="Model calls for the leaves of one round that run at once."
     )
+    reuse_conversation_prefix: bool = Field(
+        default=False,
+        description=(
+            "When the summarisation model is the session's model, send it the session's last "
+            "request with the instruction appended, so the provider serves the conversation "
+            "from its prompt cache, instead of a transcript under a system message of its own."
+        ),
+    )
     compact_after_idle_s: float | None = Field(
         default=None,
         gt=0,

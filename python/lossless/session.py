@@ -223,6 +223,8 @@ class Session:
         # The last request sent, to count how much of the next one repeats it.
         self._last_request: _Request | None = None
         self._last_request_at: float | None = None
+        # The messages of the last request, as sent.
+        self._last_messages: list[dict[str, Any]] | None = None
         # User turns recorded by this object: a new one re-plans the arena's block.
         self._user_turns = 0
         self._sending = False
@@ -230,18 +232,17 @@ class Session:
         # Compaction works on a connection of its own (when the database is a file), so
         # no call of a turn waits for a round's native work to let go of a connection.
         compaction_store = compaction_store or store
+        summariser = Summariser(
+            compaction_store, config, count=self._count, compaction_window=compaction_window
+        )
+        summariser.conversation = self._conversation_for_summary
         self.compaction = CompactionEngine(
             store=compaction_store,
             session_id=session_id,
             config=config,
             budget=lambda: self.budget,
             bus=self.events,
-            summariser=Summariser(
-                compaction_store,
-                config,
-                count=self._count,
-                compaction_window=compaction_window,
-            ),
+            summariser=summariser,
         )
         self.arena = SessionArena(self)
         self.compaction.measure_invalidated = self._invalidated_since_last_request
@@ -836,6 +837,7 @@ class Session:
         messages = context.messages
         if self.config.llm.cache_hints:
             messages = with_cache_hints(messages, request.hints)
+        self._last_messages = messages
         owner = owner_token()
         message_id = await anyio.to_thread.run_sync(
             partial(self._store.begin_message, self.id, "assistant", self.model, owner)
@@ -925,6 +927,13 @@ class Session:
             cached_input_tokens=reply.cached_input_tokens,
             cache_write_input_tokens=reply.cache_write_input_tokens,
         )
+
+    def _conversation_for_summary(self) -> list[dict[str, Any]] | None:
+        """The last request's messages, for a summarisation call of the same model
+        (a provider's cache is per model); None otherwise."""
+        if self.config.compaction.model != self.model:
+            return None
+        return self._last_messages
 
     async def _compact_if_cache_expired(self) -> bool:
         """With ``compaction.compact_after_idle_s``, a turn that comes after that long
