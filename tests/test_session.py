@@ -695,7 +695,7 @@ async def test_a_callback_raising_on_a_tool_part_keeps_the_complete_reply(
     assert assistant.status == "complete"
     assert [type(part).__name__ for part in assistant.parts] == ["TextPart", "ToolPart"]
     created = events_named(session, EventName.MESSAGE_CREATED)
-    assert created[-1] == {"message_id": assistant.id, "role": "assistant"}
+    assert created[-1]["message_id"] == assistant.id and created[-1]["role"] == "assistant"
 
 
 async def test_a_second_concurrent_send_is_rejected_as_busy(

@@ -12,7 +12,9 @@ __all__ = [
     "MIN_SUMMARY_TOKENS",
     "SUMMARY_FRAMING_TOKENS",
     "ArenaRules",
+    "ItemUnits",
     "LexicalIndex",
+    "RequestPrint",
     "RoundRules",
     "Span",
     "Store",
@@ -193,6 +195,38 @@ def normalize_usage(
 ) -> float | None: ...
 
 @final
+class ItemUnits:
+    """The view items of one assembly as units of a request's print."""
+
+    @property
+    def summary_end(self) -> int:
+        """Index of the last summary's message among the assembled messages; -1 if none."""
+
+@final
+class RequestPrint:
+    """A request as a provider's prompt cache sees it: tool definitions, system
+    message, view items and the arena's block, each hashed with its tokens."""
+
+    def __new__(
+        cls,
+        items: ItemUnits,
+        tools: str,
+        tool_tokens: int,
+        system: str,
+        system_tokens: int,
+        block: str,
+        block_tokens: int,
+        merged: bool,
+    ) -> RequestPrint: ...
+    @property
+    def tokens(self) -> int:
+        """Every token of the request."""
+    def common_prefix_tokens(self, other: RequestPrint) -> int:
+        """Tokens from the start of this request that ``other`` has too, in place."""
+    def invalidated_by(self, next: RequestPrint) -> int:
+        """Tokens of this request past its common prefix with ``next``."""
+
+@final
 class Store:
     def __new__(
         cls,
@@ -279,7 +313,7 @@ class Store:
     ) -> tuple[list[dict[str, Any]], int, list[str], int]: ...
     def assemble_placed(
         self, session_id: str, budget_tokens: int, profile: str = "default"
-    ) -> tuple[list[dict[str, Any]], int, list[str], int, int]: ...
+    ) -> tuple[list[dict[str, Any]], int, list[str], int, int, ItemUnits]: ...
     def arena_write(
         self,
         session_id: str,

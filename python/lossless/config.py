@@ -70,6 +70,13 @@ class LLMConfig(_Section):
         default=0.5, ge=0, description="First retry delay; doubles each retry."
     )
     temperature: float | None = Field(default=None, ge=0, le=2)
+    cache_hints: bool = Field(
+        default=False,
+        description=(
+            "Mark the end of the system message, of the summaries and of the history with "
+            "Anthropic cache_control breakpoints (litellm passes them on; others ignore them)."
+        ),
+    )
 
 
 class CompactionConfig(_Section):
@@ -107,6 +114,23 @@ class CompactionConfig(_Section):
     )
     leaf_concurrency: int = Field(
         default=4, ge=1, description="Model calls for the leaves of one round that run at once."
+    )
+    reuse_conversation_prefix: bool = Field(
+        default=False,
+        description=(
+            "When the summarisation model is the session's model, send it the session's last "
+            "request with the instruction appended, so the provider serves the conversation "
+            "from its prompt cache, instead of a transcript under a system message of its own."
+        ),
+    )
+    compact_after_idle_s: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Idle time after which a provider's prompt cache has expired anyway (Anthropic: "
+            "300 s): the next model turn first compacts a view above the round's goal, "
+            "when the rewrite costs no cache. None: never."
+        ),
     )
     condense_max_children: int = Field(
         default=8,

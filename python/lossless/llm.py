@@ -77,6 +77,10 @@ class StreamedReply:
     output_tokens: int | None = None
     cost: float | None = None
     finish_reason: str | None = None
+    #: Input tokens the provider served from its prompt cache, when it says.
+    cached_input_tokens: int | None = None
+    #: Input tokens the provider wrote to its prompt cache, when it says.
+    cache_write_input_tokens: int | None = None
 
 
 class PartialReply(LLMError):
@@ -211,6 +215,7 @@ async def _consume(
         if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
             reply.input_tokens = usage.prompt_tokens
             reply.output_tokens = usage.completion_tokens
+            _read_cache_usage(usage, reply)
         for choice in getattr(chunk, "choices", None) or ():
             delta = choice.delta
             content = getattr(delta, "content", None)
@@ -235,6 +240,19 @@ async def _consume(
                 reply.finish_reason = choice.finish_reason
     for index in sorted(drafts):
         reply.tool_calls.append(_tool_call(drafts[index]))
+
+
+def _read_cache_usage(usage: Any, reply: StreamedReply) -> None:
+    """What the provider says of its prompt cache: OpenAI's (and litellm's common)
+    ``prompt_tokens_details.cached_tokens``, else Anthropic's cache reads; cache
+    writes as Anthropic's ``cache_creation_input_tokens``."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None:
+        cached = getattr(usage, "cache_read_input_tokens", None)
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    reply.cached_input_tokens = cached if isinstance(cached, int) else None
+    reply.cache_write_input_tokens = written if isinstance(written, int) else None
 
 
 def _tool_call(draft: _ToolDraft) -> ToolPart:

@@ -12,6 +12,7 @@ import inspect
 import json
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -54,6 +55,7 @@ from lossless.parts import (
     parts_to_wire,
 )
 from lossless.profiles import profile_for
+from lossless.prompt_cache import CacheHints, with_cache_hints
 from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 
@@ -99,6 +101,53 @@ class TurnResult:
     finish_reason: str | None
     context_tokens: int
     compaction_triggered: bool
+    #: Tokens from the start of this request identical to the previous request's
+    #: (what a provider's prompt cache can serve); 0 for a session's first request.
+    stable_prefix_tokens: int = 0
+    #: Input tokens the provider served from its cache, when it reports them.
+    cached_input_tokens: int | None = None
+    #: Input tokens the provider wrote to its cache, when it reports them.
+    cache_write_input_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _RequestParts:
+    """What a request is made of besides its view items: the parts a compaction
+    leaves as they were, so its cost can be told by assembling the view again."""
+
+    tools: str
+    tool_tokens: int
+    system: str
+    system_tokens: int
+    block: str
+    block_tokens: int
+    merged: bool
+    history_budget: int
+
+    def print_of(self, items: _native.ItemUnits) -> _native.RequestPrint:
+        """The print of a request of these parts and the view items ``items``."""
+        return _native.RequestPrint(
+            items,
+            self.tools,
+            self.tool_tokens,
+            self.system,
+            self.system_tokens,
+            self.block,
+            self.block_tokens,
+            self.merged,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """An assembled request as a provider's cache sees it, and where its stable
+    parts end."""
+
+    parts: _RequestParts
+    print: _native.RequestPrint
+    hints: CacheHints
+    #: What the arena's block was planned for (see ``Session._block_stamp``).
+    stamp: tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,25 +220,32 @@ class Session:
         # result, a reply), taken by the next model turn; None once anything else
         # may have written.
         self._view_after_write: int | None = None
+        # The last request sent, to count how much of the next one repeats it.
+        self._last_request: _Request | None = None
+        self._last_request_at: float | None = None
+        # The messages of the last request, as sent.
+        self._last_messages: list[dict[str, Any]] | None = None
+        # User turns recorded by this object: a new one re-plans the arena's block.
+        self._user_turns = 0
         self._sending = False
         self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
         # Compaction works on a connection of its own (when the database is a file), so
         # no call of a turn waits for a round's native work to let go of a connection.
         compaction_store = compaction_store or store
+        summariser = Summariser(
+            compaction_store, config, count=self._count, compaction_window=compaction_window
+        )
+        summariser.conversation = self._conversation_for_summary
         self.compaction = CompactionEngine(
             store=compaction_store,
             session_id=session_id,
             config=config,
             budget=lambda: self.budget,
             bus=self.events,
-            summariser=Summariser(
-                compaction_store,
-                config,
-                count=self._count,
-                compaction_window=compaction_window,
-            ),
+            summariser=summariser,
         )
         self.arena = SessionArena(self)
+        self.compaction.measure_invalidated = self._invalidated_since_last_request
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -408,15 +464,18 @@ class Session:
 
     def _build(
         self, tools: Sequence[dict[str, Any]] | None, prepared: Prepared | None
-    ) -> tuple[BuiltContext, Planned | None]:
-        tool_tokens = self._tool_tokens(tools)
+    ) -> tuple[BuiltContext, Planned | None, _Request]:
+        tools_json = _tools_json(tools)
+        tool_tokens = self._count(tools_json) if tools_json else 0
         planned = None
         if self.arena.enabled:
             prepared = prepared if prepared is not None else self.arena.recall_internal()
             free = self.budget.usable - tool_tokens - self.view_tokens()
             planned = self.arena.plan(free, prepared)
         if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
-            context = self._assemble(tool_tokens, self.system_prompt, "", self._system_tokens, 0)
+            context, request = self._assemble(
+                tools_json, tool_tokens, self.system_prompt, "", self._system_tokens, 0
+            )
         else:
             stable = planned.raw["stable"]
             prompt = (
@@ -430,49 +489,70 @@ class Session:
             prompt_tokens = (self._system_tokens or 4) + stable_tokens
             block = planned.raw["volatile"]
             block_tokens = planned.raw["volatile_tokens"] + 4 if block else 0
-            context = self._assemble(tool_tokens, prompt, block, prompt_tokens, block_tokens)
+            block, block_tokens = self._steady_block(block, block_tokens, free)
+            context, request = self._assemble(
+                tools_json, tool_tokens, prompt, block, prompt_tokens, block_tokens
+            )
         if planned is not None:
             usage = _native.normalize_usage(None, context.tokens, context.budget)
             context = replace(context, injection=replace(planned.report, usage=usage))
-        return context, planned
+        return context, planned, request
 
     def _assemble(
         self,
+        tools_json: str,
         tool_tokens: int,
         prompt: str | None,
         block: str,
         prompt_tokens: int,
         block_tokens: int,
-    ) -> BuiltContext:
+    ) -> tuple[BuiltContext, _Request]:
         """The history within what the tools, the system message and the arena's
-        block leave, with the system message first and the block placed."""
+        block leave, with the system message first and the block placed; and what
+        the request is made of, to compare the next request with."""
         history_budget = (
             self.budget.usable - tool_tokens - block_tokens - (prompt_tokens - self._system_tokens)
         )
-        messages, tokens, item_ids, omitted, newest = self._store.assemble_placed(
+        messages, tokens, item_ids, omitted, newest, items = self._store.assemble_placed(
             self.id, history_budget, self.profile
         )
         tokens += tool_tokens + block_tokens
-        if block:
-            _place_block(messages, newest, block, merge=self.profile != "default")
+        merged = self.profile != "default"
+        block_at = _place_block(messages, newest, block, merge=merged) if block else None
+        # Where the history ends: before the block when the block is the last message.
+        history_end = len(messages) - (2 if block_at == len(messages) - 1 else 1)
+        summary_end = items.summary_end if not merged else -1
         if prompt:
-            if self.profile != "default" and messages and messages[0]["role"] == "system":
+            if merged and messages and messages[0]["role"] == "system":
                 # Strict templates take one system message.
                 first = messages.pop(0)
-                merged = f"{prompt}\n\n{first['content']}"
-                messages.insert(0, {"role": "system", "content": merged})
+                merged_prompt = f"{prompt}\n\n{first['content']}"
+                messages.insert(0, {"role": "system", "content": merged_prompt})
             else:
                 messages.insert(0, {"role": "system", "content": prompt})
+                history_end, summary_end = history_end + 1, summary_end + (summary_end >= 0)
             tokens += prompt_tokens
-        return BuiltContext(
+        system_tokens = prompt_tokens if prompt else 0
+        parts = _RequestParts(
+            tools_json,
+            tool_tokens,
+            prompt or "",
+            system_tokens,
+            block,
+            block_tokens,
+            merged,
+            history_budget,
+        )
+        hints = CacheHints(
+            0 if prompt else None,
+            summary_end if summary_end >= 0 else None,
+            history_end if history_end >= 0 else None,
+        )
+        request = _Request(parts, parts.print_of(items), hints, self._block_stamp())
+        context = BuiltContext(
             messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted
         )
-
-    def _tool_tokens(self, tools: Sequence[dict[str, Any]] | None) -> int:
-        """What tool definitions cost in a request (their JSON, counted once per call)."""
-        if not tools:
-            return 0
-        return self._count(json.dumps(list(tools), separators=(",", ":")))
+        return context, request
 
     def view_tokens(self) -> int:
         """Tokens of everything in the context view (what compaction keeps in budget)."""
@@ -497,6 +577,8 @@ class Session:
         self._check_open()
         normalized = normalize_parts(parts)
         wire = parts_to_wire(normalized)
+        if role == "user":
+            self._user_turns += 1
         created = Event(EventName.MESSAGE_CREATED, self.id, {"role": role})
         appended = await self._write_turn(
             partial(self._store.append_turn, self.id, role, wire, created.name.value), created
@@ -747,9 +829,16 @@ class Session:
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
         known, self._view_after_write = self._view_after_write, None
+        if await self._compact_if_cache_expired():
+            known = None
         await self._respect_hard_threshold(known)
         prepared = await self.arena.prepare() if self.arena.enabled else None
-        context, planned = self._build(tools, prepared)
+        context, planned, request = self._build(tools, prepared)
+        stable_prefix = self._observe_request(request)
+        messages = context.messages
+        if self.config.llm.cache_hints:
+            messages = with_cache_hints(messages, request.hints)
+        self._last_messages = messages
         owner = owner_token()
         message_id = await anyio.to_thread.run_sync(
             partial(self._store.begin_message, self.id, "assistant", self.model, owner)
@@ -760,7 +849,7 @@ class Session:
         try:
             reply = await stream_completion(
                 self.model,
-                context.messages,
+                messages,
                 llm=self.config.llm,
                 tools=tools,
                 max_tokens=self.budget.max_output_tokens,
@@ -802,7 +891,16 @@ class Session:
             raise
         await checkpoint.settle()
         created = Event(
-            EventName.MESSAGE_CREATED, self.id, {"message_id": message_id, "role": "assistant"}
+            EventName.MESSAGE_CREATED,
+            self.id,
+            {
+                "message_id": message_id,
+                "role": "assistant",
+                "request_tokens": context.tokens,
+                "stable_prefix_tokens": stable_prefix,
+                "cached_input_tokens": reply.cached_input_tokens,
+                "cache_write_input_tokens": reply.cache_write_input_tokens,
+            },
         )
         finished, view_tokens = await self._finish_reply(message_id, reply, created)
         self.events.deliver(created)
@@ -826,7 +924,71 @@ class Session:
             finish_reason=reply.finish_reason,
             context_tokens=context.tokens,
             compaction_triggered=triggered,
+            stable_prefix_tokens=stable_prefix,
+            cached_input_tokens=reply.cached_input_tokens,
+            cache_write_input_tokens=reply.cache_write_input_tokens,
         )
+
+    def _conversation_for_summary(self) -> list[dict[str, Any]] | None:
+        """The last request's messages, for a summarisation call of the same model
+        (a provider's cache is per model); None otherwise."""
+        if self.config.compaction.model != self.model:
+            return None
+        return self._last_messages
+
+    async def _compact_if_cache_expired(self) -> bool:
+        """With ``compaction.compact_after_idle_s``, a turn that comes after that long
+        without a request first compacts a view above the round's goal: the provider's
+        cache of the last request has expired, so the rewrite costs nothing in cache,
+        and the next compaction comes later. Returns whether a compaction ran."""
+        idle = self.config.compaction.compact_after_idle_s
+        last = self._last_request_at
+        if idle is None or last is None or time.monotonic() - last < idle:
+            return False
+        if self.view_tokens() <= self.compaction.goal:
+            return False
+        await self.compaction.wait_for_pending()
+        await self.compaction.run_compaction(force=True)
+        return True
+
+    def _block_stamp(self) -> tuple[int, int, int]:
+        """What the arena's block depends on besides tool outcomes: the user turns
+        recorded, the arena's user writes and the compactions that changed the view."""
+        return (self._user_turns, self.arena.user_writes, self.compaction.changes)
+
+    def _steady_block(self, block: str, block_tokens: int, free: int) -> tuple[str, int]:
+        """The block to send: within a tool loop (no user turn, arena write or
+        compaction since the last request) the last request's block again, when it
+        still fits beside the history. The block sits right after the newest user
+        message, so a block that changed would make the provider read every message
+        of the loop after it again; what changed in a loop (a tool failing or
+        recovering) is in the loop's own messages, and the next user turn re-plans."""
+        last = self._last_request
+        if (
+            last is None
+            or not last.parts.block
+            or last.stamp != self._block_stamp()
+            or last.parts.block_tokens > free
+        ):
+            return block, block_tokens
+        return last.parts.block, last.parts.block_tokens
+
+    def _observe_request(self, request: _Request) -> int:
+        """Tokens ``request`` shares with the start of the previous request, which it
+        then replaces as the one the next request is compared with."""
+        last, self._last_request = self._last_request, request
+        self._last_request_at = time.monotonic()
+        return 0 if last is None else request.print.common_prefix_tokens(last.print)
+
+    def _invalidated_since_last_request(self) -> int | None:
+        """Tokens of the last request a provider's cache can no longer serve, the
+        view being what it is now (after a compaction): the last request assembled
+        again with the same system message, tools and block. None before any request."""
+        last = self._last_request
+        if last is None or self._closed:
+            return None
+        items = self._store.assemble_placed(self.id, last.parts.history_budget, self.profile)[5]
+        return last.print.invalidated_by(last.parts.print_of(items))
 
     async def _finish_reply(
         self, message_id: str, reply: StreamedReply, created: Event
@@ -1094,15 +1256,25 @@ def _message(row: dict[str, Any]) -> Message:
     )
 
 
-def _place_block(messages: list[dict[str, Any]], newest: int, block: str, *, merge: bool) -> None:
+def _tools_json(tools: Sequence[dict[str, Any]] | None) -> str:
+    """Tool definitions as a request carries them, compact; empty for none."""
+    return json.dumps(list(tools), separators=(",", ":")) if tools else ""
+
+
+def _place_block(
+    messages: list[dict[str, Any]], newest: int, block: str, *, merge: bool
+) -> int | None:
     """Puts the arena's volatile block right after the newest user message (at the
     end when there is none). As a message of its own, and of the ``user`` role:
     litellm lifts ``system`` messages into a provider's separate system field (the
     front of the request), which would undo the placement. A profile that needs
-    alternating roles gets it appended to that message instead."""
+    alternating roles gets it appended to that message instead. Returns the block's
+    index, or None when it was merged."""
     if newest < 0:
         messages.append({"role": "user", "content": block})
-    elif merge and isinstance(messages[newest].get("content"), str):
+        return len(messages) - 1
+    if merge and isinstance(messages[newest].get("content"), str):
         messages[newest]["content"] = f"{messages[newest]['content']}\n\n{block}"
-    else:
-        messages.insert(newest + 1, {"role": "user", "content": block})
+        return None
+    messages.insert(newest + 1, {"role": "user", "content": block})
+    return newest + 1

@@ -138,6 +138,9 @@ class SessionArena:
         self._recalled: object = None
         self._prepared = Prepared()
         self._planned: Planned | None = None
+        #: Writes made through :meth:`add` and :meth:`remove` (pins, task, working
+        #: memory, identity): the session re-plans its block after any of them.
+        self.user_writes = 0
 
     @property
     def enabled(self) -> bool:
@@ -162,6 +165,7 @@ class SessionArena:
         the entry ceiling raises :class:`ArenaFullError`. Either way nothing changes.
         """
         write = self._entry_write(zone, key, text, priority, once=once, source="user")
+        self.user_writes += 1
         result = (await self._write([write]))[0]
         if not result.accepted:
             raise ArenaFullError(
@@ -175,6 +179,7 @@ class SessionArena:
         """Take ``key`` out of the arena; whether it was there."""
         _check_key(key)
         write: Write = ("truth", key, "user", "normal", None, False, False, 0)
+        self.user_writes += 1
         return (await self._write([write]))[0].accepted
 
     def entries(self) -> list[ArenaEntry]:

@@ -52,6 +52,10 @@ class CompactionResult:
     error: str | None = None
     # Why lower levels were skipped on the way to the ones in ``levels``.
     attempts: list[str] = field(default_factory=list)
+    # Tokens of the session's last request a provider's prompt cache can no longer
+    # serve after this compaction (what follows the first place it changed); None
+    # when it changed nothing or no request was sent yet.
+    invalidated_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,11 @@ class CompactionEngine:
         # last write, when the round ended in its first steps.
         self._view_after_round: int | None = None
         self.last_result: CompactionResult | None = None
+        # Tells how many tokens of the last request's cached prefix the view as it is
+        # now no longer repeats (the session sets it); None when it cannot tell.
+        self.measure_invalidated: Callable[[], int | None] = lambda: None
+        #: Compactions that changed the view (a summary or a prune), counted.
+        self.changes = 0
 
     @property
     def pending(self) -> bool:
@@ -218,9 +227,20 @@ class CompactionEngine:
             result.tokens_after = await self._view_tokens() if after is None else after
         except Exception:
             result.tokens_after = result.tokens_before
+        if result.summary_ids or result.pruned_parts:
+            self.changes += 1
+            result.invalidated_tokens = self._invalidated()
         self.last_result = result
         await self._publish_result(result)
         return result
+
+    def _invalidated(self) -> int | None:
+        try:
+            return self.measure_invalidated()
+        except Exception:
+            # A figure for the report: a failure to tell it changes nothing stored.
+            log.warning("could not measure the cache a compaction invalidated", exc_info=True)
+            return None
 
     async def _publish_result(self, result: CompactionResult) -> None:
         name = {
@@ -245,6 +265,7 @@ class CompactionEngine:
             duration_s=round(result.duration_s, 6),
             attempts=result.attempts,
             error=result.error,
+            invalidated_tokens=result.invalidated_tokens,
         )
 
     async def _call(self, func: Callable[..., _T], *args: Any) -> _T:
@@ -322,6 +343,11 @@ class CompactionEngine:
         """Where a round aims the view: summaries are sized to land there and
         condensed while the view is above it."""
         return self._rules().goal
+
+    @property
+    def goal(self) -> int:
+        """Where a round aims the view under the current budget."""
+        return self._goal()
 
     async def _with_lease(self, result: CompactionResult, force: bool) -> int | None:
         """Runs the rounds holding the session's compaction lease; returns the view's

@@ -73,6 +73,9 @@ class Summariser:
         self._config = config
         self._count = count
         self._compaction_window = compaction_window
+        # The messages of the session's last request, when the summarisation call may
+        # reuse them (the session sets it); None sends a transcript instead.
+        self.conversation: Callable[[], list[dict[str, Any]] | None] = lambda: None
 
     @property
     def model(self) -> str | None:
@@ -146,15 +149,13 @@ class Summariser:
         max_tokens = min(
             target, self._config.compaction.output_budget or target, 4_000 if level == 2 else target
         )
+        messages = self._after_conversation(instructions, transcript["text"]) or [
+            {"role": "system", "content": instructions},
+            {"role": "user", "content": transcript["text"]},
+        ]
         try:
             reply = await complete_text(
-                self.model,
-                [
-                    {"role": "system", "content": instructions},
-                    {"role": "user", "content": transcript["text"]},
-                ],
-                llm=self._config.llm,
-                max_tokens=max_tokens,
+                self.model, messages, llm=self._config.llm, max_tokens=max_tokens
             )
         except Exception as err:
             attempts.append(f"level {level}: the model call failed: {err}")
@@ -180,6 +181,28 @@ class Summariser:
             )
             return None
         return Candidate(text, tokens, level, "llm", covered, attempts=tuple(attempts))
+
+    def _after_conversation(
+        self, instructions: str, transcript: str
+    ) -> list[dict[str, Any]] | None:
+        """The session's last request with the instruction appended as a user message,
+        when the configuration asks for it and the session offers one: a provider then
+        reads the conversation from its cache. The span is named by where it ends (the
+        opening words of its last message, from ``transcript``); the summary's checks
+        against the span's own text stay as they are."""
+        if not self._config.compaction.reuse_conversation_prefix:
+            return None
+        conversation = self.conversation()
+        if not conversation:
+            return None
+        last_entry = transcript[transcript.rfind("[#") :]
+        opening = last_entry.partition("\n")[2][:120].strip()
+        ask = (
+            f"{instructions}\n\nSummarise the conversation above from its first message after "
+            "any [summary ...] messages up to and including the message that begins "
+            f"{opening!r}. Leave out every newer message and any <context> block."
+        )
+        return [*conversation, {"role": "user", "content": ask}]
 
     async def condense(self, summaries: list[dict[str, Any]], target: int) -> Candidate:
         """One condensed summary replacing ``summaries`` (two or more live ones)."""

@@ -16,6 +16,7 @@ Start a :class:`LocalLLMServer`, script replies with :meth:`LocalLLMServer.enque
 The server uses only the standard library and listens on 127.0.0.1 by default.
 """
 
+from ._prefix import PrefixReport
 from ._reply import (
     EchoResponder,
     Reply,
@@ -30,6 +31,7 @@ from ._server import LocalLLMServer
 __all__ = [
     "EchoResponder",
     "LocalLLMServer",
+    "PrefixReport",
     "Reply",
     "Responder",
     "ScriptedResponder",

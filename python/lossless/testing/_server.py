@@ -15,8 +15,9 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from ._prefix import PrefixReport, compare
 from ._reply import EchoResponder, Reply, Responder
-from ._wire import Completion, encode, error_body
+from ._wire import Completion, encode, error_body, estimate_tokens
 
 __all__ = ["LocalLLMServer"]
 
@@ -43,10 +44,14 @@ class LocalLLMServer:
         responder: Responder | None = None,
         host: str = "127.0.0.1",
         model: str = "lossless-test",
+        report_cached_tokens: bool = False,
     ) -> None:
         """Configure the server; nothing listens until :meth:`start`.
 
         ``model`` is the id listed by ``GET /v1/models``; chat requests may name any model.
+        With ``report_cached_tokens`` the usage of each reply says, as a provider with
+        a prompt cache would (``prompt_tokens_details.cached_tokens``), how many of
+        its prompt tokens repeat the previous request's opening messages.
         """
         self.responder: Responder = responder if responder is not None else EchoResponder()
         self.host = host
@@ -54,6 +59,8 @@ class LocalLLMServer:
         self._lock = threading.Condition()
         self._queue: deque[Reply] = deque()
         self._requests: list[dict[str, Any]] = []
+        self._prefixes: list[PrefixReport] = []
+        self.report_cached_tokens = report_cached_tokens
         self._completions = 0
         self._tool_calls = 0
         self._stopping = threading.Event()
@@ -150,6 +157,13 @@ class LocalLLMServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def prefixes(self) -> list[PrefixReport]:
+        """For each request received, in order, how it begins compared with the one
+        before it (see :class:`PrefixReport`)."""
+        with self._lock:
+            return list(self._prefixes)
+
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Block until at least ``count`` requests arrived; return them.
 
@@ -166,12 +180,16 @@ class LocalLLMServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._prefixes.clear()
             self._completions = 0
             self._tool_calls = 0
 
     def _accept(self, body: dict[str, Any]) -> Completion:
         """Record a request and fix the reply it gets (ids, token counts)."""
         with self._lock:
+            previous = self._requests[-1] if self._requests else None
+            prefix = compare(previous, body)
+            self._prefixes.append(prefix)
             self._requests.append(body)
             self._lock.notify_all()
             scripted = self._queue.popleft() if self._queue else None
@@ -186,7 +204,8 @@ class LocalLLMServer:
             first = self._tool_calls + 1
             self._tool_calls += unnamed
         tool_ids = [f"call_{n}" for n in range(first, first + unnamed)]
-        return Completion.plan(reply, body, completion_id, tool_ids)
+        cached = estimate_tokens(prefix.shared_chars) if self.report_cached_tokens else None
+        return Completion.plan(reply, body, completion_id, tool_ids, cached)
 
 
 class _HTTPServer(ThreadingHTTPServer):

@@ -73,10 +73,17 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     created: int = field(default_factory=lambda: int(time.time()))
+    #: Prompt tokens reported as served from a prompt cache; None reports none.
+    cached_tokens: int | None = None
 
     @classmethod
     def plan(
-        cls, reply: Reply, request: dict[str, Any], completion_id: str, tool_ids: list[str]
+        cls,
+        reply: Reply,
+        request: dict[str, Any],
+        completion_id: str,
+        tool_ids: list[str],
+        cached_tokens: int | None = None,
     ) -> Completion:
         """Resolve ids and token counts; ``tool_ids`` supplies ids for unnamed calls."""
         pending = iter(tool_ids)
@@ -103,15 +110,19 @@ class Completion:
             tool_calls=calls,
             prompt_tokens=prompt,
             completion_tokens=completion,
+            cached_tokens=None if cached_tokens is None else min(cached_tokens, prompt),
         )
 
     def usage(self) -> JSON:
         """The ``usage`` object."""
-        return {
+        usage: JSON = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
         }
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        return usage
 
     def message(self) -> JSON:
         """The non-streaming response body."""

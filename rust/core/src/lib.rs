@@ -13,6 +13,7 @@ pub mod ids;
 pub mod lang;
 pub mod parts;
 pub mod plan;
+pub mod prefix;
 pub mod profile;
 pub mod query;
 pub mod reading;

@@ -14,7 +14,7 @@ pub const MESSAGE_OVERHEAD: usize = 4;
 pub const TOOL_OVERHEAD: usize = 12;
 
 /// One entry of an assistant message's `tool_calls`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -22,7 +22,7 @@ pub struct ToolCall {
 }
 
 /// One OpenAI chat message.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ChatMessage {
     pub role: &'static str,
     pub content: Option<String>,

@@ -78,15 +78,15 @@ pub fn marker_tokens(counter: &TokenCounter, file_ids: &[String]) -> i64 {
 /// The lead marker as a rendered item. Its id is empty: it is no view item.
 #[must_use]
 pub fn marker_item(text: String) -> RenderedItem {
-    RenderedItem {
-        id: String::new(),
-        messages: vec![ChatMessage {
+    RenderedItem::new(
+        String::new(),
+        vec![ChatMessage {
             role: "user",
             content: Some(text),
             tool_calls: Vec::new(),
             tool_call_id: None,
         }],
-    }
+    )
 }
 
 /// Whether two tool calls of `items` share an id. Cheap on the common path: one
@@ -144,13 +144,10 @@ pub fn renamed_call_ids(items: &[&RenderedItem]) -> Vec<(usize, RenderedItem)> {
 /// A copy of `item` whose calls take `ids` in order, and whose results take the id of
 /// the call they answer (results follow their calls in order).
 fn with_call_ids(item: &RenderedItem, ids: Vec<String>) -> RenderedItem {
-    let mut copy = RenderedItem {
-        id: item.id.clone(),
-        messages: item.messages.clone(),
-    };
+    let mut messages = item.messages.clone();
     let mut ids = ids.into_iter();
     let mut answers: VecDeque<String> = VecDeque::new();
-    for message in &mut copy.messages {
+    for message in &mut messages {
         for call in &mut message.tool_calls {
             call.id = ids.next().expect("one id per call");
             answers.push_back(call.id.clone());
@@ -159,7 +156,7 @@ fn with_call_ids(item: &RenderedItem, ids: Vec<String>) -> RenderedItem {
             message.tool_call_id = answers.pop_front();
         }
     }
-    copy
+    RenderedItem::new(item.id.clone(), messages)
 }
 
 fn unused_id(id: &str, taken: &mut HashSet<String>) -> String {
@@ -211,10 +208,7 @@ mod tests {
             tool_calls: Vec::new(),
             tool_call_id: Some((*id).to_string()),
         }));
-        RenderedItem {
-            id: "msg".to_string(),
-            messages,
-        }
+        RenderedItem::new("msg".to_string(), messages)
     }
 
     #[test]

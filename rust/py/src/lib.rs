@@ -12,6 +12,7 @@ mod convert;
 mod errors;
 mod files;
 mod maps;
+mod prefix;
 mod recall;
 mod render_cache;
 mod round;
@@ -44,6 +45,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
     module.add_class::<span::Span>()?;
+    module.add_class::<prefix::ItemUnits>()?;
+    module.add_class::<prefix::RequestPrint>()?;
     module.add_class::<round::RoundRules>()?;
     module.add(
         "MIN_SUMMARY_TOKENS",

@@ -15,6 +15,7 @@ use pyo3::IntoPyObjectExt;
 use crate::arena;
 use crate::convert;
 use crate::errors::invalid;
+use crate::prefix::ItemUnits;
 use crate::recall;
 use crate::release;
 use crate::render_cache::RenderCache;
@@ -399,7 +400,7 @@ impl Store {
 
     /// [`Store::assemble`] with a fifth member: the index of the newest `user`
     /// message in the list (-1 when there is none), where the arena's volatile
-    /// block goes.
+    /// block goes; and a sixth: the items as units of a request's print.
     #[pyo3(
         signature = (session_id, budget_tokens, profile = Profile::default()),
         text_signature = "($self, session_id, budget_tokens, profile='default')"
@@ -1133,6 +1134,7 @@ impl Store {
         ];
         if placed {
             members.push(obj(py, newest_user(assembled.messages().map(|m| m.role)))?);
+            members.push(Bound::new(py, ItemUnits::of(&assembled))?.into_any());
         }
         PyTuple::new(py, members)
     }
@@ -1171,6 +1173,7 @@ fn profiled<'py>(
     ];
     if placed {
         members.push(obj(py, newest_user(messages.iter().map(|m| m.role)))?);
+        members.push(Bound::new(py, ItemUnits::of(assembled))?.into_any());
     }
     PyTuple::new(py, members)
 }

@@ -15,6 +15,7 @@ use super::memory_recall::NewestRecall;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::parts::Role;
+use crate::prefix::{self, Unit};
 use crate::render::{self, ChatMessage};
 use crate::request;
 
@@ -68,12 +69,30 @@ pub struct ViewStats {
 pub struct RenderedItem {
     pub id: String,
     pub messages: Vec<ChatMessage>,
+    /// A hash of `messages`, taken once when rendered: what a request's prefix is
+    /// compared by (see [`crate::prefix`]).
+    pub fingerprint: u64,
+}
+
+impl RenderedItem {
+    /// The rendering `messages` of the item `id`, fingerprinted.
+    #[must_use]
+    pub fn new(id: String, messages: Vec<ChatMessage>) -> Self {
+        let fingerprint = prefix::stable_hash(&messages);
+        Self {
+            id,
+            messages,
+            fingerprint,
+        }
+    }
 }
 
 /// The assembled context: rendered items in view order, and what it holds.
 #[derive(Clone, Debug, Default)]
 pub struct Assembled {
     pub items: Vec<Arc<RenderedItem>>,
+    /// What each of `items` costs, in order.
+    pub item_tokens: Vec<i64>,
     pub tokens: i64,
     /// View items left out because the budget ran out.
     pub omitted: usize,
@@ -90,6 +109,17 @@ impl Assembled {
             .enumerate()
             .filter(|(position, _)| Some(*position) != self.marker)
             .map(|(_, item)| item.id.as_str())
+    }
+
+    /// Each item as a unit of a request's print (see [`crate::prefix`]).
+    pub fn units(&self) -> impl Iterator<Item = Unit> + '_ {
+        self.items
+            .iter()
+            .zip(&self.item_tokens)
+            .map(|(item, &tokens)| Unit {
+                hash: item.fingerprint,
+                tokens,
+            })
     }
 
     /// Every chat message of the context, in order.
@@ -339,12 +369,20 @@ impl Store {
         let view = self.cached(session_id);
         let omitted = view.items.len() - selected.chosen.len();
         let mut tokens = selected.tokens;
+        let mut item_tokens: Vec<i64> = selected
+            .chosen
+            .iter()
+            .map(|&index| view.items[index].tokens)
+            .collect();
         if let Some(position) = marker {
             items.insert(position, view.marker_for(omitted, &file_ids));
-            tokens += request::marker_tokens(&counter, &file_ids);
+            let marker_tokens = request::marker_tokens(&counter, &file_ids);
+            item_tokens.insert(position, marker_tokens);
+            tokens += marker_tokens;
         }
         Ok(Assembled {
             items,
+            item_tokens,
             tokens,
             omitted,
             marker,
@@ -376,7 +414,7 @@ impl Store {
                 ItemKind::Message => self.render_stored_message(&id)?,
                 ItemKind::Summary => self.render_summary(&id)?,
             };
-            loaded.push((index, Arc::new(RenderedItem { id, messages })));
+            loaded.push((index, Arc::new(RenderedItem::new(id, messages))));
         }
         let view = self.cached(session_id);
         view.rendered_count += loaded.len();
