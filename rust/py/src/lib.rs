@@ -12,6 +12,7 @@ mod convert;
 mod errors;
 mod files;
 mod maps;
+mod postgres;
 mod recall;
 mod render_cache;
 mod round;
@@ -42,6 +43,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
+    module.add_function(wrap_pyfunction!(postgres::prepare_postgres, module)?)?;
     module.add_class::<span::Span>()?;
     module.add_class::<round::RoundRules>()?;
     module.add(
