@@ -320,7 +320,9 @@ fn a_text_that_is_not_a_url_is_invalid_input() {
     assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
     assert!(!err.to_string().contains(":pw@"), "{err}");
     // libpq's key=value strings are not taken: only a URL's password can be hidden.
-    let err = Database::open("host=127.0.0.1 password=secret").err().expect("refused");
+    let err = Database::open("host=127.0.0.1 password=secret")
+        .err()
+        .expect("refused");
     assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
 }
 
