@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +112,33 @@ def test_the_binaries_named_by_the_environment_come_first(
     # A directory without the binaries is passed over for the machine's own.
     monkeypatch.setenv("LOSSLESS_PG_BINDIR", "/nonexistent")
     assert find_bindir() == found
+
+
+def test_a_cluster_whose_process_is_killed_is_stopped_and_removed(tmp_path: Path) -> None:
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from lossless.testing.postgres import PostgresCluster\n"
+            "cluster = PostgresCluster()\n"
+            "cluster.start()\n"
+            "print(cluster.root, cluster.port, flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert child.stdout is not None
+    root, port = child.stdout.readline().split()
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=5):
+        pass
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while Path(root).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(root).exists()
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", int(port)), timeout=5):
+        pass

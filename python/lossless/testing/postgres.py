@@ -14,7 +14,8 @@ database owned by the application's role::
 The binaries are found through ``LOSSLESS_PG_BINDIR``, then ``pg_config --bindir``,
 then Debian's ``/usr/lib/postgresql/<version>/bin``. ``initdb`` refuses to run as
 root, so under root the server runs as the ``postgres`` system user (or ``nobody``).
-The cluster trades durability for speed (``fsync = off``): it is thrown away.
+The cluster trades durability for speed (``fsync = off``): it is thrown away. Should
+this process die without stopping it, a watchdog shell stops it and removes its files.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class PostgresCluster:
         self._root: Path | None = None
         self._run_as = _server_user()
         self._counter = 0
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class PostgresCluster:
                 ],
             )
             self._configure()
+            self._watch()
             self._start_server()
             self._add_user()
         except BaseException:
@@ -157,6 +160,10 @@ class PostgresCluster:
                 )
         finally:
             shutil.rmtree(root, ignore_errors=True)
+            if self._watchdog is not None:
+                self._watchdog.kill()
+                self._watchdog.wait()
+                self._watchdog = None
 
     def __enter__(self) -> Self:
         self.start()
@@ -270,6 +277,26 @@ class PostgresCluster:
             except PostgresUnavailableError:
                 if attempt == 2:
                     raise
+
+    def _watch(self) -> None:
+        """Stops the server and removes its directory if this process dies without
+        stopping it (killed, or a test run cut short): a shell that outlives it."""
+        pg_ctl = f"'{self.bindir / 'pg_ctl'}'"
+        if self._run_as is not None:
+            pg_ctl = f"runuser -u {self._run_as} -- {pg_ctl}"
+        script = (
+            f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 0.5; done; "
+            f"[ -e '{self.data_dir}/postmaster.pid' ] && "
+            f"{pg_ctl} -D '{self.data_dir}' -m immediate -w stop; rm -rf '{self.root}'"
+        )
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", script],
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def _add_user(self) -> None:
         self.psql(f"CREATE ROLE \"{_USER}\" LOGIN PASSWORD '{self.password}'")
