@@ -19,6 +19,7 @@ import pytest
 
 from lossless.config import CompactionConfig, Config, LLMConfig, ModelConfig
 from lossless.testing import LocalLLMServer
+from lossless.testing.postgres import PostgresCluster
 
 # Any name works with the local server; "openai/" routes litellm to an
 # OpenAI-compatible endpoint. The name is not in litellm's model map, so the limits
@@ -74,6 +75,22 @@ def config(server: LocalLLMServer) -> Config:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "lossless.db"
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """One throwaway PostgreSQL cluster for the whole test session, started the first
+    time a test asks for it."""
+    with PostgresCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """The URL of a fresh, empty database for this test, dropped afterwards."""
+    name = postgres_cluster.create_database()
+    yield postgres_cluster.url(name)
+    postgres_cluster.drop_database(name)
 
 
 @pytest.fixture

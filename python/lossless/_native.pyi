@@ -35,6 +35,7 @@ __all__ = [
     "map_run",
     "merge_file_id_footer",
     "normalize_usage",
+    "prepare_postgres",
     "read_file",
     "record_map_outcome",
     "scan_file",
@@ -441,6 +442,11 @@ class Store:
     def flush_search_index(self) -> int: ...
     def search_backlog(self) -> int: ...
     def stats(self) -> dict[str, Any]: ...
+
+# -- PostgreSQL (rust/py/src/postgres.rs) ------------------------------------------
+
+def prepare_postgres(url: str) -> int:
+    """Creates or upgrades the lossless schema at a postgresql:// URL; returns its version."""
 
 # -- files kept whole (rust/py/src/files.rs) --------------------------------------
 

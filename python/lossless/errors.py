@@ -9,6 +9,7 @@ Where a builtin fits, the class derives from it too, so ``except KeyError`` and
 from __future__ import annotations
 
 __all__ = [
+    "AccessDeniedError",
     "ArenaFullError",
     "CompactionBusyError",
     "ConfigError",
@@ -70,7 +71,12 @@ class UnknownModelError(InvalidInputError):
 
 
 class StoreError(LosslessError):
-    """The SQLite store failed; nothing was half-written."""
+    """The store (a SQLite file or a PostgreSQL database) failed; nothing was half-written."""
+
+
+class AccessDeniedError(StoreError, PermissionError):
+    """The database server refused the credentials, or the role may not use the
+    database. The message names the URL without its password. Also a ``PermissionError``."""
 
 
 class DatabaseNotFoundError(StoreError, FileNotFoundError):

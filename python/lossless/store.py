@@ -10,7 +10,7 @@ from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
-__all__ = ["Store", "database_path"]
+__all__ = ["Store", "database_path", "prepare_postgres"]
 
 
 def database_path(db: object, field: str = "db") -> str:
@@ -22,6 +22,23 @@ def database_path(db: object, field: str = "db") -> str:
     if not isinstance(path, str):
         raise InvalidInputError(f"{field}: expected a text path, got bytes")
     return path if path == ":memory:" else str(Path(path))
+
+
+def prepare_postgres(url: str) -> int:
+    """Create or upgrade the lossless schema in the PostgreSQL database at ``url``
+    (``postgresql://user:password@host:port/database``) and return its version.
+
+    Run it once before starting workers against a new server, or after upgrading
+    lossless. Many processes may run it at once: the schema is created once.
+    Errors name the URL without its password: :class:`~lossless.errors.StoreError`
+    for a server that cannot be reached, :class:`~lossless.errors.AccessDeniedError`
+    for refused credentials, :class:`~lossless.errors.NotADatabaseError` for a
+    database holding another application's tables, and
+    :class:`~lossless.errors.SchemaVersionError` for one written by a newer lossless.
+    """
+    if not isinstance(url, str):
+        raise InvalidInputError(f"url: expected a postgresql:// URL, got {type(url).__name__}")
+    return _native.prepare_postgres(url)
 
 
 class Store:

@@ -62,9 +62,16 @@ pub enum Error {
     /// An item of a map run that already succeeded was to be recorded again.
     #[error("{0}")]
     AlreadySucceeded(String),
+    /// The database server refused the credentials, or the role may not use the
+    /// database. `path` is the server's URL without its password.
+    #[error("{path}: access denied: {reason}")]
+    AccessDenied { path: String, reason: String },
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(String),
+    /// Any other PostgreSQL failure, with its SQLSTATE code when the server sent one.
+    #[error("postgresql: {0}")]
+    Postgres(String),
     /// A bug: the core panicked (see [`catch_panic`]).
     #[error("internal error: {0}")]
     Internal(String),
@@ -111,6 +118,10 @@ impl Error {
                 reason,
             },
             Error::DatabaseNotFound { path: at } => Error::DatabaseNotFound { path: named(at) },
+            Error::AccessDenied { path: at, reason } => Error::AccessDenied {
+                path: named(at),
+                reason,
+            },
             other => other,
         }
     }

@@ -12,6 +12,7 @@ pub mod filescan;
 pub mod ids;
 pub mod lang;
 pub mod parts;
+pub mod pg;
 pub mod plan;
 pub mod prefix;
 pub mod profile;

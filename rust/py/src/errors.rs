@@ -21,11 +21,14 @@ fn class_name(err: &Error) -> &'static str {
         Error::Immutable(_) => "ImmutableRowError",
         Error::Conflict(_) => "CompactionBusyError",
         Error::AlreadySucceeded(_) => "MapConflictError",
+        Error::AccessDenied { .. } => "AccessDeniedError",
         // A panic in the core is a bug, but its call ran in a transaction that was
         // rolled back: to the caller it is a store call that failed and left nothing.
-        Error::CannotOpen { .. } | Error::Io { .. } | Error::Sqlite(_) | Error::Internal(_) => {
-            "StoreError"
-        }
+        Error::CannotOpen { .. }
+        | Error::Io { .. }
+        | Error::Sqlite(_)
+        | Error::Postgres(_)
+        | Error::Internal(_) => "StoreError",
     }
 }
 

@@ -12,6 +12,7 @@ mod convert;
 mod errors;
 mod files;
 mod maps;
+mod postgres;
 mod prefix;
 mod recall;
 mod render_cache;
@@ -44,6 +45,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
+    module.add_function(wrap_pyfunction!(postgres::prepare_postgres, module)?)?;
     module.add_class::<span::Span>()?;
     module.add_class::<prefix::ItemUnits>()?;
     module.add_class::<prefix::RequestPrint>()?;

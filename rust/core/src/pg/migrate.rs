@@ -1,0 +1,135 @@
+//! Creating, upgrading and checking the schema of a PostgreSQL database.
+
+use postgres::{Client, Transaction};
+
+use super::connect::from_postgres;
+use super::schema::{self, SCHEMA_VERSION};
+use crate::error::{Error, Result};
+
+/// The advisory lock that migrations take inside their transaction, so that many
+/// workers starting together create the schema once: the others wait, then find it.
+/// The number is arbitrary; it only has to differ from the keys of `lease.rs`.
+const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
+
+/// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
+/// The PostgreSQL backend starts at version 8, so there is none yet; a release that
+/// changes the SQLite schema adds its step here under the same version number.
+const STEPS: [(i64, &str); 0] = [];
+
+/// The first schema version the PostgreSQL backend wrote: a lower one was never
+/// written by lossless.
+const FIRST_VERSION: i64 = 8;
+
+/// Creates the schema in an empty database, upgrades an older one in one
+/// transaction, accepts the current one, and refuses one written by a newer build
+/// or a database that holds another application's tables. Returns the version the
+/// database has now. `shown` names the database in errors (its URL, redacted).
+pub fn migrate(client: &mut Client, shown: &str) -> Result<i64> {
+    let named = |err: postgres::Error| from_postgres(&err).with_path(shown);
+    let found = stored_version(client).map_err(named)?;
+    if found == Some(SCHEMA_VERSION) {
+        return Ok(SCHEMA_VERSION);
+    }
+    check_not_newer(found, shown)?;
+    let mut tx = client.transaction().map_err(named)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(named)?;
+    // Another worker may have created or upgraded the schema while this one waited.
+    let again = stored_version_in(&mut tx).map_err(named)?;
+    check_not_newer(again, shown)?;
+    match again {
+        None => create(&mut tx, shown)?,
+        Some(version) if version < FIRST_VERSION => {
+            return Err(Error::Corrupt {
+                path: shown.to_string(),
+                reason: format!("schema version {version} was never written by lossless"),
+            })
+        }
+        Some(version) => upgrade(&mut tx, version).map_err(named)?,
+    }
+    tx.commit().map_err(named)?;
+    Ok(SCHEMA_VERSION)
+}
+
+/// The stored schema version: `None` when the database has no lossless schema.
+pub fn stored_version(client: &mut Client) -> std::result::Result<Option<i64>, postgres::Error> {
+    let mut tx = client.transaction()?;
+    let version = stored_version_in(&mut tx)?;
+    tx.commit()?;
+    Ok(version)
+}
+
+fn stored_version_in(
+    tx: &mut Transaction<'_>,
+) -> std::result::Result<Option<i64>, postgres::Error> {
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('lossless_schema') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let row = tx.query_opt("SELECT version FROM lossless_schema", &[])?;
+    Ok(Some(row.map_or(0, |row| row.get(0))))
+}
+
+fn check_not_newer(found: Option<i64>, shown: &str) -> Result<()> {
+    match found {
+        Some(version) if version > SCHEMA_VERSION => Err(Error::SchemaTooNew {
+            path: shown.to_string(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Creates every table, index and trigger in an empty schema; refuses a schema that
+/// holds another application's tables.
+fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
+    let named = |err: postgres::Error| from_postgres(&err).with_path(shown);
+    let foreign: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM pg_catalog.pg_class c
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+            &[],
+        )
+        .map_err(named)?
+        .get(0);
+    if foreign > 0 {
+        return Err(Error::NotADatabase {
+            path: shown.to_string(),
+            reason: "it is a PostgreSQL database of another application".into(),
+        });
+    }
+    for step in [
+        schema::META,
+        schema::TABLES,
+        schema::FILES_AND_MAPS,
+        schema::SEARCH,
+        schema::INDEXES,
+        &schema::triggers(),
+    ] {
+        tx.batch_execute(step).map_err(named)?;
+    }
+    tx.execute(
+        "INSERT INTO lossless_schema (version) VALUES ($1)",
+        &[&SCHEMA_VERSION],
+    )
+    .map_err(named)?;
+    Ok(())
+}
+
+/// Runs every step from `version` on and records the new version.
+fn upgrade(tx: &mut Transaction<'_>, version: i64) -> std::result::Result<(), postgres::Error> {
+    for (from, sql) in STEPS {
+        if from >= version {
+            tx.batch_execute(sql)?;
+        }
+    }
+    tx.execute(
+        "UPDATE lossless_schema SET version = $1",
+        &[&SCHEMA_VERSION],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,491 @@
+//! The PostgreSQL backend's groundwork against a real throwaway server: the schema
+//! beside SQLite's, migrations, append-only triggers, typed errors that hide the
+//! password, the compaction lease as a lock, and full-text terms under a GIN index.
+
+mod pg_cluster;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use lossless_core::lang::Language;
+use lossless_core::pg::{self, fts, lease, Database};
+use lossless_core::query::{self, Terms};
+use lossless_core::store::{schema::SCHEMA_VERSION, OpenOptions, Store};
+use lossless_core::Error;
+use pg_cluster::database;
+
+fn open(db: &pg_cluster::Database) -> Database {
+    Database::open(&db.url()).expect("open the PostgreSQL database")
+}
+
+/// Every table of a new SQLite store and its columns, without the full-text
+/// index's virtual tables.
+fn sqlite_tables() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("store.db");
+    let path = path.to_str().expect("a UTF-8 path");
+    drop(Store::open(path, &OpenOptions::default()).expect("a SQLite store"));
+    let conn = rusqlite::Connection::open(path).expect("raw connection");
+    let mut names = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table'
+             AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'fts%'",
+        )
+        .expect("tables");
+    let tables: Vec<String> = names
+        .query_map([], |row| row.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("names");
+    tables
+        .into_iter()
+        .map(|table| {
+            let mut info = conn
+                .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+                .expect("columns");
+            let columns = info
+                .query_map([], |row| row.get(0))
+                .expect("rows")
+                .collect::<Result<_, _>>()
+                .expect("names");
+            (table, columns)
+        })
+        .collect()
+}
+
+fn postgres_tables(client: &mut postgres::Client) -> BTreeMap<String, BTreeSet<String>> {
+    let mut tables: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for row in client
+        .query(
+            "SELECT table_name::text, column_name::text FROM information_schema.columns
+             WHERE table_schema = current_schema()",
+            &[],
+        )
+        .expect("columns")
+    {
+        tables.entry(row.get(0)).or_default().insert(row.get(1));
+    }
+    tables
+}
+
+#[test]
+fn the_schema_has_every_table_and_column_of_the_sqlite_one() {
+    assert_eq!(pg::schema::SCHEMA_VERSION, SCHEMA_VERSION);
+    let db = database();
+    let mut store = open(&db);
+    let mut ours = postgres_tables(store.client());
+    // Its own: the version row, and the full-text index in place of FTS5's table.
+    assert!(ours.remove("lossless_schema").is_some());
+    let index = ours.remove("search_index").expect("search_index");
+    assert!(index.contains("terms") && index.contains("fts_rowid"));
+    assert_eq!(ours, sqlite_tables());
+}
+
+#[test]
+fn a_second_open_finds_the_schema_and_creates_nothing() {
+    let db = database();
+    let mut first = open(&db);
+    first
+        .client()
+        .execute(
+            "INSERT INTO sessions (id, model, created_at, config) VALUES ('s', 'm', 1, '{}')",
+            &[],
+        )
+        .expect("a session");
+    let mut second = open(&db);
+    assert_eq!(
+        pg::stored_version(second.client()).expect("version"),
+        Some(SCHEMA_VERSION)
+    );
+    let sessions: i64 = second
+        .client()
+        .query_one("SELECT count(*) FROM sessions", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(sessions, 1);
+}
+
+#[test]
+fn workers_opening_a_new_database_together_create_its_schema_once() {
+    let db = database();
+    let url = db.url();
+    let workers: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || Database::open(&url).map(|_| ()))
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("worker").expect("open");
+    }
+    let mut admin = db.admin();
+    let versions: i64 = admin
+        .query_one("SELECT count(*) FROM lossless_schema", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(versions, 1);
+}
+
+fn session_and_message(client: &mut postgres::Client) {
+    client
+        .batch_execute(
+            "INSERT INTO sessions (id, model, created_at, config) VALUES ('ses_1', 'm', 1, '{}');
+             INSERT INTO messages (id, session_id, seq, role, created_at, status)
+                 VALUES ('msg_1', 'ses_1', 1, 'user', 1, 'streaming');",
+        )
+        .expect("a session and a message");
+}
+
+fn immutable(result: Result<u64, postgres::Error>) -> String {
+    match pg::from_postgres(&result.expect_err("refused")) {
+        Error::Immutable(text) => text,
+        other => panic!("expected an immutability error, got {other:?}"),
+    }
+}
+
+#[test]
+fn stored_content_cannot_be_rewritten_deleted_or_truncated() {
+    let db = database();
+    let mut store = open(&db);
+    let client = store.client();
+    session_and_message(client);
+    let text = immutable(client.execute(
+        "UPDATE messages SET role = 'assistant' WHERE id = 'msg_1'",
+        &[],
+    ));
+    assert!(
+        text.contains("only unset token, cost and finish fields"),
+        "{text}"
+    );
+    immutable(client.execute("DELETE FROM messages", &[]));
+    immutable(client.execute("TRUNCATE messages CASCADE", &[]));
+    immutable(client.execute(
+        "INSERT INTO messages (id, session_id, seq, role, created_at, status)
+         VALUES ('msg_1', 'ses_1', 2, 'user', 1, 'complete')",
+        &[],
+    ));
+    immutable(client.execute(
+        "INSERT INTO sessions (id, model, created_at, config) VALUES ('ses_1', 'other', 1, '{}')
+         ON CONFLICT (id) DO UPDATE SET model = excluded.model",
+        &[],
+    ));
+    // What the store may still write: the fields of a reply as it finishes.
+    client
+        .execute(
+            "UPDATE messages SET status = 'complete', token_count = 5 WHERE id = 'msg_1'",
+            &[],
+        )
+        .expect("finishing a reply is allowed");
+    immutable(client.execute(
+        "UPDATE messages SET token_count = 6 WHERE id = 'msg_1'",
+        &[],
+    ));
+    // The view is the one mutable table.
+    client
+        .batch_execute(
+            "INSERT INTO context_items VALUES ('ses_1', 1, 'message', 'msg_1', 5);
+             DELETE FROM context_items;",
+        )
+        .expect("the view changes");
+}
+
+#[test]
+fn every_append_only_table_refuses_delete_and_truncate() {
+    let db = database();
+    let mut store = open(&db);
+    let client = store.client();
+    for table in [
+        "sessions",
+        "messages",
+        "parts",
+        "tool_outputs",
+        "summaries",
+        "summary_sources",
+        "file_refs",
+        "events",
+        "arena_entries",
+        "file_contents",
+        "file_chunks",
+        "map_runs",
+        "map_inputs",
+        "map_outcomes",
+        "session_parents",
+    ] {
+        let text = immutable(client.execute(&format!("TRUNCATE {table} CASCADE"), &[]));
+        assert!(text.contains(table), "{text}");
+        let triggers: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::text::regclass
+                 AND NOT tgisinternal",
+                &[&table],
+            )
+            .expect("triggers")
+            .get(0);
+        assert_eq!(triggers, 3, "{table}");
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_named_without_its_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("address")
+        .port();
+    // Nothing listens on the port once the probe is dropped.
+    let url = format!("postgresql://app:hunter2secret@127.0.0.1:{port}/db");
+    let err = Database::open(&url).err().expect("refused");
+    assert!(matches!(err, Error::CannotOpen { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("postgresql://app:***@127.0.0.1:{port}/db")),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2secret"), "{text}");
+}
+
+#[test]
+fn wrong_credentials_are_refused_as_access_denied() {
+    let db = database();
+    let err = Database::open(&db.url_with_password("not-the-password"))
+        .err()
+        .expect("refused");
+    assert!(matches!(err, Error::AccessDenied { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("password authentication failed"), "{text}");
+    assert!(!text.contains("not-the-password"), "{text}");
+    let no_password = db.url_with_password("").replace(":@", "@");
+    let err = Database::open(&no_password).err().expect("refused");
+    assert!(matches!(err, Error::AccessDenied { .. }), "{err:?}");
+}
+
+#[test]
+fn a_missing_database_cannot_be_opened() {
+    let db = database();
+    let url = db.url().replace(&db.name, "no_such_database");
+    let err = Database::open(&url).err().expect("refused");
+    assert!(matches!(err, Error::CannotOpen { .. }), "{err:?}");
+    assert!(err.to_string().contains("no_such_database"), "{err}");
+    assert!(
+        !err.to_string().contains(&pg_cluster::cluster().password),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_database_of_another_application_is_refused_untouched() {
+    let db = database();
+    let mut admin = db.admin();
+    admin
+        .batch_execute("CREATE TABLE invoices (id int); GRANT ALL ON invoices TO lossless;")
+        .expect("another application's table");
+    let err = Database::open(&db.url()).err().expect("refused");
+    assert!(matches!(err, Error::NotADatabase { .. }), "{err:?}");
+    assert!(err.to_string().contains("another application"), "{err}");
+    let tables: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'",
+            &[],
+        )
+        .expect("count")
+        .get(0);
+    assert_eq!(tables, 1);
+}
+
+#[test]
+fn a_schema_newer_than_this_build_is_refused() {
+    let db = database();
+    open(&db)
+        .client()
+        .execute("UPDATE lossless_schema SET version = 99", &[])
+        .expect("a newer version");
+    let err = Database::open(&db.url()).err().expect("refused");
+    match &err {
+        Error::SchemaTooNew {
+            found,
+            supported,
+            path,
+        } => {
+            assert_eq!((*found, *supported), (99, SCHEMA_VERSION));
+            assert!(path.contains("***") && !path.contains(&pg_cluster::cluster().password));
+        }
+        other => panic!("expected SchemaTooNew, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_text_that_is_not_a_url_is_invalid_input() {
+    let err = Database::open("postgresql://app:pw@127.0.0.1:notaport/db")
+        .err()
+        .expect("refused");
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+    assert!(!err.to_string().contains(":pw@"), "{err}");
+    // libpq's key=value strings are not taken: only a URL's password can be hidden.
+    let err = Database::open("host=127.0.0.1 password=secret")
+        .err()
+        .expect("refused");
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+}
+
+#[test]
+fn a_connection_lost_mid_transaction_writes_nothing() {
+    let db = database();
+    let mut store = open(&db);
+    let mut admin = db.admin();
+    let mut tx = store.client().transaction().expect("transaction");
+    tx.execute(
+        "INSERT INTO sessions (id, model, created_at, config) VALUES ('ses_x', 'm', 1, '{}')",
+        &[],
+    )
+    .expect("insert");
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .expect("terminate");
+    let err = tx.commit().expect_err("the connection is gone");
+    let err = pg::from_postgres(&err).with_path(store.url());
+    assert!(matches!(err, Error::Io { .. }), "{err:?}");
+    let sessions: i64 = admin
+        .query_one("SELECT count(*) FROM sessions", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(sessions, 0);
+}
+
+fn connect(db: &pg_cluster::Database) -> postgres::Client {
+    pg::connect(&db.url()).expect("connect")
+}
+
+#[test]
+fn one_connection_at_a_time_holds_a_sessions_compaction_lease() {
+    let db = database();
+    let (mut first, mut second) = (connect(&db), connect(&db));
+    assert!(!lease::is_held(&mut first, "ses_a").expect("held?"));
+    assert!(lease::try_acquire(&mut first, "ses_a").expect("acquire"));
+    assert!(lease::is_held(&mut second, "ses_a").expect("held?"));
+    assert!(!lease::try_acquire(&mut second, "ses_a").expect("acquire"));
+    // Another session's lease is free.
+    assert!(lease::try_acquire(&mut second, "ses_b").expect("acquire"));
+    assert!(lease::release(&mut first, "ses_a").expect("release"));
+    assert!(!lease::release(&mut first, "ses_a").expect("release twice"));
+    assert!(lease::try_acquire(&mut second, "ses_a").expect("acquire"));
+}
+
+#[test]
+fn a_lease_is_freed_when_its_connection_ends() {
+    let db = database();
+    let mut holder = connect(&db);
+    let mut other = connect(&db);
+    assert!(lease::try_acquire(&mut holder, "ses_a").expect("acquire"));
+    drop(holder);
+    // The server notices the closed socket at once, but ends the backend on its own time.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !lease::try_acquire(&mut other, "ses_a").expect("acquire") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lease was never freed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn lease_keys_are_stable_and_differ_by_session() {
+    assert_eq!(lease::lease_key("ses_a"), lease::lease_key("ses_a"));
+    assert_ne!(lease::lease_key("ses_a"), lease::lease_key("ses_b"));
+}
+
+fn index(client: &mut postgres::Client, rowid: i64, text: &str) {
+    let (terms, _) = fts::document_vector(text);
+    client
+        .execute(
+            "INSERT INTO search_index (fts_rowid, session_id, owner_id, part_id, body, terms)
+             VALUES ($1, 's', 'o', 'p', $2, $3::text::tsvector)",
+            &[&rowid, &text, &terms],
+        )
+        .expect("index a document");
+}
+
+fn search(client: &mut postgres::Client, text: &str, languages: &[Language]) -> Vec<i64> {
+    let parsed = query::parse(text, &Terms::Stemmed(languages.to_vec())).expect("a query");
+    let literal = fts::query_literal(&parsed, languages);
+    client
+        .query(
+            "SELECT fts_rowid FROM search_index, (SELECT $1::text::tsquery AS q) AS query
+             WHERE terms @@ q ORDER BY ts_rank_cd(terms, q) DESC, fts_rowid",
+            &[&literal],
+        )
+        .expect("search")
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[test]
+fn full_text_search_stems_each_document_in_its_language() {
+    let db = database();
+    let mut store = open(&db);
+    let client = store.client();
+    index(
+        client,
+        1,
+        "The runners kept running through the rain, and it's running still.",
+    );
+    index(
+        client,
+        2,
+        "Les chats mangeaient les croquettes pendant que la pluie tombait.",
+    );
+    index(
+        client,
+        3,
+        "Nothing about that here: only a deployment note for the cluster.",
+    );
+    let both = [Language::English, Language::French];
+    assert_eq!(search(client, "run", &both), vec![1]);
+    assert_eq!(search(client, "chat", &both), vec![2]);
+    assert_eq!(search(client, "\"kept running\"", &both), vec![1]);
+    assert_eq!(search(client, "\"running kept\"", &both), Vec::<i64>::new());
+    // Stopwords are kept: a query of only stopwords still finds its documents.
+    let mut only_stopwords = search(client, "the", &both);
+    only_stopwords.sort_unstable();
+    assert_eq!(only_stopwords, vec![1, 3]);
+    // Optional words rank: the document holding more of them comes first.
+    assert_eq!(search(client, "deployment cluster rain", &both), vec![3, 1]);
+    // Quotes and backslashes in a document are only characters.
+    index(client, 4, r"it's a 'quoted' back\slash");
+    assert_eq!(search(client, "slash", &both), vec![4]);
+}
+
+#[test]
+fn the_gin_index_serves_full_text_queries() {
+    let db = database();
+    let mut store = open(&db);
+    let client = store.client();
+    for rowid in 1..=200 {
+        index(
+            client,
+            rowid,
+            &format!("document number {rowid} about topic{}", rowid % 7),
+        );
+    }
+    client
+        .batch_execute("ANALYZE search_index; SET enable_seqscan = off;")
+        .expect("analyze");
+    let plan: Vec<String> = client
+        .query(
+            "EXPLAIN SELECT fts_rowid FROM search_index WHERE terms @@ $1::text::tsquery",
+            &[&"'topic3'"],
+        )
+        .expect("explain")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(
+        plan.iter().any(|line| line.contains("search_index_terms")),
+        "{plan:#?}"
+    );
+    assert_eq!(search(client, "topic3", &[Language::English]).len(), 29);
+}
