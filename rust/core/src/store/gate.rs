@@ -158,7 +158,8 @@ impl Store {
         }
         self.conn.busy_timeout(Duration::ZERO)?;
         NOT_WAITING.with(|flag| flag.set(true));
-        let outcome = work(self);
+        // A panic must not leave the thread, or the connection, unable to wait.
+        let outcome = crate::error::catch_panic(|| work(self));
         NOT_WAITING.with(|flag| flag.set(false));
         self.conn.busy_timeout(self.writer.busy_timeout)?;
         match outcome {
