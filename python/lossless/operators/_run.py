@@ -12,9 +12,9 @@ import dataclasses
 import json
 import logging
 import math
-from functools import partial
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Self
 
 import anyio
