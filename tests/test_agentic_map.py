@@ -178,8 +178,9 @@ async def test_64_items_of_three_turns_share_one_database_file_without_lock_erro
 async def test_the_items_of_a_run_share_its_connections_and_index_search_once_at_the_end(
     server: LocalLLMServer, config: Config, db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Decision 102: sub-sessions open no connection of their own; the run opens one
-    # for turns and one for compaction, however many items it has.
+    # Decisions 102 and 121: sub-sessions open no connection of their own; the run
+    # writes their turns through its own connection and opens one more, for
+    # compaction, however many items it has.
     import lossless.session as session_module
 
     opened: list[str] = []
@@ -193,7 +194,7 @@ async def test_the_items_of_a_run_share_its_connections_and_index_search_once_at
     server.responder = lambda request: agent(request, lookups=2)
     results = await new_map(config, db, concurrency=4).run_all(range(12))
     assert all(r.ok and r.attempts == 3 for r in results)
-    assert len(opened) == 2
+    assert len(opened) == 1
     # Every turn of every sub-session is stored, and searchable with nothing queued.
     store = Store(db)
     assert store.native.search_backlog() == 0

@@ -6,6 +6,9 @@ import json
 import multiprocessing
 import random
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -763,23 +766,72 @@ def test_a_summary_never_covers_an_unfinished_tool_call(store: Store, sid: str) 
     assert "file_0badc0de" in messages[1]["content"]
 
 
-def test_finish_turn_stores_the_reply_then_its_event_and_gives_the_view_size(
+def test_finish_turn_stores_the_reply_and_its_event_in_one_transaction(
     store: Store, sid: str
 ) -> None:
     native = store.native
     streamed = native.begin_message(sid, "assistant")
-    payload = json.dumps({"message_id": streamed, "role": "assistant"})
+    payload = {"message_id": streamed, "role": "assistant"}
     text = [{"kind": "text", "text": "the answer"}]
-    finished = native.finish_turn(sid, streamed, text, True, None, "message_created", payload)
-    assert finished["id"] == streamed and finished["event_error"] is None
+    finished = native.finish_turn(
+        sid, streamed, text, True, None, "message_created", json.dumps(payload)
+    )
+    assert finished["id"] == streamed
     assert finished["view_tokens"] == native.view_stats(sid)["tokens"] > 0
-    assert [e["payload_json"] for e in native.events(sid)] == [payload]
+    assert [json.loads(e["payload_json"]) for e in native.events(sid)] == [payload]
     # A reply finished twice is refused whole: no second event, nothing changed.
     with pytest.raises(InvalidInputError, match="already complete"):
-        native.finish_turn(sid, streamed, text, True, None, "message_created", payload)
+        native.finish_turn(sid, streamed, text, True, None, "message_created", json.dumps(payload))
     assert len(native.events(sid)) == 1
-    # An event that cannot be recorded does not undo the stored reply: it is reported.
+    # An event that cannot be recorded is refused before anything is written.
     other = native.begin_message(sid, "assistant")
-    reported = native.finish_turn(sid, other, text, True, None, "message_created", "not json")
-    assert reported["event_error"] and "JSON" in reported["event_error"]
-    assert native.get_message(other)["status"] == "complete"
+    with pytest.raises(InvalidInputError, match="JSON"):
+        native.finish_turn(sid, other, text, True, None, "message_created", "not json")
+    assert native.get_message(other)["status"] == "streaming"
+    assert len(native.events(sid)) == 1
+
+
+_HOLD_THE_WRITE_LOCK = """
+import sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.read()
+connection.execute("ROLLBACK")
+"""
+
+
+def test_a_write_that_cannot_wait_gives_way_to_another_writer(
+    store: Store, sid: str, db_path: Path
+) -> None:
+    """Without ``wait``, a write gives up at once, having written nothing, while
+    another process holds the file's write lock (the busy timeout is 30 s); once
+    the lock is free, the same call writes."""
+    native = store.native
+    parts = [{"kind": "text", "text": "hello"}]
+    payload = json.dumps({"role": "user"})
+    # Another process: two SQLite libraries in one process do not see each other's locks.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_THE_WRITE_LOCK, str(db_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        started = time.perf_counter()
+        assert (
+            native.append_turn(sid, "user", parts, "message_created", payload, wait=False) is None
+        )
+        assert native.begin_message(sid, "assistant", wait=False) is None
+        assert time.perf_counter() - started < 1.0
+    finally:
+        holder.communicate("")
+    assert native.history(sid) == [] and native.events(sid) == []
+    appended = native.append_turn(sid, "user", parts, "message_created", payload, wait=False)
+    assert appended is not None and appended["view_tokens"] > 0
+    assert [m["id"] for m in native.history(sid)] == [appended["id"]]
+    # A part too large to count at once on an event loop is left to a write that may wait.
+    large = [{"kind": "text", "text": "word " * 20_000}]
+    assert native.append_turn(sid, "user", large, "message_created", payload, wait=False) is None
+    assert len(native.history(sid)) == 1

@@ -5,7 +5,7 @@ format of :func:`lossless.parts.part_to_wire`.
 """
 
 import os
-from typing import Any, Self, final
+from typing import Any, Literal, Self, final, overload
 
 __all__ = [
     "MARKER_TOKENS",
@@ -261,14 +261,50 @@ class Store:
     def append_message(
         self, session_id: str, role: str, parts: list[dict[str, Any]], model: str | None = None
     ) -> dict[str, Any]: ...
+    @overload
     def append_turn(
-        self, session_id: str, role: str, parts: list[dict[str, Any]], event: str, payload_json: str
+        self,
+        session_id: str,
+        role: str,
+        parts: list[dict[str, Any]],
+        event: str,
+        payload_json: str,
+        wait: Literal[True] = True,
     ) -> dict[str, Any]:
         """A turn as one transaction: the message, the event ``event`` (its payload given
-        the new message's id) and, read right after, the view's size (``view_tokens``)."""
+        the new message's id) and, read right after, the view's size (``view_tokens``).
+        With ``wait=False`` the write is made at once, the interpreter held, or not at
+        all (``None``, nothing written): where it would wait on another writer's lock,
+        a checkpoint, the search index, or a part of more than 64 KiB."""
+    @overload
+    def append_turn(
+        self,
+        session_id: str,
+        role: str,
+        parts: list[dict[str, Any]],
+        event: str,
+        payload_json: str,
+        wait: bool,
+    ) -> dict[str, Any] | None: ...
+    @overload
     def begin_message(
-        self, session_id: str, role: str, model: str | None = None, owner: str = "local"
+        self,
+        session_id: str,
+        role: str,
+        model: str | None = None,
+        owner: str = "local",
+        wait: Literal[True] = True,
     ) -> str: ...
+    @overload
+    def begin_message(
+        self,
+        session_id: str,
+        role: str,
+        model: str | None = None,
+        owner: str = "local",
+        *,
+        wait: bool,
+    ) -> str | None: ...
     def finish_message(
         self,
         message_id: str,
@@ -276,6 +312,7 @@ class Store:
         complete: bool,
         usage: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
+    @overload
     def finish_turn(
         self,
         session_id: str,
@@ -285,7 +322,22 @@ class Store:
         usage: dict[str, Any] | None,
         event: str,
         payload_json: str,
-    ) -> dict[str, Any]: ...
+        wait: Literal[True] = True,
+    ) -> dict[str, Any]:
+        """A reply finished as one transaction with its event, and the view's size
+        (``view_tokens``) read right after; ``wait`` as in ``append_turn``."""
+    @overload
+    def finish_turn(
+        self,
+        session_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        complete: bool,
+        usage: dict[str, Any] | None,
+        event: str,
+        payload_json: str,
+        wait: bool,
+    ) -> dict[str, Any] | None: ...
     def update_tool(
         self,
         session_id: str,
@@ -294,6 +346,7 @@ class Store:
         output: str | None = None,
         error: str | None = None,
     ) -> None: ...
+    @overload
     def update_tool_turn(
         self,
         session_id: str,
@@ -303,9 +356,22 @@ class Store:
         error: str | None,
         event: str,
         payload_json: str,
+        wait: Literal[True] = True,
     ) -> int:
         """``update_tool`` as one transaction with the event ``event``; returns the view's
-        size in tokens, read right after."""
+        size in tokens, read right after; ``wait`` as in ``append_turn``."""
+    @overload
+    def update_tool_turn(
+        self,
+        session_id: str,
+        call_id: str,
+        status: str,
+        output: str | None,
+        error: str | None,
+        event: str,
+        payload_json: str,
+        wait: bool,
+    ) -> int | None: ...
     def get_message(self, message_id: str) -> dict[str, Any]: ...
     def history(self, session_id: str) -> list[dict[str, Any]]: ...
     # context view
@@ -490,6 +556,7 @@ def map_inputs(store: Store, map_id: str) -> list[str]:
 def map_outcomes(store: Store, map_id: str) -> list[dict[str, Any]]:
     """Every outcome stored for a run, by item then in the order written."""
 
+@overload
 def record_map_outcome(
     store: Store,
     map_id: str,
@@ -501,9 +568,27 @@ def record_map_outcome(
     attempts: int,
     usage: str,
     session_id: str | None = None,
-) -> None:
-    """Stores one item's outcome; a second success raises ``MapConflictError``."""
+    wait: Literal[True] = True,
+) -> bool:
+    """Stores one item's outcome (``True``); a second success raises ``MapConflictError``. With
+    ``wait=False``, ``None`` where the write would wait (see ``Store.append_turn``)."""
 
+@overload
+def record_map_outcome(
+    store: Store,
+    map_id: str,
+    idx: int,
+    succeeded: bool,
+    output: str | None,
+    error_kind: str | None,
+    error: str | None,
+    attempts: int,
+    usage: str,
+    session_id: str | None = None,
+    *,
+    wait: bool,
+) -> bool | None: ...
+@overload
 def create_child_session(
     store: Store,
     model: str,
@@ -512,9 +597,22 @@ def create_child_session(
     parent_id: str,
     map_id: str,
     idx: int,
+    wait: Literal[True] = True,
 ) -> str:
-    """Creates the session of item ``idx`` of a run, linked to ``parent_id``."""
+    """Creates the session of item ``idx`` of a run, linked to ``parent_id``. With
+    ``wait=False``, ``None`` where the write would wait (see ``Store.append_turn``)."""
 
+@overload
+def create_child_session(
+    store: Store,
+    model: str,
+    config: str,
+    system_prompt: str | None,
+    parent_id: str,
+    map_id: str,
+    idx: int,
+    wait: bool,
+) -> str | None: ...
 def item_session(store: Store, map_id: str, idx: int) -> str | None:
     """The session item ``idx`` of a run ran in, if it started."""
 

@@ -25,6 +25,7 @@ import anyio.lowlevel
 
 from lossless import _native
 from lossless._background import Background
+from lossless._writes import write_now_or_in_thread
 from lossless.arena import ArenaWriteResult, InjectionReport, Priority, SessionArena
 from lossless.arena._session import Planned, Prepared
 from lossless.calibration import TokenCalibration
@@ -287,8 +288,15 @@ class Session:
         if link is None:
             session_id = store.create_session(model, shared.snapshot, system_prompt)
         else:
-            session_id = await anyio.to_thread.run_sync(
-                _native.create_child_session, store, model, shared.snapshot, system_prompt, *link
+            session_id = await write_now_or_in_thread(
+                partial(
+                    _native.create_child_session,
+                    store,
+                    model,
+                    shared.snapshot,
+                    system_prompt,
+                    *link,
+                )
             )
         session = cls(
             store=store,
@@ -564,13 +572,14 @@ class Session:
 
     # -- writing ---------------------------------------------------------------
 
-    async def _write_turn(self, write: Callable[[str], _T], event: Event) -> _T:
-        """Runs a turn's write in a worker thread: a write can wait on another
-        writer's lock (a round committing, another process), and the event loop must
-        not. ``write`` gets ``event``'s payload as JSON and records the event in the
+    async def _write_turn(self, write: Callable[..., _T | None], event: Event) -> _T:
+        """Makes a turn's write on the loop when it can be made without waiting, else
+        in a worker thread: a write can wait on another writer's lock (a round
+        committing, another process), and the event loop must not (decision 120).
+        ``write`` gets ``event``'s payload as JSON and records the event in the
         write's own transaction; the caller then completes the payload from the result
         (a new message's id) and delivers the event to its handlers, on the loop."""
-        return await anyio.to_thread.run_sync(write, json.dumps(event.payload, default=str))
+        return await write_now_or_in_thread(partial(write, json.dumps(event.payload, default=str)))
 
     async def record(self, role: str, parts: PartsInput) -> RecordResult:
         """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
@@ -840,7 +849,7 @@ class Session:
             messages = with_cache_hints(messages, request.hints)
         self._last_messages = messages
         owner = owner_token()
-        message_id = await anyio.to_thread.run_sync(
+        message_id = await write_now_or_in_thread(
             partial(self._store.begin_message, self.id, "assistant", self.model, owner)
         )
         checkpoint = StreamCheckpoint(
@@ -993,9 +1002,10 @@ class Session:
     async def _finish_reply(
         self, message_id: str, reply: StreamedReply, created: Event
     ) -> tuple[dict[str, Any], int]:
-        """Stores a reply whole, records its event and reads the view's size in one
-        native call in a worker thread (decision 103). What the call takes is made
-        here, on the loop: Python code in the worker would wait for the interpreter."""
+        """Stores a reply whole with its event, and reads the view's size, in one
+        native call (decision 103): on the loop when it need not wait, else in a
+        worker thread (decision 120). What the call takes is made here, on the loop:
+        Python code in the worker would wait for the interpreter."""
         finish = partial(
             self._store.finish_turn,
             self.id,
@@ -1006,9 +1016,7 @@ class Session:
             created.name.value,
             json.dumps(created.payload, default=str),
         )
-        finished = await anyio.to_thread.run_sync(finish)
-        if finished["event_error"] is not None:
-            log.error("could not persist event %s: %s", created.name.value, finished["event_error"])
+        finished = await write_now_or_in_thread(finish)
         return finished, int(finished["view_tokens"])
 
     def _calibrate(self, counted: int, reported: int | None) -> None:

@@ -14,6 +14,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Self
 
 import anyio
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 
 from lossless import _native
 from lossless._background import Background
+from lossless._writes import write_now_or_in_thread
 from lossless.errors import MapConflictError
 from lossless.events import EventBus, EventName
 
@@ -281,7 +283,7 @@ class MapStream:
             )
             try:
                 # Not cancellable once begun: an outcome is stored whole or not at all.
-                await anyio.to_thread.run_sync(_record, store, result, dump)
+                await write_now_or_in_thread(partial(_record, store, result, dump))
             except MapConflictError:
                 log.warning(
                     "item %d of %s already succeeded; not recorded again", index, self.map_id
@@ -309,9 +311,10 @@ class MapStream:
         )
 
 
-def _record(store: _native.Store, result: MapResult, dump: Dump) -> None:
+def _record(store: _native.Store, result: MapResult, dump: Dump, *, wait: bool) -> bool | None:
+    """Stores an item's outcome; without ``wait``, ``None`` where the write would wait."""
     output = None if not result.ok else json.dumps(dump(result.output), ensure_ascii=False)
-    _native.record_map_outcome(
+    return _native.record_map_outcome(
         store,
         result.map_id,
         result.index,
@@ -322,6 +325,7 @@ def _record(store: _native.Store, result: MapResult, dump: Dump) -> None:
         result.attempts,
         json.dumps(result.usage),
         result.session_id,
+        wait=wait,
     )
 
 

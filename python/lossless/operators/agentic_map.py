@@ -171,8 +171,10 @@ class AgenticMap:
 
     async def _share_session_parts(self) -> None:
         """The connections, counter and limits every new sub-session of this run
-        shares, made once (decision 102)."""
-        self._shared = await shared_session_parts(self.model, self._db, self.config)
+        shares, made once (decision 102). The run's own connection is the one its
+        sub-sessions write turns through: its outcomes and their turns share one
+        checkpoint mark, the one of a turn connection (decision 121)."""
+        self._shared = await shared_session_parts(self.model, self._store, self.config)
 
     async def _flush_search_index(self) -> None:
         """Indexes what the sub-sessions queued for search, once the run ends: the

@@ -77,9 +77,11 @@ pub fn map_outcomes<'py>(
     Ok(list)
 }
 
-/// Stores one item's outcome; a second success of an item raises `MapConflictError`.
+/// Stores one item's outcome (returning `True`); a second success of an item raises
+/// `MapConflictError`. Without `wait`, `None` where the write would wait (see
+/// `Store.write`).
 #[pyfunction]
-#[pyo3(signature = (store, map_id, idx, succeeded, output, error_kind, error, attempts, usage, session_id = None))]
+#[pyo3(signature = (store, map_id, idx, succeeded, output, error_kind, error, attempts, usage, session_id = None, wait = true))]
 #[expect(
     clippy::too_many_arguments,
     reason = "one argument per column of the outcome"
@@ -96,7 +98,8 @@ pub fn record_map_outcome(
     attempts: i64,
     usage: String,
     session_id: Option<String>,
-) -> PyResult<()> {
+    wait: bool,
+) -> PyResult<Option<bool>> {
     let outcome = MapOutcome {
         idx,
         succeeded,
@@ -108,12 +111,14 @@ pub fn record_map_outcome(
         session_id,
         created_at: 0,
     };
-    store.with(py, |core| core.record_map_outcome(&map_id, &outcome))
+    let written = store.write(py, wait, |core| core.record_map_outcome(&map_id, &outcome))?;
+    Ok(written.map(|()| true))
 }
 
 /// Creates the session of item `idx` of a run, linked to `parent_id`; returns its id.
+/// Without `wait`, `None` where the write would wait (see `Store.write`).
 #[pyfunction]
-#[pyo3(signature = (store, model, config, system_prompt, parent_id, map_id, idx))]
+#[pyo3(signature = (store, model, config, system_prompt, parent_id, map_id, idx, wait = true))]
 #[expect(
     clippy::too_many_arguments,
     reason = "the session's columns and its link"
@@ -127,8 +132,9 @@ pub fn create_child_session(
     parent_id: String,
     map_id: String,
     idx: i64,
-) -> PyResult<String> {
-    store.with(py, |core| {
+    wait: bool,
+) -> PyResult<Option<String>> {
+    store.write(py, wait, |core| {
         core.create_child_session(
             &model,
             &config,

@@ -49,6 +49,31 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Runs the write `work`: with `wait`, as [`Store::with`] does; without, only if
+    /// no other thread is using this connection, with the interpreter held and
+    /// nothing waited for (the core's `without_waiting`), `None` where it would
+    /// have waited. A write made on the event loop tries that first: a worker
+    /// thread's round trip, and its wait for the interpreter, cost more than the
+    /// write itself.
+    pub(crate) fn write<T, F>(&self, py: Python<'_>, wait: bool, work: F) -> PyResult<Option<T>>
+    where
+        F: FnOnce(&mut core_store::Store) -> Result<T> + Send,
+        T: Send,
+    {
+        if wait {
+            return self.with(py, work).map(Some);
+        }
+        let mut store = match self.inner.try_lock() {
+            Ok(store) => store,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+        };
+        lossless_core::error::catch_panic(|| store.without_waiting(work))
+            .map_err(|err| crate::errors::to_py_err(err.with_path(&self.path)))
+    }
+}
+
 pub(crate) fn dict_of<'py>(
     py: Python<'py>,
     items: &[(&str, Bound<'py, PyAny>)],
@@ -233,7 +258,9 @@ impl Store {
 
     /// A turn as one transaction: the message, the event `event` (its payload given
     /// the new message's id) and, read right after, the view's size in tokens.
-    #[pyo3(signature = (session_id, role, parts, event, payload_json))]
+    /// Without `wait`, `None` where the write would wait (see [`Store::write`]).
+    #[pyo3(signature = (session_id, role, parts, event, payload_json, wait = true))]
+    #[allow(clippy::too_many_arguments)]
     fn append_turn<'py>(
         &self,
         py: Python<'py>,
@@ -242,21 +269,26 @@ impl Store {
         parts: &Bound<'py, PyAny>,
         event: &str,
         payload_json: &str,
-    ) -> PyResult<Bound<'py, PyDict>> {
+        wait: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let session_id = convert::text(session_id, "session_id")?;
         let role = convert::role(role)?;
         let parts = convert::parts(parts)?;
         let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
-        let (result, view_tokens) = self.with(py, |store| {
+        let written = self.write(py, wait, |store| {
             let result = store.append_turn(&session_id, role, &parts, None, Some(&event))?;
             Ok((result, store.view_stats(&session_id)?.tokens))
         })?;
+        let Some((result, view_tokens)) = written else {
+            return Ok(None);
+        };
         let dict = append_result(py, &result)?;
         dict.set_item("view_tokens", view_tokens)?;
-        Ok(dict)
+        Ok(Some(dict))
     }
 
-    #[pyo3(signature = (session_id, role, model = None, owner = "local"))]
+    /// Without `wait`, `None` where the write would wait (see [`Store::write`]).
+    #[pyo3(signature = (session_id, role, model = None, owner = "local", wait = true))]
     fn begin_message(
         &self,
         py: Python<'_>,
@@ -264,9 +296,10 @@ impl Store {
         role: &str,
         model: Option<&str>,
         owner: &str,
-    ) -> PyResult<String> {
+        wait: bool,
+    ) -> PyResult<Option<String>> {
         let role = Role::parse(role).map_err(crate::errors::to_py_err)?;
-        self.with(py, |store| {
+        self.write(py, wait, |store| {
             store.begin_message(session_id, role, model, owner)
         })
     }
@@ -288,11 +321,12 @@ impl Store {
         append_result(py, &result)
     }
 
-    /// [`Store::finish_message`] of a reply of `session_id`, then its event and
-    /// the view's size, in one call: the interpreter is released once for the three
-    /// (decision 103). Returns the message as `finish_message` does, with
-    /// `view_tokens` and `event_error` (why the event was not recorded, or None).
-    #[pyo3(signature = (session_id, message_id, parts, complete, usage, event, payload_json))]
+    /// A reply of `session_id` finished as one transaction with its event `event`
+    /// (its payload given the message's id), and the view's size read right after,
+    /// in one call (decision 103). Returns the message as `finish_message` does,
+    /// with `view_tokens`; without `wait`, `None` where the write would wait (see
+    /// [`Store::write`]).
+    #[pyo3(signature = (session_id, message_id, parts, complete, usage, event, payload_json, wait = true))]
     #[allow(clippy::too_many_arguments)]
     fn finish_turn<'py>(
         &self,
@@ -304,23 +338,21 @@ impl Store {
         usage: Option<&Bound<'py, PyDict>>,
         event: &str,
         payload_json: &str,
-    ) -> PyResult<Bound<'py, PyDict>> {
+        wait: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let parts = convert::parts(parts)?;
         let usage = convert::usage(usage)?;
-        let (result, event_error, view_tokens) = self.with(py, |store| {
-            let result = store.finish_message(message_id, &parts, complete, &usage)?;
-            // The reply is stored: an event that cannot be recorded is reported, not
-            // raised, as the event bus does with any event.
-            let event_error = store
-                .append_event(session_id, event, payload_json)
-                .err()
-                .map(|err| err.to_string());
-            Ok((result, event_error, store.view_stats(session_id)?.tokens))
+        let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
+        let written = self.write(py, wait, |store| {
+            let result = store.finish_turn(message_id, &parts, complete, &usage, Some(&event))?;
+            Ok((result, store.view_stats(session_id)?.tokens))
         })?;
+        let Some((result, view_tokens)) = written else {
+            return Ok(None);
+        };
         let dict = append_result(py, &result)?;
         dict.set_item("view_tokens", view_tokens)?;
-        dict.set_item("event_error", event_error)?;
-        Ok(dict)
+        Ok(Some(dict))
     }
 
     #[pyo3(signature = (session_id, call_id, status, output = None, error = None))]
@@ -338,8 +370,9 @@ impl Store {
     }
 
     /// [`Store::update_tool`] as one transaction with the event `event`; returns
-    /// the view's size in tokens, read right after.
-    #[pyo3(signature = (session_id, call_id, status, output, error, event, payload_json))]
+    /// the view's size in tokens, read right after. Without `wait`, `None` where
+    /// the write would wait (see [`Store::write`]).
+    #[pyo3(signature = (session_id, call_id, status, output, error, event, payload_json, wait = true))]
     #[allow(clippy::too_many_arguments)]
     fn update_tool_turn(
         &self,
@@ -351,10 +384,11 @@ impl Store {
         error: Option<&Bound<'_, PyAny>>,
         event: &str,
         payload_json: &str,
-    ) -> PyResult<i64> {
+        wait: bool,
+    ) -> PyResult<Option<i64>> {
         let update = ToolUpdate::convert(session_id, call_id, status, output, error)?;
         let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
-        self.with(py, |store| {
+        self.write(py, wait, |store| {
             update.apply(store, Some(&event))?;
             Ok(store.view_stats(&update.session_id)?.tokens)
         })

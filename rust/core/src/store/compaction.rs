@@ -907,7 +907,7 @@ impl Store {
     ) -> Result<bool> {
         self.session(session_id)?;
         let now = now_ms();
-        let _gate = self.writer.hold();
+        let _gate = self.writer.hold()?;
         let changed = self
             .conn
             .prepare_cached(
@@ -921,7 +921,7 @@ impl Store {
 
     /// Gives the lease back, if `holder` has it.
     pub fn release_compaction_lease(&mut self, session_id: &str, holder: &str) -> Result<()> {
-        let _gate = self.writer.hold();
+        let _gate = self.writer.hold()?;
         self.conn
             .prepare_cached("DELETE FROM compaction_leases WHERE session_id = ?1 AND holder = ?2")?
             .execute(params![session_id, holder])?;

@@ -84,7 +84,7 @@ impl Store {
         serde_json::from_str::<serde_json::Value>(payload)
             .map_err(|err| Error::invalid("payload", format!("not valid JSON: {err}")))?;
         self.session(session_id)?;
-        let _gate = self.writer.hold();
+        let _gate = self.writer.hold()?;
         insert_event(&self.conn, session_id, name, payload)
     }
 

@@ -14,17 +14,26 @@
 //! replaces it: it notes the log's length at each commit, and the writer copies
 //! pages (a passive checkpoint, which never blocks other writers) once the gate is
 //! open again.
+//!
+//! A write made on an event loop must not wait at all: [`Store::without_waiting`]
+//! runs one with the busy timeout at zero and the gate only tried, and gives up,
+//! having written nothing, where it would otherwise wait (the lock held, here or by
+//! another process) or do work that can take milliseconds (a checkpoint, moving the
+//! search backlog into the index). The caller then makes the same write where
+//! waiting is allowed.
 
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError, Weak};
+use std::time::Duration;
 
 use rusqlite::hooks::Wal;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use crate::error::Result;
+use super::Store;
+use crate::error::{Error, Result};
 
 /// Pages the log may hold before a writer copies them into the database file:
 /// SQLite's own default.
@@ -39,23 +48,32 @@ static GATES: OnceLock<Mutex<HashMap<String, Weak<Mutex<()>>>>> = OnceLock::new(
 thread_local! {
     /// The log's length in pages after this thread's last commit, from the hook.
     static LOG_PAGES: Cell<c_int> = const { Cell::new(0) };
+    /// Whether this thread is inside [`Store::without_waiting`].
+    static NOT_WAITING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// How one connection writes: its file's gate and its checkpoint mark.
+/// How one connection writes: its file's gate, its checkpoint mark, and its busy
+/// timeout.
 pub(super) struct Writer {
     gate: Gate,
     checkpoint_pages: u32,
+    busy_timeout: Duration,
+    /// A write that could not wait passed the mark: the next write that can copies
+    /// the log.
+    checkpoint_due: Cell<bool>,
 }
 
 impl Writer {
     /// The writer of `conn` on the database at `path`: the gate shared with every
     /// other store of this process on the same file (a private one for an
     /// in-memory database), and the hook that takes over checkpoints.
-    pub(super) fn new(conn: &Connection, path: &str) -> Self {
+    pub(super) fn new(conn: &Connection, path: &str, busy_timeout: Duration) -> Self {
         conn.wal_hook(Some(note_log_pages));
         Self {
             gate: gate_for(path),
             checkpoint_pages: DEFAULT_CHECKPOINT_PAGES,
+            busy_timeout,
+            checkpoint_due: Cell::new(false),
         }
     }
 
@@ -63,11 +81,20 @@ impl Writer {
         self.checkpoint_pages = pages;
     }
 
-    /// Holds the gate until dropped: for a write of a single statement.
-    pub(super) fn hold(&self) -> MutexGuard<'_, ()> {
+    /// Holds the gate until dropped: for a write of a single statement. Without
+    /// waiting (see [`Store::without_waiting`]), a gate another connection holds
+    /// fails the write at once.
+    pub(super) fn hold(&self) -> Result<MutexGuard<'_, ()>> {
         // A panic while the gate was held cannot leave a write half done (SQLite
         // rolls back what was not committed), so a poisoned gate is still good.
-        self.gate.lock().unwrap_or_else(PoisonError::into_inner)
+        if !NOT_WAITING.with(Cell::get) {
+            return Ok(self.gate.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+        match self.gate.try_lock() {
+            Ok(gate) => Ok(gate),
+            Err(TryLockError::Poisoned(poisoned)) => Ok(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(would_wait("another write")),
+        }
     }
 }
 
@@ -100,42 +127,93 @@ fn gate_for(path: &str) -> Gate {
     gate
 }
 
+/// The error that ends a write made without waiting where it would wait: it is
+/// rolled back, and [`Store::without_waiting`] answers `None`.
+fn would_wait(what: &str) -> Error {
+    Error::Busy(format!("{what}: not done in a write that cannot wait"))
+}
+
+/// Fails a write made without waiting that is about to do `what`, work that can
+/// take milliseconds; lets any other write go on.
+pub(super) fn refuse_slow_work_when_not_waiting(what: &str) -> Result<()> {
+    if NOT_WAITING.with(Cell::get) {
+        return Err(would_wait(what));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Runs `work` (one write and what it reads) so that it never waits: the
+    /// file's gate is only tried, SQLite's busy timeout is zero, and moving the
+    /// search backlog or copying the log is left to a later write. Returns `None`,
+    /// with nothing written, where `work` would have waited; the caller makes the
+    /// write again where it may wait. Meant for a short write made on an event
+    /// loop, which must never wait on another writer's lock.
+    pub fn without_waiting<T>(
+        &mut self,
+        work: impl FnOnce(&mut Store) -> Result<T>,
+    ) -> Result<Option<T>> {
+        if self.writer.checkpoint_due.get() {
+            return Ok(None);
+        }
+        self.conn.busy_timeout(Duration::ZERO)?;
+        NOT_WAITING.with(|flag| flag.set(true));
+        // A panic must not leave the thread, or the connection, unable to wait.
+        let outcome = crate::error::catch_panic(|| work(self));
+        NOT_WAITING.with(|flag| flag.set(false));
+        self.conn.busy_timeout(self.writer.busy_timeout)?;
+        match outcome {
+            Ok(value) => Ok(Some(value)),
+            Err(Error::Busy(_)) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
 /// A write transaction that holds its file's gate.
 pub(super) struct Write<'a> {
     // Declared first, so it is rolled back (when not committed) before the gate opens.
     tx: Transaction<'a>,
     gate: MutexGuard<'a, ()>,
     conn: &'a Connection,
-    checkpoint_pages: u32,
+    writer: &'a Writer,
 }
 
 impl<'a> Write<'a> {
-    /// Takes the gate, then SQLite's write lock (`BEGIN IMMEDIATE`).
+    /// Takes the gate, then SQLite's write lock (`BEGIN IMMEDIATE`). Without
+    /// waiting (see [`Store::without_waiting`]), a gate another connection holds
+    /// fails the write at once.
     pub(super) fn begin(conn: &'a mut Connection, writer: &'a Writer) -> Result<Self> {
-        let gate = writer.hold();
+        let gate = writer.hold()?;
         let conn: &'a Connection = conn;
         Ok(Self {
             tx: Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?,
             gate,
             conn,
-            checkpoint_pages: writer.checkpoint_pages,
+            writer,
         })
     }
 
     /// Commits, opens the gate, then copies the log into the database file if it
-    /// has grown past the mark.
+    /// has grown past the mark (or a write that could not wait left it to this one).
     pub(super) fn commit(self) -> Result<()> {
         let Self {
             tx,
             gate,
             conn,
-            checkpoint_pages,
+            writer,
         } = self;
         LOG_PAGES.with(|log| log.set(0));
         tx.commit()?;
         drop(gate);
         let pages = LOG_PAGES.with(Cell::get);
-        if pages > 0 && pages as u32 >= checkpoint_pages {
+        let past_mark = pages > 0 && pages as u32 >= writer.checkpoint_pages;
+        if NOT_WAITING.with(Cell::get) {
+            writer
+                .checkpoint_due
+                .set(writer.checkpoint_due.get() || past_mark);
+        } else if past_mark || writer.checkpoint_due.get() {
+            writer.checkpoint_due.set(false);
             // The write is committed whatever becomes of the copy; a copy that
             // cannot run now (another checkpoint is running) is done by a later one.
             let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
@@ -182,7 +260,7 @@ mod tests {
         let mut conn = Connection::open(&path).unwrap();
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
             .unwrap();
-        let mut writer = Writer::new(&conn, path.to_str().unwrap());
+        let mut writer = Writer::new(&conn, path.to_str().unwrap(), Duration::from_secs(5));
         writer.set_checkpoint_pages(mark);
         conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
         for _ in 0..3 {
@@ -193,6 +271,64 @@ mod tests {
             write.commit().unwrap();
         }
         std::fs::metadata(&path).unwrap().len()
+    }
+
+    fn sessions(store: &Store) -> i64 {
+        store
+            .conn
+            .query_row("SELECT count(*) FROM sessions", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_write_that_cannot_wait_gives_way_to_the_gate_and_to_a_due_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wait.db");
+        let path = path.to_str().unwrap();
+        let options = super::super::OpenOptions::default();
+        let mut store = Store::open(path, &options).unwrap();
+        let other = Store::open(path, &options).unwrap();
+        let create = |store: &mut Store| store.create_session("gpt-4o", "{}", None);
+        {
+            // A round committing on the other connection of the process.
+            let _held = other.writer.hold().unwrap();
+            assert!(store.without_waiting(create).unwrap().is_none());
+        }
+        assert_eq!(sessions(&store), 0);
+        assert!(store.without_waiting(create).unwrap().is_some());
+        let timeout: i64 = store
+            .conn
+            .query_row("PRAGMA busy_timeout", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(timeout, 30_000, "the busy timeout is restored");
+        // Past the mark, the copy is left to the next write that may wait, and
+        // until it has run, no write is made without waiting.
+        let session = create(&mut store).unwrap();
+        let begin = |store: &mut Store| {
+            store.begin_message(&session, crate::parts::Role::Assistant, None, "here:1:a")
+        };
+        store.set_checkpoint_pages(1);
+        assert!(store.without_waiting(begin).unwrap().is_some());
+        assert!(store.writer.checkpoint_due.get());
+        assert!(store.without_waiting(begin).unwrap().is_none());
+        begin(&mut store).unwrap();
+        assert!(!store.writer.checkpoint_due.get());
+        store.set_checkpoint_pages(DEFAULT_CHECKPOINT_PAGES);
+        assert!(store.without_waiting(begin).unwrap().is_some());
+        let messages: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM messages", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(messages, 3);
+    }
+
+    #[test]
+    fn slow_work_fails_only_a_write_that_cannot_wait() {
+        assert!(refuse_slow_work_when_not_waiting("indexing").is_ok());
+        NOT_WAITING.with(|flag| flag.set(true));
+        let refused = refuse_slow_work_when_not_waiting("indexing");
+        NOT_WAITING.with(|flag| flag.set(false));
+        assert!(matches!(refused, Err(Error::Busy(_))));
     }
 
     #[test]

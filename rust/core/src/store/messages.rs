@@ -64,6 +64,9 @@ pub(super) fn prepare_parts<'a>(
     counter: &TokenCounter,
     parts: &'a [Part],
 ) -> Result<Vec<PreparedPart<'a>>> {
+    if parts.iter().map(text_bytes).sum::<usize>() > LIGHT_WRITE_BYTES {
+        super::gate::refuse_slow_work_when_not_waiting("counting a large message")?;
+    }
     let mut prepared = Vec::with_capacity(parts.len());
     for (index, part) in parts.iter().enumerate() {
         parts::validate(&format!("parts[{index}]"), part)?;
@@ -77,6 +80,23 @@ pub(super) fn prepare_parts<'a>(
         });
     }
     Ok(prepared)
+}
+
+/// Text a write may count and store without waiting (see `Store::without_waiting`):
+/// counting 64 KiB takes well under a millisecond.
+const LIGHT_WRITE_BYTES: usize = 64 * 1024;
+
+/// The bytes of text a part holds, for [`LIGHT_WRITE_BYTES`].
+fn text_bytes(part: &Part) -> usize {
+    match part {
+        Part::Text(text) => text.len(),
+        Part::Tool(tool) => {
+            tool.input.len()
+                + tool.output.as_ref().map_or(0, String::len)
+                + tool.error.as_ref().map_or(0, String::len)
+        }
+        Part::FileRef(file) => file.path.len() + file.summary.len(),
+    }
 }
 
 /// File ids a part mentions anywhere: text, tool input, output and error, or its reference.
@@ -391,6 +411,19 @@ impl Store {
         complete: bool,
         usage: &Usage,
     ) -> Result<AppendResult> {
+        self.finish_turn(message_id, parts, complete, usage, None)
+    }
+
+    /// [`Store::finish_message`], with `event` (its payload given the message's
+    /// `message_id`) written in the same transaction: a reply as one commit.
+    pub fn finish_turn(
+        &mut self,
+        message_id: &str,
+        parts: &[Part],
+        complete: bool,
+        usage: &Usage,
+        event: Option<&WriteEvent>,
+    ) -> Result<AppendResult> {
         let (session_id, seq, role, status) = self.message_head(message_id)?;
         if status != "streaming" {
             return Err(Error::invalid(
@@ -416,6 +449,9 @@ impl Store {
             usage,
         };
         let placed = close_message(&tx, &closing, &prepared)?;
+        if let Some(event) = event {
+            event.insert(&tx, &session_id, &[("message_id", message_id)])?;
+        }
         tx.commit()?;
         if let Some((position, version)) = placed {
             let item = ViewItem {
@@ -477,6 +513,9 @@ impl Store {
             if let Some(text) = text {
                 check_content(field, text)?;
             }
+        }
+        if output.map_or(0, str::len) + error.map_or(0, str::len) > LIGHT_WRITE_BYTES {
+            super::gate::refuse_slow_work_when_not_waiting("counting a large tool result")?;
         }
         let counter = self.counter(session_id)?;
         let tx = Write::begin(&mut self.conn, &self.writer)?;

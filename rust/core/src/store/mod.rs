@@ -190,7 +190,7 @@ impl Store {
             // never waits for readers.
             conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         }
-        Ok(Self::on(conn, path, false, indexed_languages))
+        Ok(Self::on(conn, path, false, indexed_languages, options))
     }
 
     /// A store on the configured connection `conn` to the database at `path`, its
@@ -200,9 +200,10 @@ impl Store {
         path: &str,
         read_only: bool,
         indexed_languages: std::sync::Arc<tokenizer::Seen>,
+        options: &OpenOptions,
     ) -> Self {
         Self {
-            writer: gate::Writer::new(&conn, path),
+            writer: gate::Writer::new(&conn, path, options.busy_timeout),
             conn,
             path: path.to_string(),
             sessions: HashMap::new(),

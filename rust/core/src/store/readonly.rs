@@ -66,7 +66,7 @@ impl Store {
         )?;
         conn.set_prepared_statement_cache_capacity(64);
         let indexed_languages = super::tokenizer::register(&conn)?;
-        Ok(Self::on(conn, path, true, indexed_languages))
+        Ok(Self::on(conn, path, true, indexed_languages, options))
     }
 
     /// Whether this store was opened read-only.

@@ -77,6 +77,7 @@ pub(super) use part_search_text;
 /// Rebuilds the index rows of everything queued, from the stored text (see
 /// [`part_search_text`]), and empties the queue.
 pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
+    super::gate::refuse_slow_work_when_not_waiting("moving the search backlog")?;
     tx.prepare_cached("DELETE FROM fts WHERE rowid IN (SELECT fts_rowid FROM search_backlog)")?
         .execute([])?;
     let moved = tx

@@ -44,7 +44,7 @@ impl Store {
             check_content("system_prompt", prompt)?;
         }
         let id = new_id("ses");
-        let _gate = self.writer.hold();
+        let _gate = self.writer.hold()?;
         self.conn.execute(
             "INSERT INTO sessions (id, model, created_at, config, system_prompt) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![id, model, now_ms(), config, system_prompt],
