@@ -503,7 +503,9 @@ class Session:
             )
         if planned is not None:
             usage = _native.normalize_usage(None, context.tokens, context.budget)
-            context = replace(context, injection=replace(planned.report, usage=usage))
+            report = planned.report_with(usage)
+            c = context
+            context = BuiltContext(c.messages, c.tokens, c.budget, c.item_ids, c.omitted, report)
         return context, planned, request
 
     def _assemble(

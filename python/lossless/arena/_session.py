@@ -8,7 +8,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +112,14 @@ class Planned:
     raw: dict[str, Any]
     report: InjectionReport
     prepared: Prepared
+    #: The report with the window's usage of the last build that asked for it.
+    reported: InjectionReport | None = None
+
+    def report_with(self, usage: float | None) -> InjectionReport:
+        """The report with ``usage`` filled in (the same object while it is unchanged)."""
+        if self.reported is None or self.reported.usage != usage:
+            self.reported = replace(self.report, usage=usage)
+        return self.reported
 
 
 class SessionArena:
