@@ -13,27 +13,6 @@ use crate::error::{Error, IMMUTABLE_MARKER};
 /// an address that drops packets must not hang a worker.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The tables whose rows are append-only: a duplicate key there is an attempt to
-/// replace stored content (PostgreSQL has no `INSERT OR REPLACE`, so the unique
-/// keys are what refuses it; see `schema.rs`).
-const APPEND_ONLY_TABLES: [&str; 15] = [
-    "sessions",
-    "messages",
-    "parts",
-    "tool_outputs",
-    "summaries",
-    "summary_sources",
-    "file_refs",
-    "events",
-    "arena_entries",
-    "file_contents",
-    "file_chunks",
-    "map_runs",
-    "map_inputs",
-    "map_outcomes",
-    "session_parents",
-];
-
 /// Opens a connection to the database at `url` (plain TCP or a Unix socket: TLS is
 /// for a later version). Refusals come back typed: an unreachable server or a
 /// missing database as [`Error::CannotOpen`], refused credentials as
@@ -89,10 +68,7 @@ pub fn from_postgres(err: &postgres::Error) -> Error {
     if *code == SqlState::RAISE_EXCEPTION && db.message().starts_with(IMMUTABLE_MARKER) {
         return Error::Immutable(db.message().to_string());
     }
-    if *code == SqlState::UNIQUE_VIOLATION
-        && db
-            .table()
-            .is_some_and(|table| APPEND_ONLY_TABLES.contains(&table))
+    if *code == SqlState::UNIQUE_VIOLATION && db.table().is_some_and(super::schema::is_append_only)
     {
         return Error::Immutable(format!(
             "{IMMUTABLE_MARKER}: a stored row of {} cannot be replaced ({})",

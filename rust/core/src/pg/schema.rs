@@ -347,6 +347,13 @@ pub(super) const FIXED_TABLES: [&str; 11] = [
     "session_parents",
 ];
 
+/// Whether `table`'s rows are append-only (its triggers refuse deletes, and updates
+/// beyond what [`CONDITIONAL_UPDATES`] allows): a duplicate key there is an attempt to
+/// replace stored content, since PostgreSQL has no `INSERT OR REPLACE`.
+pub(super) fn is_append_only(table: &str) -> bool {
+    FIXED_TABLES.contains(&table) || CONDITIONAL_UPDATES.iter().any(|(name, ..)| *name == table)
+}
+
 /// The append-only triggers of `table`: no delete, no truncate, and no update
 /// (`refuse_update` None) or none under the condition given.
 pub(super) fn append_only_triggers(table: &str, refuse_update: Option<(&str, &str)>) -> String {
