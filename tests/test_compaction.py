@@ -329,11 +329,27 @@ async def test_the_hard_threshold_makes_send_wait_before_the_model_call(
         assert result.context_tokens <= session.build_context().budget
 
 
-async def test_record_also_waits_at_the_hard_threshold(
+async def test_record_past_the_hard_threshold_leaves_the_wait_to_the_model_turn(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
     async with await open_session(config_for, db) as session:
         stuff(session, 70)
+        assert session.budget.usable < session.view_tokens() < 2 * session.budget.usable
+        recorded = await session.record("user", "one more")
+        # The write returns at once; the round it started runs in the background.
+        assert recorded.compaction_triggered and session.compaction.pending
+        assert recorded.view_tokens > session.budget.usable
+        result = await session.send("go on")
+        assert result.context_tokens <= session.budget.usable
+        assert session.view_tokens() <= session.budget.soft_limit
+
+
+async def test_record_waits_when_the_view_is_twice_the_usable_budget(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    async with await open_session(config_for, db) as session:
+        stuff(session, 150)
+        assert session.view_tokens() > 2 * session.budget.usable
         recorded = await session.record("user", "one more")
         assert recorded.view_tokens <= session.budget.soft_limit
         assert not session.compaction.pending

@@ -606,12 +606,13 @@ class Session:
 
     async def _keep_within_budget(self, view_tokens: int) -> tuple[int, bool]:
         """After a write that grew the view to ``view_tokens``: starts a background
-        round past the soft limit, and waits for compaction past the hard one. Returns
-        the view's size and whether a round was started."""
+        round past the soft limit. A write does not wait for compaction at the hard
+        limit (the next model turn does); only a view twice the usable budget, turns
+        recorded faster than rounds summarise them, waits here so the view stays
+        bounded (decision 74). Returns the view's size and whether a round was
+        started."""
         triggered = self.compaction.check_and_trigger(view_tokens, self._background)
-        if self.compaction.is_hard_overflow(view_tokens):
-            # A loop that only records never waits on the network, so background
-            # compaction would never get to run: past the hard limit, wait for it.
+        if self.compaction.is_far_behind(view_tokens):
             await self._respect_hard_threshold()
             view_tokens = self.view_tokens()
         else:

@@ -146,6 +146,11 @@ class CompactionEngine:
     def is_hard_overflow(self, view_tokens: int) -> bool:
         return self._config.compaction.enabled and view_tokens > self._budget().usable
 
+    def is_far_behind(self, view_tokens: int) -> bool:
+        """The view has grown past twice the usable budget: turns are being recorded
+        faster than rounds can summarise them (decision 74)."""
+        return self._config.compaction.enabled and view_tokens > 2 * self._budget().usable
+
     def check_and_trigger(self, view_tokens: int, background: Spawner | None) -> bool:
         """Start a background round if the view is over the soft threshold and none runs."""
         if not self.is_soft_overflow(view_tokens) or self.pending or background is None:
