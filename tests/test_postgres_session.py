@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TEST_MODEL
-from lossless import Store, recall
+from lossless import Store, ToolPart, recall
 from lossless.config import Config
 from lossless.errors import AccessDeniedError
 from lossless.session import Session
@@ -37,22 +37,12 @@ async def test_a_session_turn_path_works_on_both_backends(
     ) as session:
         result = await session.send("where is the ledger module?")
         assert result.text == "ack: where is the ledger module?"
-        await session.record(
-            "assistant",
-            [
-                {
-                    "kind": "tool",
-                    "name": "grep",
-                    "call_id": "call_1",
-                    "input": {"pattern": "ledger"},
-                    "status": "pending",
-                }
-            ],
-        )
-        session.store.update_tool(session.id, "call_1", "completed", "src/ledger.py:12")
+        call = ToolPart("grep", "call_1", {"pattern": "ledger"}, status="pending")
+        await session.record("assistant", [call])
+        await session.update_tool("call_1", status="completed", output="src/ledger.py:12")
         context = session.build_context()
         assert "src/ledger.py:12" in str(context)
-        first = [(m["role"], m["status"]) for m in session.history()]
+        first = [(m.role, m.status) for m in session.history()]
         assert first == [
             ("user", "complete"),
             ("assistant", "complete"),
@@ -63,7 +53,7 @@ async def test_a_session_turn_path_works_on_both_backends(
     async with await Session.load(session.id, db=database, config=config) as loaded:
         assert len(loaded.history()) == 3
         hits = recall.grep("ledger", db=database, session=session.id)
-        assert {hit.owner_id for hit in hits} >= {m["id"] for m in loaded.history()[:1]}
+        assert {hit.owner_id for hit in hits} >= {loaded.history()[0].id}
         regex = recall.grep(r"src/\w+\.py", db=database, mode="regex")
         assert len(regex) == 1 and "src/ledger.py" in regex[0].snippet
 
@@ -95,3 +85,28 @@ def test_a_url_passes_through_and_its_password_stays_hidden(postgres_url: str) -
         Store(wrong)
     assert "not-the-password" not in str(refused.value)
     assert user
+
+
+def test_the_cli_reads_a_postgres_database_named_by_url(postgres_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from lossless.cli import app
+
+    store = Store(postgres_url)
+    session_id = store.create_session(TEST_MODEL)
+    store.append(session_id, "user", "the ledger refund is settled")
+    runner = CliRunner()
+    env = {"LOSSLESS_DB": postgres_url, "NO_COLOR": "1", "COLUMNS": "200"}
+    listed = runner.invoke(app, ["sessions"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert session_id in listed.stdout
+    found = runner.invoke(app, ["grep", "refund"], env=env)
+    assert found.exit_code == 0, found.output
+    assert "no matches" not in found.stdout
+    assert "the ledger refund is settled" in found.stdout, found.stdout
+    stats = runner.invoke(app, ["stats"], env=env)
+    assert stats.exit_code == 0, stats.output
+    assert "file size" not in stats.stdout
+    password = postgres_url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    for result in (listed, found, stats):
+        assert password not in result.stdout

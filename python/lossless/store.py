@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,19 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 def is_postgres_url(db: str) -> bool:
     """Whether ``db`` names a PostgreSQL database rather than a file."""
     return db.lower().startswith(POSTGRES_SCHEMES)
+
+
+def redact(db: str) -> str:
+    """``db`` fit to show: a URL's password replaced by ``***``."""
+    if not is_postgres_url(db):
+        return db
+    scheme, _, rest = db.partition("://")
+    authority, slash, tail = rest.partition("/")
+    user, at, host = authority.rpartition("@")
+    if at and ":" in user:
+        user = user.split(":", 1)[0] + ":***"
+    shown = f"{scheme}://{user}{at}{host}{slash}{tail}"
+    return re.sub(r"(password=)[^&\s]*", r"\1***", shown)
 
 
 def database_path(db: object, field: str = "db") -> str:

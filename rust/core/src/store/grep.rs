@@ -80,6 +80,14 @@ impl Store {
             // A read-only store cannot move the backlog: it searches what was indexed,
             // and ranks the queued rows apart (see `pending.rs`).
             self.flush_search_index()?;
+        } else if self.conn.is_postgres() {
+            // A reader on PostgreSQL moves the backlog as a writer would (the index
+            // is the store's bookkeeping, not what it stores); on a replica, which
+            // refuses the write, it searches what the primary has indexed.
+            match self.flush_search_index() {
+                Ok(_) | Err(Error::Postgres(_)) => {}
+                Err(err) => return Err(err),
+            }
         }
         let mut hits = match mode {
             GrepMode::Text if self.conn.is_postgres() => {
