@@ -50,7 +50,11 @@ fn filled_session(store: &mut Store) -> String {
         } else {
             vec![Part::Text(text)]
         };
-        let role = if n % 2 == 0 { Role::User } else { Role::Assistant };
+        let role = if n % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
         store.append_message(&session, role, &parts, None).unwrap();
     }
     session
