@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,15 +14,39 @@ from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 __all__ = ["Store", "database_path", "prepare_postgres"]
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(db: str) -> bool:
+    """Whether ``db`` names a PostgreSQL database rather than a file."""
+    return db.lower().startswith(POSTGRES_SCHEMES)
+
+
+def redact(db: str) -> str:
+    """``db`` fit to show: a URL's password replaced by ``***``."""
+    if not is_postgres_url(db):
+        return db
+    scheme, _, rest = db.partition("://")
+    authority, slash, tail = rest.partition("/")
+    user, at, host = authority.rpartition("@")
+    if at and ":" in user:
+        user = user.split(":", 1)[0] + ":***"
+    shown = f"{scheme}://{user}{at}{host}{slash}{tail}"
+    return re.sub(r"(password=)[^&\s]*", r"\1***", shown)
+
+
 def database_path(db: object, field: str = "db") -> str:
-    """``db`` as the path the native store opens; refuses what is not a path, which
-    ``str()`` would turn into a file name."""
+    """``db`` as the native store opens it: a file path, or a ``postgresql://`` URL
+    passed through unchanged (``Path()`` would fold its ``//``). Refuses what is
+    neither, which ``str()`` would turn into a file name."""
     if not isinstance(db, str | os.PathLike):
         raise InvalidInputError(f"{field}: expected a path, got {type(db).__name__}")
     path = os.fspath(db)
     if not isinstance(path, str):
         raise InvalidInputError(f"{field}: expected a text path, got bytes")
-    return path if path == ":memory:" else str(Path(path))
+    if path == ":memory:" or is_postgres_url(path):
+        return path
+    return str(Path(path))
 
 
 def prepare_postgres(url: str) -> int:

@@ -7,7 +7,6 @@ inside their own bodies.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -56,11 +55,14 @@ def _print_version(value: bool) -> None:
 def _global_options(
     ctx: typer.Context,
     db: Annotated[
-        Path,
+        str,
         typer.Option(
-            "--db", envvar="LOSSLESS_DB", help="Database file.", dir_okay=False, show_default=True
+            "--db",
+            envvar="LOSSLESS_DB",
+            help="Database file, or a postgresql:// URL.",
+            show_default=True,
         ),
-    ] = Path("lossless.db"),
+    ] = "lossless.db",
     version: Annotated[
         bool,
         typer.Option(

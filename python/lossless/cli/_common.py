@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from lossless.errors import LosslessError
-from lossless.store import Store
+from lossless.store import Store, is_postgres_url
 
 __all__ = [
     "Settings",
@@ -43,7 +43,7 @@ R = TypeVar("R")
 class Settings:
     """Global options, set by the app callback and read by every command."""
 
-    db: Path
+    db: str
 
 
 def settings(ctx: typer.Context) -> Settings:
@@ -120,9 +120,15 @@ def open_existing_store(ctx: typer.Context) -> Store:
     """Open the database for a read command, read-only: never create, migrate or
     write it (a typo in ``--db`` must not leave an empty database behind)."""
     db = settings(ctx).db
-    if not db.exists():
-        fail(f"no database at {db} (pass --db PATH or set LOSSLESS_DB)")
+    require_database(db)
     return Store(db, read_only=True)
+
+
+def require_database(db: str) -> None:
+    """Fails unless ``db`` is an existing file or a PostgreSQL URL (whose server
+    says itself whether the database is there)."""
+    if not is_postgres_url(db) and not Path(db).exists():
+        fail(f"no database at {db} (pass --db PATH or set LOSSLESS_DB)")
 
 
 def plural(count: int, noun: str) -> str:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from lossless.cli._common import fail, settings
+from lossless.cli._common import require_database, settings
 
 __all__ = ["mcp"]
 
@@ -22,6 +22,5 @@ def mcp(
     from lossless.mcp_server import serve
 
     db = settings(ctx).db
-    if not db.exists():
-        fail(f"no database at {db} (pass --db PATH or set LOSSLESS_DB)")
+    require_database(db)
     serve(db, transport="streamable-http" if http else "stdio", port=port)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from lossless import _native
 from lossless.cli._common import format_time, open_existing_store, plural, stdout_console
+from lossless.store import redact
 
 __all__ = ["ExportFormat", "export", "sessions"]
 
@@ -33,7 +34,7 @@ def sessions(
     store = open_existing_store(ctx)
     if parent is None:
         rows = store.sessions()
-        where = f"in {store.path}"
+        where = f"in {redact(store.path)}"
     else:
         rows = _native.child_sessions(store.native, parent)
         where = f"under {parent}"

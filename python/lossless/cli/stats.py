@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from lossless.cli._common import format_bytes, open_existing_store, stdout_console
+from lossless.store import is_postgres_url, redact
 
 __all__ = ["stats"]
 
@@ -23,16 +24,18 @@ def stats(ctx: typer.Context) -> None:
     """Show the file size and counts of sessions, messages, summaries, tokens and events."""
     store = open_existing_store(ctx)
     counts = store.stats()
-    db = Path(store.path)
-    main_size, wal_size = _size(db), _size(db.with_name(db.name + "-wal"))
     stored, in_view = counts["tokens_stored"], counts["tokens_in_view"]
     share = f" ({in_view / stored:.1%} of stored)" if stored else ""
-    table = Table(title=str(db), show_header=False)
+    on_server = is_postgres_url(store.path)
+    table = Table(title=redact(store.path) if on_server else store.path, show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
-    table.add_row("file size", f"{format_bytes(main_size + wal_size)}")
-    table.add_row("  database", format_bytes(main_size))
-    table.add_row("  write-ahead log", format_bytes(wal_size))
+    if not on_server:
+        db = Path(store.path)
+        main_size, wal_size = _size(db), _size(db.with_name(db.name + "-wal"))
+        table.add_row("file size", f"{format_bytes(main_size + wal_size)}")
+        table.add_row("  database", format_bytes(main_size))
+        table.add_row("  write-ahead log", format_bytes(wal_size))
     table.add_row("sessions", f"{counts['sessions']:,}")
     table.add_row("messages", f"{counts['messages']:,}")
     table.add_row("parts", f"{counts['parts']:,}")

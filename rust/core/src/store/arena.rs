@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use super::backend::{args, Conn};
 
 use super::events::WriteEvent;
 use super::gate::Write;
@@ -91,8 +91,8 @@ impl Store {
             "SELECT call_id, tool_name FROM parts
              WHERE session_id = ?1 AND kind = 'tool' AND tool_status IN ('pending', 'running')",
         )?;
-        let calls = stmt.query_map([session_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        Ok(calls.collect::<rusqlite::Result<_>>()?)
+        let calls = stmt.query_map(args![session_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(calls.into_iter().collect::<_>())
     }
 
     /// Applies `writes` in order, in one transaction with `event` (if any), under the
@@ -111,7 +111,7 @@ impl Store {
         let counter = self.counter(session_id)?;
         let count = |text: &str| counter.count(text);
         let mut live: Vec<Entry> = self.arena_entries(session_id)?.as_ref().clone();
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         let mut seq = newest_seq(&tx, session_id)?;
         // Another connection may have written since the cache was read.
         if seq != self.arena.sessions.get(session_id).map_or(-1, |(s, _)| *s) {
@@ -177,11 +177,9 @@ impl Store {
     /// The controller's stored state of a session (JSON), if any.
     pub fn arena_state(&mut self, session_id: &str) -> Result<Option<String>> {
         self.session(session_id)?;
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached("SELECT state FROM arena_state WHERE session_id = ?1")?
-            .query_row([session_id], |row| row.get(0))
-            .optional()?)
+            .query_opt(args![session_id], |row| row.get(0))
     }
 
     /// Stores the controller's state of a session, with `event` (if any), in one
@@ -193,13 +191,13 @@ impl Store {
         event: Option<&WriteEvent>,
     ) -> Result<()> {
         self.session(session_id)?;
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         tx.prepare_cached(
             "INSERT INTO arena_state (session_id, state, updated_at) VALUES (?1, ?2, ?3)
              ON CONFLICT (session_id) DO UPDATE SET state = excluded.state,
                                                    updated_at = excluded.updated_at",
         )?
-        .execute(params![session_id, state, now_ms()])?;
+        .execute(args![session_id, state, now_ms()])?;
         if let Some(event) = event {
             event.insert(&tx, session_id, &[])?;
         }
@@ -244,7 +242,7 @@ fn fit_to_cap(text: &str, cap: i64, count: &dyn Fn(&str) -> usize) -> (String, i
 }
 
 fn remove(
-    tx: &Transaction<'_>,
+    tx: &Conn,
     session_id: &str,
     seq: &mut i64,
     live: &mut Vec<Entry>,
@@ -278,13 +276,13 @@ fn remove(
     })
 }
 
-fn insert(tx: &Transaction<'_>, session_id: &str, entry: &Entry, removed: bool) -> Result<()> {
+fn insert(tx: &Conn, session_id: &str, entry: &Entry, removed: bool) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO arena_entries (session_id, seq, zone, key, source, priority, text,
                                     token_count, once, external, removed, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
-    .execute(params![
+    .execute(args![
         session_id,
         entry.seq,
         entry.zone.as_str(),
@@ -301,37 +299,36 @@ fn insert(tx: &Transaction<'_>, session_id: &str, entry: &Entry, removed: bool) 
     Ok(())
 }
 
-fn newest_seq(conn: &rusqlite::Connection, session_id: &str) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("SELECT COALESCE(max(seq), 0) FROM arena_entries WHERE session_id = ?1")?
-        .query_row([session_id], |row| row.get(0))?)
+fn newest_seq(conn: &Conn, session_id: &str) -> Result<i64> {
+    conn.prepare_cached("SELECT COALESCE(max(seq), 0) FROM arena_entries WHERE session_id = ?1")?
+        .query_row(args![session_id], |row| row.get(0))
 }
 
 /// The newest row of each key, without the removed ones, oldest first.
-fn read_live(conn: &rusqlite::Connection, session_id: &str) -> Result<Vec<Entry>> {
+fn read_live(conn: &Conn, session_id: &str) -> Result<Vec<Entry>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {ENTRY_COLUMNS}, removed FROM arena_entries
          WHERE session_id = ?1 AND seq IN (
              SELECT max(seq) FROM arena_entries WHERE session_id = ?1 GROUP BY key)
          ORDER BY seq"
     ))?;
-    let rows = stmt.query_map([session_id], |row| {
+    let rows = stmt.query_map(args![session_id], |row| {
         Ok((
-            row.get::<_, i64>(0)?,
-            row.get::<_, String>(1)?,
-            row.get::<_, String>(2)?,
-            row.get::<_, String>(3)?,
-            row.get::<_, String>(4)?,
-            row.get::<_, String>(5)?,
-            row.get::<_, i64>(6)?,
-            row.get::<_, bool>(7)?,
-            row.get::<_, bool>(8)?,
-            row.get::<_, bool>(9)?,
+            row.get::<i64>(0)?,
+            row.get::<String>(1)?,
+            row.get::<String>(2)?,
+            row.get::<String>(3)?,
+            row.get::<String>(4)?,
+            row.get::<String>(5)?,
+            row.get::<i64>(6)?,
+            row.get::<bool>(7)?,
+            row.get::<bool>(8)?,
+            row.get::<bool>(9)?,
         ))
     })?;
     let mut entries = Vec::new();
     for row in rows {
-        let (seq, zone, key, source, priority, text, tokens, once, external, removed) = row?;
+        let (seq, zone, key, source, priority, text, tokens, once, external, removed) = row;
         if removed {
             continue;
         }

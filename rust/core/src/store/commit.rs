@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::params;
+use super::backend::{args, Conn};
 
 use super::compaction::{locate, IdList, Members, SummaryRow};
 use super::gate::Write;
@@ -64,7 +64,7 @@ impl Store {
         }
         let text = merge_file_id_footer(text, &file_ids.ids);
         let summary = NewSummary::new(&counter, new_id("sum"), &plan, text, level);
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         write_sources(&tx, session_id, &plan, &summary.id, expected_version)?;
         write_summary(&tx, session_id, &plan, &summary)?;
         tx.commit()?;
@@ -218,7 +218,7 @@ impl NewSummary {
 /// the DAG edges to the sources, superseded marks on condensed parents, and the
 /// removal of the sources from the view.
 pub(super) fn write_sources(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Conn,
     session_id: &str,
     plan: &CommitPlan<'_>,
     summary_id: &str,
@@ -226,7 +226,7 @@ pub(super) fn write_sources(
 ) -> Result<()> {
     let version: i64 = tx.query_row(
         "SELECT view_version FROM sessions WHERE id = ?1",
-        [session_id],
+        args![session_id],
         |row| row.get(0),
     )?;
     if expected_version.is_some_and(|expected| expected != version) {
@@ -242,11 +242,14 @@ pub(super) fn write_sources(
     let sources = serde_json::to_string(&plan.sources)
         .map_err(|err| Error::invalid("sources", err.to_string()))?;
     let edges = tx
-        .prepare_cached(
+        .prepare_cached(tx.dialect(
             "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
              SELECT ?1, key, ?2, value FROM json_each(?3)",
-        )?
-        .execute(params![summary_id, source_kind, sources])?;
+            "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id)
+             SELECT ?1, e.ord - 1, ?2, e.value
+             FROM jsonb_array_elements_text(CAST(?3 AS jsonb)) WITH ORDINALITY AS e(value, ord)",
+        ))?
+        .execute(args![summary_id, source_kind, sources])?;
     if edges != plan.sources.len() {
         return Err(Error::Sqlite(format!(
             "wrote {edges} of {} summary sources",
@@ -257,7 +260,7 @@ pub(super) fn write_sources(
         "UPDATE summaries SET superseded_by = ?2 WHERE id = ?1 AND superseded_by IS NULL",
     )?;
     for parent in &plan.parents {
-        if supersede.execute(params![parent.id, summary_id])? != 1 {
+        if supersede.execute(args![parent.id, summary_id])? != 1 {
             return Err(Error::Conflict(format!(
                 "summary {} was already condensed",
                 parent.id
@@ -270,7 +273,7 @@ pub(super) fn write_sources(
 /// The summary's own writes, inside `tx` after [`write_sources`]: its row, its
 /// place in the search backlog, and its item in the view where its sources were.
 pub(super) fn write_summary(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Conn,
     session_id: &str,
     plan: &CommitPlan<'_>,
     summary: &NewSummary,
@@ -279,12 +282,12 @@ pub(super) fn write_summary(
         ItemKind::Message => "leaf",
         ItemKind::Summary => "condensed",
     };
-    tx.prepare_cached(
+    let summary_pk: i64 = tx.prepare_cached(
         "INSERT INTO summaries (id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
                                 message_count, depth, file_ids, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING pk",
     )?
-    .execute(params![
+    .query_row(args![
         summary.id,
         session_id,
         kind,
@@ -297,29 +300,24 @@ pub(super) fn write_summary(
         plan.depth,
         join_ids(&summary.file_ids),
         now_ms(),
-    ])?;
-    queue_summary(tx, tx.last_insert_rowid())?;
+    ], |row| row.get(0))?;
+    queue_summary(tx, summary_pk)?;
     // What leaves the view is indexed in the transaction that takes it out, so
     // recall (which never indexes at query time) finds every message a summary covers.
     move_backlog(tx)?;
     tx.prepare_cached(
         "INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES (?1, ?2, 'summary', ?3, ?4)",
     )?
-    .execute(params![session_id, plan.positions[0].0, summary.id, summary.tokens])?;
+    .execute(args![session_id, plan.positions[0].0, summary.id, summary.tokens])?;
     tx.execute(
         "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
-        [session_id],
+        args![session_id],
     )?;
     Ok(())
 }
 
 /// Takes a commit's sources out of the view; the view is at `version` now.
-fn remove_sources(
-    tx: &rusqlite::Transaction<'_>,
-    session_id: &str,
-    plan: &CommitPlan<'_>,
-    version: i64,
-) -> Result<()> {
+fn remove_sources(tx: &Conn, session_id: &str, plan: &CommitPlan<'_>, version: i64) -> Result<()> {
     let (first, last) = (
         plan.positions[0].0,
         plan.positions[plan.positions.len() - 1].0,
@@ -330,7 +328,7 @@ fn remove_sources(
             .prepare_cached(
                 "DELETE FROM context_items WHERE session_id = ?1 AND position BETWEEN ?2 AND ?3",
             )?
-            .execute(params![session_id, first, last])?;
+            .execute(args![session_id, first, last])?;
         if removed != plan.positions.len() {
             return Err(Error::Conflict(format!(
                 "the view of {session_id} changed during the commit"
@@ -345,7 +343,7 @@ fn remove_sources(
     )?;
     for &(position, source) in &plan.positions {
         let item_id = &plan.sources[source];
-        if remove.execute(params![session_id, position, item_id])? != 1 {
+        if remove.execute(args![session_id, position, item_id])? != 1 {
             return Err(Error::Conflict(format!(
                 "{item_id} left the view of {session_id}"
             )));

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, OptionalExtension};
+use super::backend::{args, Row};
 
 use super::gate::Write;
 use super::messages::{row_to_part, split_ids};
@@ -152,7 +152,7 @@ const SUMMARY_COLUMNS: &str =
     "id, session_id, kind, level, text, token_count, span_start_seq, span_end_seq,
      message_count, depth, file_ids, created_at, superseded_by";
 
-fn row_to_summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
+fn row_to_summary(row: &Row<'_>) -> Result<SummaryRow> {
     let file_ids: Option<String> = row.get(10)?;
     Ok(SummaryRow {
         id: row.get(0)?,
@@ -424,12 +424,12 @@ impl Store {
              WHERE session_id = ?1 AND kind = 'tool' AND compacted_at IS NULL AND tool_status = 'completed'
                AND msg_seq BETWEEN ?2 AND ?3",
         )?;
-        let mut rows = stmt.query(params![session_id, low, high])?;
+        let mut rows = stmt.query(args![session_id, low, high])?;
         let mut found = Vec::new();
-        while let Some(row) = rows.next()? {
+        while let Some(ref row) = rows.next()? {
             let seq: i64 = row.get(1)?;
             let view_index = index_of[(seq - low) as usize];
-            let name = row.get_ref(3)?.as_str()?;
+            let name = row.get::<&str>(3)?;
             if view_index == NOT_MEMBER || protected_tools.iter().any(|tool| tool == name) {
                 continue;
             }
@@ -471,10 +471,10 @@ impl Store {
                 .map(|(&index, &delta)| (view.items[index].position, delta))
                 .collect()
         };
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         let now: i64 = tx.query_row(
             "SELECT view_version FROM sessions WHERE id = ?1",
-            [session_id],
+            args![session_id],
             |row| row.get(0),
         )?;
         if now != version {
@@ -486,7 +486,7 @@ impl Store {
             )?;
             let stamp = now_ms();
             for (candidate, marker_tokens) in tombstones {
-                if mark.execute(params![candidate.part_id, stamp, marker_tokens])? != 1 {
+                if mark.execute(args![candidate.part_id, stamp, marker_tokens])? != 1 {
                     return Err(changed());
                 }
             }
@@ -494,7 +494,7 @@ impl Store {
                 "UPDATE context_items SET token_count = token_count + ?3 WHERE session_id = ?1 AND position = ?2",
             )?;
             for (position, delta) in &positions {
-                if shrink.execute(params![session_id, position, delta])? != 1 {
+                if shrink.execute(args![session_id, position, delta])? != 1 {
                     return Err(changed());
                 }
             }
@@ -503,7 +503,7 @@ impl Store {
         super::search::move_backlog(&tx)?;
         tx.execute(
             "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
-            [session_id],
+            args![session_id],
         )?;
         tx.commit()?;
         self.views.forget(session_id);
@@ -519,8 +519,8 @@ impl Store {
             "SELECT msg_seq FROM parts
              WHERE session_id = ?1 AND kind = 'tool' AND tool_status IN ('pending', 'running')",
         )?;
-        let seqs = stmt.query_map([session_id], |row| row.get(0))?;
-        Ok(seqs.collect::<rusqlite::Result<_>>()?)
+        let seqs = stmt.query_map(args![session_id], |row| row.get(0))?;
+        Ok(seqs.into_iter().collect::<_>())
     }
 
     /// The messages the next summary should cover (see [`plan::span_indices`]):
@@ -589,13 +589,13 @@ impl Store {
         (low, high): (i64, i64),
         columns: &str,
         filter: &str,
-        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
+        mut each: impl FnMut(&Row<'_>) -> Result<()>,
     ) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {columns} FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter} ORDER BY msg_seq, ord"
         ))?;
-        let mut rows = stmt.query(params![session_id, low, high])?;
-        while let Some(row) = rows.next()? {
+        let mut rows = stmt.query(args![session_id, low, high])?;
+        while let Some(ref row) = rows.next()? {
             each(row)?;
         }
         Ok(())
@@ -616,7 +616,7 @@ impl Store {
             " AND file_ids IS NOT NULL",
             |row| {
                 if members.slot(row.get(0)?).is_some() {
-                    ids.extend(split_ids(row.get_ref(1)?.as_str_or_null()?));
+                    ids.extend(split_ids(row.get::<Option<&str>>(1)?));
                 }
                 Ok(())
             },
@@ -646,7 +646,7 @@ impl Store {
              WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq, p.ord"
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
-        let mut rows = stmt.query(params![session_id, members.low, members.high])?;
+        let mut rows = stmt.query(args![session_id, members.low, members.high])?;
         let mut current: Option<i64> = None;
         let mut parts: Vec<StoredPart> = Vec::new();
         let mut file_ids: Vec<String> = Vec::new();
@@ -659,7 +659,7 @@ impl Store {
                 parts.clear();
                 Ok(keep_going)
             };
-        while let Some(row) = rows.next()? {
+        while let Some(ref row) = rows.next()? {
             let seq: i64 = row.get(10)?;
             if members.slot(seq).is_none() {
                 continue;
@@ -673,7 +673,7 @@ impl Store {
                 current = Some(seq);
             }
             parts.push(row_to_part(row)??);
-            file_ids.extend(split_ids(row.get_ref(9)?.as_str_or_null()?));
+            file_ids.extend(split_ids(row.get::<Option<&str>>(9)?));
         }
         if let Some(done) = current {
             flush(done, &mut parts, &mut file_ids)?;
@@ -684,8 +684,7 @@ impl Store {
     fn session_of_message(&self, message_id: &str) -> Result<String> {
         self.conn
             .prepare_cached("SELECT session_id FROM messages WHERE id = ?1")?
-            .query_row([message_id], |row| row.get(0))
-            .optional()?
+            .query_opt(args![message_id], |row| row.get(0))?
             .ok_or_else(|| Error::NotFound {
                 kind: "message",
                 id: message_id.to_string(),
@@ -812,8 +811,7 @@ impl Store {
             .prepare_cached(&format!(
                 "SELECT {SUMMARY_COLUMNS} FROM summaries WHERE id = ?1"
             ))?
-            .query_row([summary_id], row_to_summary)
-            .optional()?
+            .query_opt(args![summary_id], row_to_summary)?
             .ok_or_else(|| Error::NotFound {
                 kind: "summary",
                 id: summary_id.to_string(),
@@ -889,10 +887,10 @@ impl Store {
             "SELECT file_ids FROM parts WHERE session_id = ?1 AND file_ids IS NOT NULL
              UNION ALL SELECT file_ids FROM summaries WHERE session_id = ?1 AND file_ids IS NOT NULL",
         )?;
-        let mut rows = stmt.query([session_id])?;
+        let mut rows = stmt.query(args![session_id])?;
         let mut ids = IdList::default();
-        while let Some(row) = rows.next()? {
-            ids.extend(split_ids(row.get_ref(0)?.as_str_or_null()?));
+        while let Some(ref row) = rows.next()? {
+            ids.extend(split_ids(row.get::<Option<&str>>(0)?));
         }
         Ok(ids.ids)
     }
@@ -915,7 +913,7 @@ impl Store {
                  ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
                  WHERE compaction_leases.expires_at < ?4 OR compaction_leases.holder = excluded.holder",
             )?
-            .execute(params![session_id, holder, now + ttl_ms, now])?;
+            .execute(args![session_id, holder, now + ttl_ms, now])?;
         Ok(changed == 1)
     }
 
@@ -924,7 +922,7 @@ impl Store {
         let _gate = self.writer.hold()?;
         self.conn
             .prepare_cached("DELETE FROM compaction_leases WHERE session_id = ?1 AND holder = ?2")?
-            .execute(params![session_id, holder])?;
+            .execute(args![session_id, holder])?;
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 //! range of seqs, and how many lie below a seq. SQL only; `expand.rs` decides
 //! which range to read.
 
-use rusqlite::params;
+use super::backend::args;
 
 use super::Store;
 use crate::error::Result;
@@ -70,13 +70,13 @@ impl Store {
             return Ok(0);
         }
         if node.leaf {
-            return Ok(self
+            return self
                 .conn
                 .prepare_cached(
                     "SELECT count(*) FROM summary_sources s JOIN messages m ON m.id = s.source_id
                      WHERE s.summary_id = ?1 AND s.source_kind = 'message' AND m.seq < ?2",
                 )?
-                .query_row(params![node.id, seq], |row| row.get(0))?);
+                .query_row(args![node.id, seq], |row| row.get(0));
         }
         let mut below = 0;
         for child in self.summary_children(&node.id)? {
@@ -93,14 +93,7 @@ impl Store {
                 "SELECT m.seq FROM messages m JOIN summaries s ON s.session_id = m.session_id
                  WHERE m.id = ?1 AND s.id = ?2",
             )?
-            .query_row(params![message_id, root.id], |row| row.get(0))
-            .map_or_else(
-                |err| match err {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    other => Err(other),
-                },
-                |seq| Ok(Some(seq)),
-            )?;
+            .query_opt(args![message_id, root.id], |row| row.get(0))?;
         Ok(seq.filter(|seq| root.start <= *seq && *seq <= root.end))
     }
 
@@ -113,16 +106,17 @@ impl Store {
              ORDER BY c.span_start_seq",
         )?;
         let children = stmt
-            .query_map([summary_id], |row| {
+            .query_map(args![summary_id], |row| {
                 Ok(Child {
                     id: row.get(0)?,
-                    leaf: row.get_ref(1)?.as_str()? == "leaf",
+                    leaf: row.get::<&str>(1)? == "leaf",
                     start: row.get(2)?,
                     end: row.get(3)?,
                     count: row.get(4)?,
                 })
             })?
-            .collect::<rusqlite::Result<_>>()?;
+            .into_iter()
+            .collect::<_>();
         Ok(children)
     }
 
@@ -132,21 +126,22 @@ impl Store {
     fn leaf_sources_in(&self, leaf_id: &str, lo: i64, hi: i64) -> Result<Vec<Source>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT m.id, m.seq, m.role,
-                    (SELECT COALESCE(SUM(p.token_count), 0) FROM parts p
+                    (SELECT CAST(COALESCE(SUM(p.token_count), 0) AS BIGINT) FROM parts p
                       WHERE p.session_id = m.session_id AND p.msg_seq = m.seq)
              FROM summary_sources s JOIN messages m ON m.id = s.source_id
              WHERE s.summary_id = ?1 AND s.source_kind = 'message' AND m.seq BETWEEN ?2 AND ?3",
         )?;
         let sources = stmt
-            .query_map(params![leaf_id, lo, hi], |row| {
+            .query_map(args![leaf_id, lo, hi], |row| {
                 Ok(Source {
                     id: row.get(0)?,
                     seq: row.get(1)?,
                     role: row.get(2)?,
-                    tokens: row.get::<_, i64>(3)? + MESSAGE_OVERHEAD as i64,
+                    tokens: row.get::<i64>(3)? + MESSAGE_OVERHEAD as i64,
                 })
             })?
-            .collect::<rusqlite::Result<_>>()?;
+            .into_iter()
+            .collect::<_>();
         Ok(sources)
     }
 }

@@ -1,6 +1,6 @@
 //! The persisted event tape of each session.
 
-use rusqlite::{params, Connection};
+use super::backend::{args, Conn};
 use serde_json::{Map, Value};
 
 use super::Store;
@@ -45,7 +45,7 @@ impl WriteEvent {
     /// transaction.
     pub(super) fn insert(
         &self,
-        conn: &Connection,
+        conn: &Conn,
         session_id: &str,
         extra: &[(&str, &str)],
     ) -> Result<i64> {
@@ -63,7 +63,7 @@ impl WriteEvent {
 }
 
 /// Writes one event row inside the caller's transaction; returns its sequence number.
-fn insert_event(conn: &Connection, session_id: &str, name: &str, payload: &str) -> Result<i64> {
+fn insert_event(conn: &Conn, session_id: &str, name: &str, payload: &str) -> Result<i64> {
     let seq = conn
         .prepare_cached(
             "INSERT INTO events (session_id, seq, id, name, payload, created_at)
@@ -71,7 +71,7 @@ fn insert_event(conn: &Connection, session_id: &str, name: &str, payload: &str) 
              RETURNING seq",
         )?
         .query_row(
-            params![session_id, new_id("evt"), name, payload, now_ms()],
+            args![session_id, new_id("evt"), name, payload, now_ms()],
             |row| row.get(0),
         )?;
     Ok(seq)
@@ -84,6 +84,14 @@ impl Store {
         serde_json::from_str::<serde_json::Value>(payload)
             .map_err(|err| Error::invalid("payload", format!("not valid JSON: {err}")))?;
         self.session(session_id)?;
+        if self.conn.is_postgres() {
+            // The next sequence number is read and written: one writer of the
+            // session at a time, across workers (see `Write::for_session`).
+            let tx = super::gate::Write::for_session(&self.conn, &self.writer, session_id)?;
+            let seq = insert_event(&tx, session_id, name, payload)?;
+            tx.commit()?;
+            return Ok(seq);
+        }
         let _gate = self.writer.hold()?;
         insert_event(&self.conn, session_id, name, payload)
     }
@@ -94,7 +102,7 @@ impl Store {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, seq, name, payload, created_at FROM events WHERE session_id = ?1 ORDER BY seq",
         )?;
-        let rows = stmt.query_map([session_id], |row| {
+        let rows = stmt.query_map(args![session_id], |row| {
             Ok(EventRow {
                 id: row.get(0)?,
                 seq: row.get(1)?,
@@ -103,6 +111,6 @@ impl Store {
                 created_at: row.get(4)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.into_iter().collect::<_>())
     }
 }

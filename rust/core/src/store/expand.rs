@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use rusqlite::params;
+use super::backend::args;
 
 use super::dag_walk::{Child, Side, Source};
 use super::messages::row_to_part;
@@ -315,7 +315,7 @@ impl Store {
                  ORDER BY bm25(fts) LIMIT ?5",
             )?
             .query_map(
-                params![
+                args![
                     query,
                     session_id,
                     root.start,
@@ -327,7 +327,8 @@ impl Store {
                 ],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?
-            .collect::<rusqlite::Result<_>>()?;
+            .into_iter()
+            .collect::<_>();
         if self.read_only {
             // A read-only store cannot move the backlog: it ranks the queued rows apart.
             let span = (root.start, root.end);
@@ -360,7 +361,7 @@ impl Store {
                 "SELECT min(pk), max(pk) FROM parts
                  WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
             )?
-            .query_row(params![session_id, start, end], |row| {
+            .query_row(args![session_id, start, end], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })?;
         Ok((lo.unwrap_or(1), hi.unwrap_or(0)))
@@ -420,8 +421,8 @@ impl Store {
              WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq, p.ord",
         )?;
         let mut parts: Vec<(i64, StoredPart)> = Vec::new();
-        let mut rows = stmt.query(params![session_id, first.seq, last.seq])?;
-        while let Some(row) = rows.next()? {
+        let mut rows = stmt.query(args![session_id, first.seq, last.seq])?;
+        while let Some(ref row) = rows.next()? {
             let seq: i64 = row.get(10)?;
             // Expanding restores what pruning took out of the view: originals, not markers.
             let part = StoredPart {

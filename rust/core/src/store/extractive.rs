@@ -2,7 +2,7 @@
 //! a span's parts and gathering from them, the older and the newer half of a large
 //! span at once, each on its own connection and thread.
 
-use rusqlite::{params, Connection};
+use super::backend::{args, Conn, Row};
 
 use super::commit::{write_sources, write_summary, CommitResult, NewSummary};
 use super::compaction::{IdList, Members, SpanInfo, TextResult};
@@ -195,7 +195,7 @@ impl Store {
         let summary = NewSummary::new(&counter, new_id("sum"), &plan, written.text.clone(), 1);
         let fits = written.says_something && written.token_count <= max_tokens;
         let committed = if fits && summary.tokens < plan.source_tokens {
-            let tx = Write::begin(&mut self.conn, &self.writer)?;
+            let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
             write_sources(&tx, session_id, &plan, &summary.id, None)?;
             write_summary(&tx, session_id, &plan, &summary)?;
             tx.commit()?;
@@ -231,7 +231,7 @@ impl Store {
             session_id,
             members,
         };
-        let snapshot = self.conn.transaction()?;
+        let snapshot = self.conn.snapshot()?;
         let reader = if split { self.reader.as_mut() } else { None };
         gather_in_two(&snapshot, reader, &read, older_count, older, newer)
     }
@@ -251,8 +251,8 @@ impl Store {
 /// the rest at the same time on `reader`, or all of them on `conn` when there is
 /// no reader.
 fn gather_in_two<'a>(
-    conn: &Connection,
-    reader: Option<&mut Connection>,
+    conn: &Conn,
+    reader: Option<&mut Conn>,
     read: &SpanRead<'_>,
     older_count: usize,
     older: RunBuffers<'a>,
@@ -299,7 +299,7 @@ fn gather_in_two<'a>(
 /// Reads the member messages with `msg_seq` in `range` into `text` and
 /// `messages`, and gathers from them.
 fn gather<'a>(
-    conn: &Connection,
+    conn: &Conn,
     session_id: &str,
     members: &Members,
     range: (i64, i64),
@@ -355,7 +355,7 @@ fn source_messages<'a>(text: &'a SpanText, members: &Members) -> Vec<SourceMessa
 /// Reads what the summariser scans of the parts of the member messages with
 /// `msg_seq` in `range`, in message and part order.
 fn read_parts(
-    conn: &Connection,
+    conn: &Conn,
     session_id: &str,
     members: &Members,
     range: (i64, i64),
@@ -391,7 +391,7 @@ fn sort_rows(text: &mut SpanText) {
 /// `msg_seq` in `low..=high` into `text`, in storage order: a walk along the table
 /// instead of one index lookup per part. Returns how many messages it met.
 fn scan_parts(
-    conn: &Connection,
+    conn: &Conn,
     session_id: &str,
     members: &Members,
     (low, high): (i64, i64),
@@ -401,20 +401,24 @@ fn scan_parts(
     // Only what the summariser scans is loaded: loading every tool output would
     // dominate the cost of a large span. Texts are read in place and cut here:
     // an SQL expression over them would copy each one first.
+    // The unary + keeps SQLite on the key range rather than an index; PostgreSQL
+    // has no + on text, and plans the range on its own.
+    let filter = conn.dialect(
+        "+session_id = ?3 AND +msg_seq BETWEEN ?4 AND ?5",
+        "session_id = ?3 AND msg_seq BETWEEN ?4 AND ?5",
+    );
     let mut stmt = conn.prepare_cached(&format!(
-        // The unary + keeps SQLite on the rowid range rather than an index.
         "SELECT msg_seq, ord, kind, body, tool_name, tool_status, tool_error,
                 CASE WHEN tool_status = 'error' AND tool_error IS NULL
                      THEN (SELECT substr(output, 1, {ERROR_SCAN_BYTES})
                            FROM tool_outputs WHERE part_pk = parts.pk) END,
                 file_ids
-         FROM parts WHERE rowid BETWEEN ?1 AND ?2
-           AND +session_id = ?3 AND +msg_seq BETWEEN ?4 AND ?5"
+         FROM parts WHERE pk BETWEEN ?1 AND ?2 AND {filter}"
     ))?;
     let mut met = vec![false; usize::try_from(high - low + 1).unwrap_or(0)];
     let mut messages = 0;
-    let mut rows = stmt.query(params![first, last, session_id, low, high])?;
-    while let Some(row) = rows.next()? {
+    let mut rows = stmt.query(args![first, last, session_id, low, high])?;
+    while let Some(ref row) = rows.next()? {
         let seq: i64 = row.get(0)?;
         if members.slot(seq).is_some() {
             let part = part_row(row, seq, text)?;
@@ -430,15 +434,15 @@ fn scan_parts(
 /// The rowids of the first part of the first message with `msg_seq` in `range`
 /// and of the last part of the last one: two index probes.
 fn probe_rowid_bounds(
-    conn: &Connection,
+    conn: &Conn,
     session_id: &str,
     range: (i64, i64),
 ) -> Result<Option<(i64, i64)>> {
     let bounds = rowid_pair(
         conn,
-        "SELECT (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq >= ?2
+        "SELECT (SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq >= ?2
                  ORDER BY msg_seq, ord LIMIT 1),
-                (SELECT rowid FROM parts WHERE session_id = ?1 AND msg_seq <= ?3
+                (SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq <= ?3
                  ORDER BY msg_seq DESC, ord DESC LIMIT 1)",
         session_id,
         range,
@@ -449,13 +453,13 @@ fn probe_rowid_bounds(
 /// The lowest and highest rowid of the parts with `msg_seq` in `range`: a walk
 /// over their index entries.
 fn exact_rowid_bounds(
-    conn: &Connection,
+    conn: &Conn,
     session_id: &str,
     range: (i64, i64),
 ) -> Result<Option<(i64, i64)>> {
     rowid_pair(
         conn,
-        "SELECT min(rowid), max(rowid) FROM parts
+        "SELECT min(pk), max(pk) FROM parts
          WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3",
         session_id,
         range,
@@ -464,27 +468,27 @@ fn exact_rowid_bounds(
 
 /// The two rowids `sql` selects for `session_id` and `(low, high)`, if both exist.
 fn rowid_pair(
-    conn: &Connection,
+    conn: &Conn,
     sql: &str,
     session_id: &str,
     (low, high): (i64, i64),
 ) -> Result<Option<(i64, i64)>> {
     let (first, last): (Option<i64>, Option<i64>) = conn
         .prepare_cached(sql)?
-        .query_row(params![session_id, low, high], |row| {
+        .query_row(args![session_id, low, high], |row| {
             Ok((row.get(0)?, row.get(1)?))
         })?;
     Ok(first.zip(last))
 }
 
 /// One row of [`read_parts`], its strings cut and copied into `text`.
-fn part_row(row: &rusqlite::Row<'_>, seq: i64, text: &mut SpanText) -> Result<PartRow> {
-    let kind = match row.get_ref(2)?.as_str()? {
+fn part_row(row: &Row<'_>, seq: i64, text: &mut SpanText) -> Result<PartRow> {
+    let kind = match row.get::<&str>(2)? {
         "text" => PartKind::Text,
         "tool" => PartKind::Tool,
         _ => PartKind::FileRef,
     };
-    let body = row.get_ref(3)?.as_str()?;
+    let body = row.get::<&str>(3)?;
     // The summariser scans no more than these bytes of a part; a byte cut on a
     // character boundary is the same one it makes, without walking the characters.
     let body = match kind {
@@ -502,8 +506,7 @@ fn part_row(row: &rusqlite::Row<'_>, seq: i64, text: &mut SpanText) -> Result<Pa
         });
     let optional = |text: &mut SpanText, index: usize| -> Result<Option<TextSpan>> {
         Ok(row
-            .get_ref(index)?
-            .as_str_or_null()?
+            .get::<Option<&str>>(index)?
             .map(|value| text.push(prefix(value, ERROR_SCAN_BYTES))))
     };
     Ok(PartRow {
@@ -511,11 +514,11 @@ fn part_row(row: &rusqlite::Row<'_>, seq: i64, text: &mut SpanText) -> Result<Pa
         ord: row.get(1)?,
         kind,
         body: text.push(body),
-        name: text.push(row.get_ref(4)?.as_str_or_null()?.unwrap_or_default()),
-        status: text.push(row.get_ref(5)?.as_str_or_null()?.unwrap_or_default()),
+        name: text.push(row.get::<Option<&str>>(4)?.unwrap_or_default()),
+        status: text.push(row.get::<Option<&str>>(5)?.unwrap_or_default()),
         error: optional(text, 6)?,
         output: optional(text, 7)?,
-        file_ids: row.get_ref(8)?.as_str_or_null()?.map(|ids| text.push(ids)),
+        file_ids: row.get::<Option<&str>>(8)?.map(|ids| text.push(ids)),
         file_ref,
     })
 }

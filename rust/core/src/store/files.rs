@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use rusqlite::{params, OptionalExtension};
+use super::backend::args;
 
 use super::gate::Write as WriteTx;
 use super::Store;
@@ -52,15 +52,14 @@ impl Store {
         if !self.has_table("file_contents")? {
             return Ok(None);
         }
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached(
                 "SELECT r.file_id, r.content_hash, r.path, r.file_type, r.token_count, r.summary,
                         r.created_at, c.byte_count, c.line_count, c.stored_bytes, c.is_text
                  FROM file_refs r JOIN file_contents c ON c.file_id = r.file_id
                  WHERE r.file_id = ?1",
             )?
-            .query_row([file_id], |row| {
+            .query_opt(args![file_id], |row| {
                 Ok(FileRecord {
                     file_id: row.get(0)?,
                     content_hash: row.get(1)?,
@@ -75,7 +74,6 @@ impl Store {
                     is_text: row.get(10)?,
                 })
             })
-            .optional()?)
     }
 
     /// Stores the file at `new.source` under the id of `new.sha256`, reading it in
@@ -92,11 +90,11 @@ impl Store {
             return Ok((found, false));
         }
         let file = open_regular(new.source)?;
-        let write = WriteTx::begin(&mut self.conn, &self.writer)?;
+        let write = WriteTx::begin(&self.conn, &self.writer)?;
         // Another process may have stored the same content while this one waited.
         let stored_before: bool = write.query_row(
             "SELECT EXISTS (SELECT 1 FROM file_contents WHERE file_id = ?1)",
-            [&file_id],
+            args![&file_id],
             |row| row.get(0),
         )?;
         if stored_before {
@@ -138,10 +136,10 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT data FROM file_chunks WHERE file_id = ?1 ORDER BY ord")?;
-        let mut rows = stmt.query([file_id])?;
+        let mut rows = stmt.query(args![file_id])?;
         let mut written = 0_u64;
-        while let Some(row) = rows.next()? {
-            let raw = decompress(row.get_ref(0)?.as_blob()?)?;
+        while let Some(ref row) = rows.next()? {
+            let raw = decompress(row.get::<&[u8]>(0)?)?;
             out.write_all(&raw)
                 .map_err(|err| Error::invalid("out", format!("cannot write: {err}")))?;
             written += raw.len() as u64;
@@ -151,12 +149,11 @@ impl Store {
 
     /// Whether the database has `table` (a read-only store may read an older file).
     pub(super) fn has_table(&self, table: &str) -> Result<bool> {
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
             )?
-            .query_row([table], |row| row.get(0))?)
+            .query_row(args![table], |row| row.get(0))
     }
 
     fn known_file(&self, file_id: &str) -> Result<FileRecord> {
@@ -177,7 +174,7 @@ impl Store {
             .prepare_cached(
                 "SELECT max(ord) FROM file_chunks WHERE file_id = ?1 AND first_line <= ?2",
             )?
-            .query_row(params![file_id, (newline - 1) as i64], |row| row.get(0))?;
+            .query_row(args![file_id, (newline - 1) as i64], |row| row.get(0))?;
         Ok(ord.unwrap_or(0))
     }
 
@@ -188,12 +185,12 @@ impl Store {
             "SELECT first_line, data FROM file_chunks
              WHERE file_id = ?1 AND ord BETWEEN ?2 AND ?3 ORDER BY ord",
         )?;
-        let mut rows = stmt.query(params![file_id, start, end])?;
+        let mut rows = stmt.query(args![file_id, start, end])?;
         let mut base = None;
         let mut joined = Vec::new();
-        while let Some(row) = rows.next()? {
-            base.get_or_insert(row.get::<_, i64>(0)? as u64);
-            joined.extend(decompress(row.get_ref(1)?.as_blob()?)?);
+        while let Some(ref row) = rows.next()? {
+            base.get_or_insert(row.get::<i64>(0)? as u64);
+            joined.extend(decompress(row.get::<&[u8]>(1)?)?);
         }
         Ok((base.unwrap_or(0), joined))
     }
@@ -242,7 +239,7 @@ fn write_chunks_and_rows(
         let data = compressor
             .compress(chunk)
             .map_err(|err| Error::Internal(format!("zstd: {err}")))?;
-        insert.execute(params![
+        insert.execute(args![
             file_id,
             ord,
             newlines_before as i64,
@@ -271,7 +268,7 @@ fn write_chunks_and_rows(
         "INSERT INTO file_contents (file_id, byte_count, line_count, codec, chunk_count,
                                     stored_bytes, is_text)
          VALUES (?1, ?2, ?3, 'zstd', ?4, ?5, ?6)",
-        params![
+        args![
             file_id,
             scan.bytes as i64,
             scan.lines(ends) as i64,
@@ -284,7 +281,7 @@ fn write_chunks_and_rows(
         "INSERT INTO file_refs (file_id, content_hash, path, file_type, token_count, summary,
                                 created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![
+        args![
             file_id,
             scan.sha256,
             new.path,

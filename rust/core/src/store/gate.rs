@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError, Wea
 use std::time::Duration;
 
 use rusqlite::hooks::Wal;
-use rusqlite::{Connection, Transaction, TransactionBehavior};
 
+use super::backend::Conn;
 use super::Store;
 use crate::error::{Error, Result};
 
@@ -67,10 +67,17 @@ impl Writer {
     /// The writer of `conn` on the database at `path`: the gate shared with every
     /// other store of this process on the same file (a private one for an
     /// in-memory database), and the hook that takes over checkpoints.
-    pub(super) fn new(conn: &Connection, path: &str, busy_timeout: Duration) -> Self {
-        conn.wal_hook(Some(note_log_pages));
+    pub(super) fn new(conn: &Conn, path: &str, busy_timeout: Duration) -> Self {
+        // PostgreSQL has its own locks and checkpoints: a private gate never waits.
+        let gate = match conn {
+            Conn::Sqlite(conn) => {
+                conn.wal_hook(Some(note_log_pages));
+                gate_for(path)
+            }
+            Conn::Postgres(_) => Gate::default(),
+        };
         Self {
-            gate: gate_for(path),
+            gate,
             checkpoint_pages: DEFAULT_CHECKPOINT_PAGES,
             busy_timeout,
             checkpoint_due: Cell::new(false),
@@ -156,12 +163,12 @@ impl Store {
         if self.writer.checkpoint_due.get() {
             return Ok(None);
         }
-        self.conn.busy_timeout(Duration::ZERO)?;
+        self.conn.set_lock_wait(Duration::ZERO)?;
         NOT_WAITING.with(|flag| flag.set(true));
         // A panic must not leave the thread, or the connection, unable to wait.
         let outcome = crate::error::catch_panic(|| work(self));
         NOT_WAITING.with(|flag| flag.set(false));
-        self.conn.busy_timeout(self.writer.busy_timeout)?;
+        self.conn.set_lock_wait(self.writer.busy_timeout)?;
         match outcome {
             Ok(value) => Ok(Some(value)),
             Err(Error::Busy(_)) => Ok(None),
@@ -170,42 +177,66 @@ impl Store {
     }
 }
 
-/// A write transaction that holds its file's gate.
+/// A write transaction that holds its file's gate; rolled back when dropped
+/// uncommitted.
 pub(super) struct Write<'a> {
-    // Declared first, so it is rolled back (when not committed) before the gate opens.
-    tx: Transaction<'a>,
-    gate: MutexGuard<'a, ()>,
-    conn: &'a Connection,
+    conn: &'a Conn,
+    gate: Option<MutexGuard<'a, ()>>,
     writer: &'a Writer,
+    open: bool,
 }
 
 impl<'a> Write<'a> {
-    /// Takes the gate, then SQLite's write lock (`BEGIN IMMEDIATE`). Without
-    /// waiting (see [`Store::without_waiting`]), a gate another connection holds
-    /// fails the write at once.
-    pub(super) fn begin(conn: &'a mut Connection, writer: &'a Writer) -> Result<Self> {
+    /// Takes the gate, then the database's write lock: `BEGIN IMMEDIATE` on SQLite,
+    /// `BEGIN` on PostgreSQL (where rows lock as they are written). Without waiting
+    /// (see [`Store::without_waiting`]), a gate another connection holds fails the
+    /// write at once.
+    pub(super) fn begin(conn: &'a Conn, writer: &'a Writer) -> Result<Self> {
         let gate = writer.hold()?;
-        let conn: &'a Connection = conn;
+        conn.batch(match conn {
+            Conn::Sqlite(_) => "BEGIN IMMEDIATE",
+            Conn::Postgres(_) => "BEGIN",
+        })?;
         Ok(Self {
-            tx: Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?,
-            gate,
             conn,
+            gate: Some(gate),
             writer,
+            open: true,
         })
+    }
+
+    /// [`Write::begin`] for a write path of one session. On PostgreSQL the
+    /// session's row is locked first: writes to one session take turns across
+    /// every worker, so each check-then-write of the path (the next sequence
+    /// number, sources still in the view) holds; writes to other sessions go on.
+    /// SQLite's write lock already covers the whole file.
+    pub(super) fn for_session(
+        conn: &'a Conn,
+        writer: &'a Writer,
+        session_id: &str,
+    ) -> Result<Self> {
+        let write = Self::begin(conn, writer)?;
+        if let Conn::Postgres(_) = conn {
+            write.query_opt(
+                "SELECT 1 FROM sessions WHERE id = ?1 FOR UPDATE",
+                super::backend::args![session_id],
+                |_| Ok(()),
+            )?;
+        }
+        Ok(write)
     }
 
     /// Commits, opens the gate, then copies the log into the database file if it
     /// has grown past the mark (or a write that could not wait left it to this one).
-    pub(super) fn commit(self) -> Result<()> {
-        let Self {
-            tx,
-            gate,
-            conn,
-            writer,
-        } = self;
+    pub(super) fn commit(mut self) -> Result<()> {
         LOG_PAGES.with(|log| log.set(0));
-        tx.commit()?;
-        drop(gate);
+        self.conn.batch("COMMIT")?;
+        self.open = false;
+        self.gate = None;
+        let Conn::Sqlite(conn) = self.conn else {
+            return Ok(());
+        };
+        let writer = self.writer;
         let pages = LOG_PAGES.with(Cell::get);
         let past_mark = pages > 0 && pages as u32 >= writer.checkpoint_pages;
         if NOT_WAITING.with(Cell::get) {
@@ -222,11 +253,21 @@ impl<'a> Write<'a> {
     }
 }
 
-impl<'a> std::ops::Deref for Write<'a> {
-    type Target = Transaction<'a>;
+impl Drop for Write<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // A failed commit, an error or a panic: nothing of the write stays. A
+            // rollback that fails (the connection is gone) leaves nothing either.
+            let _ = self.conn.batch("ROLLBACK");
+        }
+    }
+}
 
-    fn deref(&self) -> &Self::Target {
-        &self.tx
+impl std::ops::Deref for Write<'_> {
+    type Target = Conn;
+
+    fn deref(&self) -> &Conn {
+        self.conn
     }
 }
 
@@ -257,16 +298,16 @@ mod tests {
     fn file_after_writes(mark: u32) -> u64 {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.db");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+        let conn = Conn::Sqlite(rusqlite::Connection::open(&path).unwrap());
+        conn.query_row("PRAGMA journal_mode = WAL", &[], |_| Ok(()))
             .unwrap();
         let mut writer = Writer::new(&conn, path.to_str().unwrap(), Duration::from_secs(5));
         writer.set_checkpoint_pages(mark);
-        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        conn.batch("CREATE TABLE t (x BLOB)").unwrap();
         for _ in 0..3 {
-            let write = Write::begin(&mut conn, &writer).unwrap();
+            let write = Write::begin(&conn, &writer).unwrap();
             write
-                .execute("INSERT INTO t VALUES (zeroblob(40000))", [])
+                .execute("INSERT INTO t VALUES (zeroblob(40000))", &[])
                 .unwrap();
             write.commit().unwrap();
         }
@@ -276,7 +317,7 @@ mod tests {
     fn sessions(store: &Store) -> i64 {
         store
             .conn
-            .query_row("SELECT count(*) FROM sessions", [], |row| row.get(0))
+            .query_row("SELECT count(*) FROM sessions", &[], |row| row.get(0))
             .unwrap()
     }
 
@@ -298,7 +339,7 @@ mod tests {
         assert!(store.without_waiting(create).unwrap().is_some());
         let timeout: i64 = store
             .conn
-            .query_row("PRAGMA busy_timeout", [], |row| row.get(0))
+            .query_row("PRAGMA busy_timeout", &[], |row| row.get(0))
             .unwrap();
         assert_eq!(timeout, 30_000, "the busy timeout is restored");
         // Past the mark, the copy is left to the next write that may wait, and
@@ -317,7 +358,7 @@ mod tests {
         assert!(store.without_waiting(begin).unwrap().is_some());
         let messages: i64 = store
             .conn
-            .query_row("SELECT count(*) FROM messages", [], |row| row.get(0))
+            .query_row("SELECT count(*) FROM messages", &[], |row| row.get(0))
             .unwrap();
         assert_eq!(messages, 3);
     }

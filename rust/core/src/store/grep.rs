@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::backend::{args, Row};
 use regex::RegexBuilder;
-use rusqlite::{params, OptionalExtension};
 
 use super::Store;
 use crate::error::{Error, Result};
@@ -80,12 +80,23 @@ impl Store {
             // A read-only store cannot move the backlog: it searches what was indexed,
             // and ranks the queued rows apart (see `pending.rs`).
             self.flush_search_index()?;
+        } else if self.conn.is_postgres() {
+            // A reader on PostgreSQL moves the backlog as a writer would (the index
+            // is the store's bookkeeping, not what it stores); on a replica, which
+            // refuses the write, it searches what the primary has indexed.
+            match self.flush_search_index() {
+                Ok(_) | Err(Error::Postgres(_)) => {}
+                Err(err) => return Err(err),
+            }
         }
         let mut hits = match mode {
+            GrepMode::Text if self.conn.is_postgres() => {
+                self.grep_text_postgres(query, session_id, limit)?
+            }
             GrepMode::Text => self.grep_text(query, session_id, limit)?,
             GrepMode::Regex => self.grep_regex(query, session_id, limit)?,
         };
-        if self.read_only {
+        if self.read_only && !self.conn.is_postgres() {
             self.merge_pending(&mut hits, query, session_id, mode, limit)?;
         }
         self.attach_covering_summaries(&mut hits)?;
@@ -144,7 +155,7 @@ impl Store {
         )?;
         let mut hits = Vec::with_capacity(ranked.len());
         for (rowid, rank) in ranked {
-            let hit = detail.query_row(params![match_expr, rowid], |row| {
+            let hit = detail.query_row(args![match_expr, rowid], |row| {
                 hit_from_row(row, row.get(3)?, rank)
             })?;
             hits.push(hit);
@@ -165,9 +176,10 @@ impl Store {
         words
             .iter()
             .map(|word| {
-                stmt.query_map([terms.word(word)], |row| row.get(0))?
-                    .collect::<rusqlite::Result<HashSet<i64>>>()
-                    .map_err(Into::into)
+                Ok(stmt
+                    .query_map(args![terms.word(word)], |row| row.get::<i64>(0))?
+                    .into_iter()
+                    .collect::<HashSet<i64>>())
             })
             .collect()
     }
@@ -185,7 +197,7 @@ impl Store {
                 "SELECT COALESCE((SELECT max(pk) FROM parts), 0)
                       + COALESCE((SELECT max(pk) FROM summaries), 0)",
             )?
-            .query_row([], |row| row.get(0))?;
+            .query_row(args![], |row| row.get(0))?;
         let stale = self.word_counts.rows * 5 < rows * 4 || self.word_counts.rows > rows;
         if stale || self.word_counts.counts.len() > WORD_COUNTS_KEPT {
             self.word_counts = WordCounts {
@@ -204,7 +216,7 @@ impl Store {
                 matches.push(*known);
                 continue;
             }
-            let found: i64 = count.query_row([&expr], |row| row.get(0))?;
+            let found: i64 = count.query_row(args![&expr], |row| row.get(0))?;
             self.word_counts.counts.insert(expr, found);
             matches.push(found);
         }
@@ -248,10 +260,11 @@ impl Store {
             .conn
             .prepare_cached(sql)?
             .query_map(
-                params![match_expr, session_id, limit as i64, candidates as i64],
+                args![match_expr, session_id, limit as i64, candidates as i64],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?
-            .collect::<rusqlite::Result<_>>()?)
+            .into_iter()
+            .collect::<_>())
     }
 
     fn grep_regex(
@@ -264,14 +277,17 @@ impl Store {
             .size_limit(1 << 22)
             .build()
             .map_err(|err| Error::invalid("query", format!("invalid regular expression: {err}")))?;
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn.prepare_cached(self.conn.dialect(
             "SELECT session_id, owner_id, part_id, body FROM fts WHERE (?1 IS NULL OR session_id = ?1)
              ORDER BY rowid DESC",
-        )?;
-        let mut rows = stmt.query(params![session_id])?;
+            "SELECT session_id, owner_id, part_id, body FROM search_index
+             WHERE (CAST(?1 AS TEXT) IS NULL OR session_id = ?1)
+             ORDER BY fts_rowid DESC",
+        ))?;
+        let mut rows = stmt.query(args![session_id])?;
         let mut hits = Vec::new();
-        while let Some(row) = rows.next()? {
-            let body = row.get_ref(3)?.as_str()?;
+        while let Some(ref row) = rows.next()? {
+            let body = row.get::<&str>(3)?;
             let Some(found) = regex.find(body) else {
                 continue;
             };
@@ -321,8 +337,7 @@ impl Store {
         let mut seen = HashSet::new();
         while seen.insert(current.clone()) {
             let next: Option<String> = parent
-                .query_row([&current], |row| row.get(0))
-                .optional()?
+                .query_opt(args![&current], |row| row.get(0))?
                 .flatten();
             match next {
                 Some(next) => current = next,
@@ -335,8 +350,7 @@ impl Store {
     /// The leaf summary that covers a message, if one does: among the session's
     /// leaf summaries whose seq span holds the message, the one with an edge to it.
     fn leaf_summary_of(&self, message_id: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached(
                 "SELECT s.id FROM messages m JOIN summaries s
                    ON s.session_id = m.session_id AND s.kind = 'leaf'
@@ -345,13 +359,12 @@ impl Store {
                      SELECT 1 FROM summary_sources e WHERE e.summary_id = s.id AND e.source_id = ?1)
                  LIMIT 1",
             )?
-            .query_row([message_id], |row| row.get(0))
-            .optional()?)
+            .query_opt(args![message_id], |row| row.get(0))
     }
 }
 
 /// A hit from an `fts` row whose first three columns are session, owner and part ids.
-fn hit_from_row(row: &rusqlite::Row<'_>, snippet: String, rank: f64) -> rusqlite::Result<GrepHit> {
+fn hit_from_row(row: &Row<'_>, snippet: String, rank: f64) -> Result<GrepHit> {
     Ok(GrepHit::new(
         row.get(0)?,
         row.get(1)?,

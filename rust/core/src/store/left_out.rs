@@ -6,7 +6,7 @@
 //! first items; their ids are gathered once and extended as more are left out,
 //! never read again for the same items while the view is unchanged.
 
-use rusqlite::params;
+use super::backend::args;
 
 use super::compaction::IdList;
 use super::messages::split_ids;
@@ -74,10 +74,10 @@ impl Store {
                AND file_ids IS NOT NULL
              ORDER BY msg_seq, ord",
         )?;
-        let rows = stmt.query_map(params![session_id, seqs], |row| row.get::<_, String>(0))?;
+        let rows = stmt.query_map(args![session_id, seqs], |row| row.get::<String>(0))?;
         let mut ids = Vec::new();
         for joined in rows {
-            ids.extend(split_ids(Some(&joined?)));
+            ids.extend(split_ids(Some(&joined)));
         }
         Ok(ids)
     }
@@ -93,10 +93,10 @@ impl Store {
             "SELECT s.file_ids FROM json_each(?1) AS w JOIN summaries s ON s.id = w.value
              ORDER BY w.key",
         )?;
-        let rows = stmt.query_map(params![wanted], |row| row.get::<_, Option<String>>(0))?;
+        let rows = stmt.query_map(args![wanted], |row| row.get::<Option<String>>(0))?;
         let mut ids = Vec::new();
         for joined in rows {
-            ids.extend(split_ids(joined?.as_deref()));
+            ids.extend(split_ids(joined.as_deref()));
         }
         Ok(ids)
     }

@@ -2,7 +2,7 @@
 //! as it completes, so a run stopped at any point resumes with what is left; and
 //! the sessions an agentic map runs its items in, linked to their parent.
 
-use rusqlite::{params, OptionalExtension};
+use super::backend::args;
 
 use super::gate::Write as WriteTx;
 use super::sessions::SessionSummary;
@@ -63,18 +63,18 @@ impl Store {
             check_content(&format!("inputs[{index}]"), input)?;
         }
         let map_id = new_id("map");
-        let write = WriteTx::begin(&mut self.conn, &self.writer)?;
+        let write = WriteTx::begin(&self.conn, &self.writer)?;
         write.execute(
             "INSERT INTO map_runs (map_id, kind, parent_id, spec, item_count, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![map_id, kind, parent_id, spec, inputs.len() as i64, now_ms()],
+            args![map_id, kind, parent_id, spec, inputs.len() as i64, now_ms()],
         )?;
         {
             let mut insert = write.prepare_cached(
                 "INSERT INTO map_inputs (map_id, idx, input) VALUES (?1, ?2, ?3)",
             )?;
             for (index, input) in inputs.iter().enumerate() {
-                insert.execute(params![map_id, index as i64, input])?;
+                insert.execute(args![map_id, index as i64, input])?;
             }
         }
         write.commit()?;
@@ -88,7 +88,7 @@ impl Store {
                 "SELECT map_id, kind, parent_id, spec, item_count, created_at
                  FROM map_runs WHERE map_id = ?1",
             )?
-            .query_row([map_id], |row| {
+            .query_opt(args![map_id], |row| {
                 Ok(MapRun {
                     map_id: row.get(0)?,
                     kind: row.get(1)?,
@@ -97,8 +97,7 @@ impl Store {
                     item_count: row.get(4)?,
                     created_at: row.get(5)?,
                 })
-            })
-            .optional()?
+            })?
             .ok_or_else(|| Error::NotFound {
                 kind: "map run",
                 id: map_id.to_string(),
@@ -111,8 +110,8 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT input FROM map_inputs WHERE map_id = ?1 ORDER BY idx")?;
-        let rows = stmt.query_map([map_id], |row| row.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let rows = stmt.query_map(args![map_id], |row| row.get(0))?;
+        Ok(rows.into_iter().collect::<_>())
     }
 
     /// Every outcome stored for a run, by item then in the order written.
@@ -123,10 +122,10 @@ impl Store {
                     created_at
              FROM map_outcomes WHERE map_id = ?1 ORDER BY idx, pk",
         )?;
-        let rows = stmt.query_map([map_id], |row| {
+        let rows = stmt.query_map(args![map_id], |row| {
             Ok(MapOutcome {
                 idx: row.get(0)?,
-                succeeded: row.get::<_, String>(1)? == "succeeded",
+                succeeded: row.get::<String>(1)? == "succeeded",
                 output: row.get(2)?,
                 error_kind: row.get(3)?,
                 error: row.get(4)?,
@@ -136,7 +135,7 @@ impl Store {
                 created_at: row.get(8)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.into_iter().collect::<_>())
     }
 
     /// Stores the outcome of item `outcome.idx`. A second success of one item is
@@ -156,14 +155,14 @@ impl Store {
                 format!("the run has items 0 to {}", run.item_count - 1),
             ));
         }
-        let write = WriteTx::begin(&mut self.conn, &self.writer)?;
+        let write = WriteTx::begin(&self.conn, &self.writer)?;
         let inserted = write.execute(
             "INSERT INTO map_outcomes (map_id, idx, status, output, error_kind, error, attempts,
                                        usage, session_id, created_at)
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
              WHERE NOT EXISTS (SELECT 1 FROM map_outcomes
                                WHERE map_id = ?1 AND idx = ?2 AND status = 'succeeded')",
-            params![
+            args![
                 map_id,
                 outcome.idx,
                 if outcome.succeeded {
@@ -208,16 +207,16 @@ impl Store {
         }
         self.map_run(map_id)?;
         let id = new_id("ses");
-        let write = WriteTx::begin(&mut self.conn, &self.writer)?;
+        let write = WriteTx::begin(&self.conn, &self.writer)?;
         write.execute(
             "INSERT INTO sessions (id, model, created_at, config, system_prompt)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, model, now_ms(), config, system_prompt],
+            args![id, model, now_ms(), config, system_prompt],
         )?;
         write.execute(
             "INSERT INTO session_parents (session_id, parent_id, map_id, idx, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, parent_id, map_id, idx, now_ms()],
+            args![id, parent_id, map_id, idx, now_ms()],
         )?;
         write.commit()?;
         Ok(id)
@@ -225,14 +224,12 @@ impl Store {
 
     /// The session item `idx` of run `map_id` ran in, if it started.
     pub fn item_session(&self, map_id: &str, idx: i64) -> Result<Option<String>> {
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached(
                 "SELECT session_id FROM session_parents WHERE map_id = ?1 AND idx = ?2
                  ORDER BY created_at DESC LIMIT 1",
             )?
-            .query_row(params![map_id, idx], |row| row.get(0))
-            .optional()?)
+            .query_opt(args![map_id, idx], |row| row.get(0))
     }
 
     /// The sessions linked to `parent_id`, oldest first, with their counts.
@@ -247,7 +244,7 @@ impl Store {
              FROM session_parents p JOIN sessions s ON s.id = p.session_id
              WHERE p.parent_id = ?1 ORDER BY p.map_id, p.idx, s.created_at",
         )?;
-        let rows = stmt.query_map([parent_id], |row| {
+        let rows = stmt.query_map(args![parent_id], |row| {
             Ok(SessionSummary {
                 id: row.get(0)?,
                 model: row.get(1)?,
@@ -256,6 +253,6 @@ impl Store {
                 summaries: row.get(4)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.into_iter().collect::<_>())
     }
 }

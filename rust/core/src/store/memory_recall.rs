@@ -14,7 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use rusqlite::OptionalExtension;
+use super::backend::args;
 
 use super::search::part_search_text;
 use super::view::ItemKind;
@@ -123,12 +123,9 @@ impl Store {
         words
             .iter()
             .map(|word| {
-                stmt.query_map(
-                    rusqlite::params![terms.word(word), query::RARE_MATCHES, below],
-                    |row| row.get(0),
-                )?
-                .collect::<rusqlite::Result<Vec<i64>>>()
-                .map_err(Into::into)
+                stmt.query_map(args![terms.word(word), query::RARE_MATCHES, below], |row| {
+                    row.get::<i64>(0)
+                })
             })
             .collect()
     }
@@ -138,14 +135,13 @@ impl Store {
     /// summary's commit, so what recall reads does not depend on when the rows still
     /// queued for the index (all newer) are moved into it.
     fn recall_boundary(&self, session_id: &str) -> Result<i64> {
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached(
                 "SELECT COALESCE((SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq <= (
                      SELECT max(span_end_seq) FROM summaries WHERE session_id = ?1)
                  ORDER BY msg_seq DESC, ord DESC LIMIT 1), 0)",
             )?
-            .query_row([session_id], |row| row.get(0))?)
+            .query_row(args![session_id], |row| row.get(0))
     }
 
     /// The `k` best parts of `session_id` matching `question` that are out of the
@@ -213,17 +209,15 @@ impl Store {
         ))?;
         let mut hits = Vec::new();
         for (rowid, weight) in ranked.into_iter().take(MAX_LOOKUPS) {
-            let row = lookup
-                .query_row(rusqlite::params![rowid, session_id], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, i64>(2)?,
-                        row.get::<_, bool>(3)?,
-                        row.get::<_, String>(4)?,
-                    ))
-                })
-                .optional()?;
+            let row = lookup.query_opt(args![rowid, session_id], |row| {
+                Ok((
+                    row.get::<String>(0)?,
+                    row.get::<String>(1)?,
+                    row.get::<i64>(2)?,
+                    row.get::<bool>(3)?,
+                    row.get::<String>(4)?,
+                ))
+            })?;
             let Some((message_id, part_id, seq, tombstoned, text)) = row else {
                 continue;
             };

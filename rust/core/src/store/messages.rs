@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use super::backend::{args, Conn, Row, Value};
 
 use super::events::WriteEvent;
 use super::gate::Write;
@@ -159,7 +159,7 @@ fn body_of(part: &Part) -> Cow<'_, str> {
 }
 
 fn insert_parts(
-    tx: &Transaction<'_>,
+    tx: &Conn,
     session_id: &str,
     message_id: &str,
     seq: i64,
@@ -168,7 +168,8 @@ fn insert_parts(
     let mut insert = tx.prepare_cached(
         "INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, tool_name, call_id,
                             tool_status, tool_error, token_count, output_tokens, file_ids)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+         RETURNING pk",
     )?;
     for (ord, item) in prepared.iter().enumerate() {
         let (name, call_id, status, output, error) = match item.part {
@@ -181,23 +182,25 @@ fn insert_parts(
             ),
             _ => (None, None, None, None, None),
         };
-        insert.execute(params![
-            item.id,
-            message_id,
-            session_id,
-            seq,
-            ord as i64,
-            item.part.kind(),
-            body_of(item.part),
-            name,
-            call_id,
-            status,
-            error,
-            item.tokens,
-            item.output_tokens,
-            join_ids(&item.file_ids),
-        ])?;
-        let part_pk = tx.last_insert_rowid();
+        let part_pk: i64 = insert.query_row(
+            args![
+                item.id,
+                message_id,
+                session_id,
+                seq,
+                ord as i64,
+                item.part.kind(),
+                body_of(item.part),
+                name,
+                call_id,
+                status,
+                error,
+                item.tokens,
+                item.output_tokens,
+                join_ids(&item.file_ids),
+            ],
+            |row| row.get(0),
+        )?;
         if let Some(output) = output {
             insert_tool_output(tx, part_pk, output)?;
         }
@@ -221,7 +224,7 @@ struct OpenCall {
 
 /// The newest call with `call_id` in the session that still waits for its result.
 /// A call that has finished is reported as such; one never stored as not found.
-fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<OpenCall> {
+fn open_call(tx: &Conn, session_id: &str, call_id: &str) -> Result<OpenCall> {
     let open = tx
         .prepare_cached(
             "SELECT p.pk, p.id, p.message_id, p.tool_name, p.body, p.tool_status, o.output,
@@ -231,7 +234,7 @@ fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<Op
                AND p.tool_status IN ('pending', 'running')
              ORDER BY p.msg_seq DESC, p.ord DESC LIMIT 1",
         )?
-        .query_row(params![session_id, call_id], |row| {
+        .query_opt(args![session_id, call_id], |row| {
             let status: String = row.get(5)?;
             Ok(OpenCall {
                 pk: row.get(0)?,
@@ -248,8 +251,7 @@ fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<Op
                 error: row.get(7)?,
                 tokens: row.get(8)?,
             })
-        })
-        .optional()?;
+        })?;
     if let Some(row) = open {
         return Ok(row);
     }
@@ -260,8 +262,7 @@ fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<Op
             "SELECT tool_status FROM parts WHERE session_id = ?1 AND call_id = ?2
              ORDER BY msg_seq DESC, ord DESC LIMIT 1",
         )?
-        .query_row(params![session_id, call_id], |row| row.get(0))
-        .optional()?;
+        .query_opt(args![session_id, call_id], |row| row.get(0))?;
     Err(match finished {
         Some(status) => Error::invalid(
             "status",
@@ -274,9 +275,9 @@ fn open_call(tx: &Transaction<'_>, session_id: &str, call_id: &str) -> Result<Op
     })
 }
 
-fn insert_tool_output(tx: &Transaction<'_>, part_pk: i64, output: &str) -> Result<()> {
+fn insert_tool_output(tx: &Conn, part_pk: i64, output: &str) -> Result<()> {
     tx.prepare_cached("INSERT INTO tool_outputs (part_pk, output) VALUES (?1, ?2)")?
-        .execute(params![part_pk, output])?;
+        .execute(args![part_pk, output])?;
     Ok(())
 }
 
@@ -285,22 +286,21 @@ fn message_tokens(prepared: &[PreparedPart<'_>]) -> i64 {
 }
 
 /// Allocates the next sequence number (and view position when `in_view`).
-fn allocate(tx: &Transaction<'_>, session_id: &str, in_view: bool) -> Result<(i64, i64, i64)> {
+fn allocate(tx: &Conn, session_id: &str, in_view: bool) -> Result<(i64, i64, i64)> {
     let step = i64::from(in_view);
     tx.prepare_cached(
         "UPDATE sessions SET next_seq = next_seq + 1, next_position = next_position + ?2,
                 view_version = view_version + ?2
          WHERE id = ?1 RETURNING next_seq - 1, next_position - ?2, view_version",
     )?
-    .query_row(params![session_id, step], |row| {
+    .query_opt(args![session_id, step], |row| {
         Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-    })
-    .optional()?
+    })?
     .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
 }
 
 fn insert_view_item(
-    tx: &Transaction<'_>,
+    tx: &Conn,
     session_id: &str,
     position: i64,
     id: &str,
@@ -310,7 +310,7 @@ fn insert_view_item(
         "INSERT INTO context_items (session_id, position, kind, item_id, token_count)
          VALUES (?1, ?2, 'message', ?3, ?4)",
     )?
-    .execute(params![session_id, position, id, tokens])?;
+    .execute(args![session_id, position, id, tokens])?;
     Ok(())
 }
 
@@ -344,13 +344,13 @@ impl Store {
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
         let id = new_id("msg");
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         let (seq, position, version) = allocate(&tx, session_id, true)?;
         tx.prepare_cached(
             "INSERT INTO messages (id, session_id, seq, role, created_at, model, status, token_count)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'complete', ?7)",
         )?
-        .execute(params![id, session_id, seq, role.as_str(), now_ms(), model, tokens])?;
+        .execute(args![id, session_id, seq, role.as_str(), now_ms(), model, tokens])?;
         insert_parts(&tx, session_id, &id, seq, &prepared)?;
         insert_view_item(&tx, session_id, position, &id, tokens)?;
         if let Some(event) = event {
@@ -390,13 +390,13 @@ impl Store {
         self.session(session_id)?;
         check_identifier("owner", owner)?;
         let id = new_id("msg");
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         let (seq, _, _) = allocate(&tx, session_id, false)?;
         tx.prepare_cached(
             "INSERT INTO messages (id, session_id, seq, role, created_at, model, status)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'streaming')",
         )?
-        .execute(params![id, session_id, seq, role.as_str(), now_ms(), model])?;
+        .execute(args![id, session_id, seq, role.as_str(), now_ms(), model])?;
         super::streams::start_checkpoint(&tx, &id, session_id, owner)?;
         tx.commit()?;
         Ok(id)
@@ -440,7 +440,7 @@ impl Store {
         let counter = self.counter(&session_id)?;
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, &session_id)?;
         let closing = Closing {
             session_id: &session_id,
             message_id,
@@ -475,10 +475,9 @@ impl Store {
     pub(super) fn message_head(&self, message_id: &str) -> Result<(String, i64, String, String)> {
         self.conn
             .prepare_cached("SELECT session_id, seq, role, status FROM messages WHERE id = ?1")?
-            .query_row([message_id], |row| {
+            .query_opt(args![message_id], |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })
-            .optional()?
+            })?
             .ok_or_else(|| Error::NotFound {
                 kind: "message",
                 id: message_id.to_string(),
@@ -518,7 +517,7 @@ impl Store {
             super::gate::refuse_slow_work_when_not_waiting("counting a large tool result")?;
         }
         let counter = self.counter(session_id)?;
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         let call = open_call(&tx, session_id, call_id)?;
         if call.status == ToolStatus::Running && status == ToolStatus::Pending {
             return Err(Error::invalid(
@@ -550,7 +549,7 @@ impl Store {
             "UPDATE parts SET tool_status = ?2, tool_error = ?3, token_count = ?4,
                     output_tokens = ?5, file_ids = ?6 WHERE id = ?1",
         )?
-        .execute(params![
+        .execute(args![
             call.id,
             status.as_str(),
             tool.error,
@@ -592,7 +591,7 @@ impl Store {
         let mut records = self.query_messages(
             "SELECT id, session_id, seq, role, status, created_at, model, token_count, input_tokens,
                     output_tokens, cost, finish_reason FROM messages WHERE id = ?1",
-            &[&message_id],
+            args![message_id],
         )?;
         records.pop().ok_or_else(|| Error::NotFound {
             kind: "message",
@@ -606,7 +605,7 @@ impl Store {
         let mut records = self.message_heads(
             "SELECT id, session_id, seq, role, status, created_at, model, token_count, input_tokens,
                     output_tokens, cost, finish_reason FROM messages WHERE session_id = ?1 ORDER BY seq",
-            &[&session_id],
+            args![session_id],
         )?;
         // Every part of the session in one walk, in message order: one query per
         // message would cost more than reading the parts.
@@ -616,9 +615,9 @@ impl Store {
              FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
              WHERE p.session_id = ?1 ORDER BY p.msg_seq, p.ord",
         )?;
-        let mut rows = stmt.query([session_id])?;
+        let mut rows = stmt.query(args![session_id])?;
         let mut next = 0;
-        while let Some(row) = rows.next()? {
+        while let Some(ref row) = rows.next()? {
             let seq: i64 = row.get(10)?;
             // Both runs are in `seq` order, so the owner is at or after the last one.
             while records.get(next).is_some_and(|record| record.seq < seq) {
@@ -636,11 +635,7 @@ impl Store {
         Ok(records)
     }
 
-    fn query_messages(
-        &self,
-        sql: &str,
-        args: &[&dyn rusqlite::ToSql],
-    ) -> Result<Vec<MessageRecord>> {
+    fn query_messages(&self, sql: &str, args: &[Value<'_>]) -> Result<Vec<MessageRecord>> {
         let mut records = self.message_heads(sql, args)?;
         for record in &mut records {
             record.parts = self.load_parts(&record.id)?;
@@ -649,11 +644,7 @@ impl Store {
     }
 
     /// The messages `sql` selects, without their parts.
-    fn message_heads(
-        &self,
-        sql: &str,
-        args: &[&dyn rusqlite::ToSql],
-    ) -> Result<Vec<MessageRecord>> {
+    fn message_heads(&self, sql: &str, args: &[Value<'_>]) -> Result<Vec<MessageRecord>> {
         let mut stmt = self.conn.prepare_cached(sql)?;
         let heads = stmt
             .query_map(args, |row| {
@@ -675,7 +666,8 @@ impl Store {
                     parts: Vec::new(),
                 })
             })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .into_iter()
+            .collect::<Vec<_>>();
         Ok(heads)
     }
 
@@ -688,10 +680,10 @@ impl Store {
              JOIN messages m ON m.id = ?1
              WHERE p.session_id = m.session_id AND p.msg_seq = m.seq ORDER BY p.ord",
         )?;
-        let rows = stmt.query_map([message_id], row_to_part)?;
+        let rows = stmt.query_map(args![message_id], row_to_part)?;
         let mut parts = Vec::new();
         for row in rows {
-            parts.push(row??);
+            parts.push(row?);
         }
         Ok(parts)
     }
@@ -711,7 +703,7 @@ pub(super) struct Closing<'a> {
 /// its status and usage, its place in the view when complete (returned as the
 /// position and view version), and the end of its stream checkpoint.
 pub(super) fn close_message(
-    tx: &Transaction<'_>,
+    tx: &Conn,
     closing: &Closing<'_>,
     prepared: &[PreparedPart<'_>],
 ) -> Result<Option<(i64, i64)>> {
@@ -725,7 +717,7 @@ pub(super) fn close_message(
                     cost = ?6, finish_reason = ?7
              WHERE id = ?1 AND status = 'streaming'",
         )?
-        .execute(params![
+        .execute(args![
             message_id,
             if closing.complete { "complete" } else { "incomplete" },
             tokens,
@@ -750,7 +742,7 @@ pub(super) fn close_message(
 }
 
 pub(super) fn bump_item_tokens(
-    tx: &Transaction<'_>,
+    tx: &Conn,
     session_id: &str,
     message_id: &str,
     delta: i64,
@@ -764,30 +756,29 @@ pub(super) fn bump_item_tokens(
                  SELECT position FROM context_items WHERE session_id = ?1 AND item_id = ?2
                  ORDER BY position DESC LIMIT 1)",
         )?
-        .execute(params![session_id, message_id, delta])?;
+        .execute(args![session_id, message_id, delta])?;
     if changed == 0 {
         return Ok(None);
     }
     let version = tx
         .prepare_cached("UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1 RETURNING view_version")?
-        .query_row([session_id], |row| row.get(0))?;
+        .query_row(args![session_id], |row| row.get(0))?;
     Ok(Some(version))
 }
 
-fn allocate_position(tx: &Transaction<'_>, session_id: &str) -> Result<(i64, i64, i64)> {
+fn allocate_position(tx: &Conn, session_id: &str) -> Result<(i64, i64, i64)> {
     tx.prepare_cached(
         "UPDATE sessions SET next_position = next_position + 1, view_version = view_version + 1
          WHERE id = ?1 RETURNING 0, next_position - 1, view_version",
     )?
-    .query_row([session_id], |row| {
+    .query_opt(args![session_id], |row| {
         Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-    })
-    .optional()?
+    })?
     .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
 }
 
 /// Decodes one `parts` row (columns as selected by `load_parts`).
-pub(super) fn row_to_part(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<StoredPart>> {
+pub(super) fn row_to_part(row: &Row<'_>) -> Result<Result<StoredPart>> {
     let id: String = row.get(0)?;
     let kind: String = row.get(1)?;
     let body: String = row.get(2)?;

@@ -1,6 +1,7 @@
 //! The append-only SQLite store: one [`Store`] per connection, any number per file.
 
 mod arena;
+pub(crate) mod backend;
 mod check;
 mod commit;
 mod compaction;
@@ -11,6 +12,7 @@ mod extractive;
 mod files;
 mod gate;
 mod grep;
+mod grep_pg;
 mod left_out;
 mod maps;
 mod memory_recall;
@@ -129,7 +131,7 @@ impl Default for OpenOptions {
 
 /// One connection to a lossless database, with its per-session caches.
 pub struct Store {
-    conn: Connection,
+    conn: backend::Conn,
     path: String,
     /// The file's gate, shared by every store of this process on the same file (one
     /// writer at a time), and this connection's checkpoint mark.
@@ -138,7 +140,7 @@ pub struct Store {
     views: view::ViewCache,
     /// A second, read-only connection to the same file, opened the first time a
     /// read is split across two threads.
-    reader: Option<Connection>,
+    reader: Option<backend::Conn>,
     /// Opening `reader` failed (or the database is not a file): reads stay on `conn`.
     reader_failed: bool,
     /// Opened with [`Store::open_read_only`]: nothing is written, not even the
@@ -160,9 +162,50 @@ impl Store {
     ///
     /// A file that is not a lossless database, or a damaged one, is refused before
     /// anything is written to it (see `check`).
+    ///
+    /// A `postgresql://` URL opens the database on that server instead, creating or
+    /// upgrading its schema; errors name the URL without its password.
     pub fn open(path: &str, options: &OpenOptions) -> Result<Self> {
         options.check()?;
+        if crate::pg::is_postgres_url(path) {
+            return Self::open_postgres(path, options, false);
+        }
         Self::open_checked(path, options).map_err(|err| err.with_path(path))
+    }
+
+    /// A store on the PostgreSQL database at `url`; a read-only one neither
+    /// creates nor upgrades the schema (a replica could not), it requires it.
+    fn open_postgres(url: &str, options: &OpenOptions, read_only: bool) -> Result<Self> {
+        let shown = crate::pg::redact(url);
+        let mut client = crate::pg::connect(url)?;
+        if read_only {
+            let found = crate::pg::stored_version(&mut client)
+                .map_err(|err| crate::pg::from_postgres(&err).with_path(&shown))?;
+            if found != Some(crate::pg::schema::SCHEMA_VERSION) {
+                return Err(Error::CannotOpen {
+                    path: shown,
+                    reason: format!(
+                        "schema version {}, this build reads {}: prepare the database first",
+                        found.unwrap_or(0),
+                        crate::pg::schema::SCHEMA_VERSION
+                    ),
+                });
+            }
+        } else {
+            crate::pg::migrate(&mut client, &shown)?;
+        }
+        let conn = backend::Conn::Postgres(backend::PgConn::new(client, &shown));
+        conn.set_lock_wait(options.busy_timeout)?;
+        let mut store = Self::on(
+            conn,
+            url,
+            read_only,
+            std::sync::Arc::new(tokenizer::Seen::default()),
+            options,
+        );
+        // Reads stay on the one connection.
+        store.reader_failed = true;
+        Ok(store)
     }
 
     fn open_checked(path: &str, options: &OpenOptions) -> Result<Self> {
@@ -190,13 +233,19 @@ impl Store {
             // never waits for readers.
             conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         }
-        Ok(Self::on(conn, path, false, indexed_languages, options))
+        Ok(Self::on(
+            backend::Conn::Sqlite(conn),
+            path,
+            false,
+            indexed_languages,
+            options,
+        ))
     }
 
     /// A store on the configured connection `conn` to the database at `path`, its
     /// tokenizer registered.
     fn on(
-        conn: Connection,
+        conn: backend::Conn,
         path: &str,
         read_only: bool,
         indexed_languages: std::sync::Arc<tokenizer::Seen>,
@@ -226,9 +275,16 @@ impl Store {
 
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))?)
+        match &self.conn {
+            backend::Conn::Sqlite(conn) => {
+                Ok(conn.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+            }
+            backend::Conn::Postgres(conn) => {
+                let found = crate::pg::stored_version(&mut conn.client())
+                    .map_err(|err| crate::pg::from_postgres(&err).with_path(conn.url()))?;
+                Ok(found.unwrap_or(0))
+            }
+        }
     }
 
     /// Sets how many pages the write-ahead log may hold before a write on this
@@ -296,7 +352,7 @@ fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
 /// A read-only connection to the database file at `path`, configured like the
 /// store's own; `None` when `path` is not a file on disk (`:memory:`, a temporary
 /// database) or it cannot be opened.
-fn open_reader(path: &str) -> Option<Connection> {
+fn open_reader(path: &str) -> Option<backend::Conn> {
     if !Path::new(path).is_file() {
         return None;
     }
@@ -312,7 +368,7 @@ fn open_reader(path: &str) -> Option<Connection> {
     .ok()?;
     conn.set_prepared_statement_cache_capacity(16);
     tokenizer::register(&conn).ok()?;
-    Some(conn)
+    Some(backend::Conn::Sqlite(conn))
 }
 
 /// An error while opening: one that keeps the file from being opened or written

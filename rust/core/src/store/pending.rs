@@ -7,8 +7,8 @@
 //! same tokenizer, and merges what that finds: by bm25 in text mode, newest
 //! first (they are the newest rows) in regex mode.
 
+use super::backend::args;
 use regex::RegexBuilder;
-use rusqlite::params;
 
 use super::grep::{snippet_around, GrepHit, GrepMode};
 use super::search::part_search_text;
@@ -84,7 +84,7 @@ impl Store {
              ORDER BY bm25(pending) LIMIT ?2",
         )?;
         let hits = stmt
-            .query_map(params![match_expr, limit as i64, session_id], |row| {
+            .query_map(args![match_expr, limit as i64, session_id], |row| {
                 Ok(GrepHit::new(
                     row.get(0)?,
                     row.get(1)?,
@@ -93,7 +93,8 @@ impl Store {
                     row.get(4)?,
                 ))
             })?
-            .collect::<rusqlite::Result<_>>()?;
+            .into_iter()
+            .collect::<_>();
         Ok(hits)
     }
 
@@ -114,10 +115,11 @@ impl Store {
              ORDER BY bm25(pending) LIMIT ?4",
         )?;
         let found = stmt
-            .query_map(params![match_expr, lo, hi, limit, session_id], |row| {
+            .query_map(args![match_expr, lo, hi, limit, session_id], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })?
-            .collect::<rusqlite::Result<_>>()?;
+            .into_iter()
+            .collect::<_>();
         Ok(found)
     }
 
@@ -128,11 +130,11 @@ impl Store {
     fn index_pending(&self) -> Result<()> {
         let version: i64 = self
             .conn
-            .query_row("PRAGMA data_version", [], |row| row.get(0))?;
+            .query_row("PRAGMA data_version", args![], |row| row.get(0))?;
         if self.pending_version.get() == Some(version) {
             return Ok(());
         }
-        self.conn.execute_batch(
+        self.conn.batch(
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending USING fts5(
                  body, session_id UNINDEXED, owner_id UNINDEXED, part_id UNINDEXED,
                  tokenize = 'lossless');
@@ -148,13 +150,13 @@ impl Store {
         let mut insert = self.conn.prepare_cached(
             "INSERT INTO temp.pending (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
         )?;
-        let mut rows = read.query(params![Option::<&str>::None])?;
-        while let Some(row) = rows.next()? {
+        let mut rows = read.query(args![Option::<&str>::None])?;
+        while let Some(ref row) = rows.next()? {
             let body: String = row.get(0)?;
             let session: String = row.get(1)?;
             let owner: String = row.get(2)?;
             let part: String = row.get(3)?;
-            insert.execute(params![body, session, owner, part])?;
+            insert.execute(args![body, session, owner, part])?;
         }
         Ok(())
     }
@@ -173,10 +175,10 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(&format!("{QUEUED_ROWS} ORDER BY 5 DESC"))?;
-        let mut rows = stmt.query(params![session_id])?;
+        let mut rows = stmt.query(args![session_id])?;
         let mut hits = Vec::new();
-        while let Some(row) = rows.next()? {
-            let body = row.get_ref(0)?.as_str()?;
+        while let Some(ref row) = rows.next()? {
+            let body = row.get::<&str>(0)?;
             let Some(found) = regex.find(body) else {
                 continue;
             };

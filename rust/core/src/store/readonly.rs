@@ -25,8 +25,14 @@ impl Store {
     /// A missing path is [`Error::DatabaseNotFound`]; a schema older than
     /// [`OLDEST_READABLE_SCHEMA`] is [`Error::SchemaTooOld`]. Writes through the
     /// store fail; reads see what other connections committed.
+    ///
+    /// On a `postgresql://` URL (a replica's, say) the store only reads; its
+    /// searches find what the writers have moved into the index.
     pub fn open_read_only(path: &str, options: &OpenOptions) -> Result<Self> {
         options.check()?;
+        if crate::pg::is_postgres_url(path) {
+            return Self::open_postgres(path, options, true);
+        }
         Self::open_read_only_checked(path, options).map_err(|err| err.with_path(path))
     }
 
@@ -66,7 +72,13 @@ impl Store {
         )?;
         conn.set_prepared_statement_cache_capacity(64);
         let indexed_languages = super::tokenizer::register(&conn)?;
-        Ok(Self::on(conn, path, true, indexed_languages, options))
+        Ok(Self::on(
+            super::backend::Conn::Sqlite(conn),
+            path,
+            true,
+            indexed_languages,
+            options,
+        ))
     }
 
     /// Whether this store was opened read-only.

@@ -1,6 +1,7 @@
 //! Finding what compaction moved out of the view: the summary DAG and the store's
 //! counts (grep is in `grep.rs`, expand in `expand.rs`).
 
+use super::backend::args;
 use super::compaction::SummaryRow;
 use super::Store;
 use crate::error::{Error, Result};
@@ -44,8 +45,9 @@ impl Store {
                     "SELECT id FROM summaries WHERE session_id = ?1 ORDER BY created_at DESC, id DESC",
                 )?;
                 let ids = stmt
-                    .query_map([session], |row| row.get::<_, String>(0))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                    .query_map(args![session], |row| row.get::<String>(0))?
+                    .into_iter()
+                    .collect::<Vec<_>>();
                 drop(stmt);
                 return ids.iter().map(|id| self.dag_node(id)).collect();
             }
@@ -75,8 +77,8 @@ impl Store {
         )?;
         let mut source_kind = String::from("message");
         let mut sources = Vec::new();
-        let mut rows = stmt.query([summary_id])?;
-        while let Some(row) = rows.next()? {
+        let mut rows = stmt.query(args![summary_id])?;
+        while let Some(ref row) = rows.next()? {
             source_kind = row.get(0)?;
             sources.push(row.get(1)?);
         }
@@ -91,7 +93,7 @@ impl Store {
     /// Counts over the whole database.
     pub fn stats(&self) -> Result<StoreStats> {
         let count =
-            |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |row| row.get(0))?) };
+            |sql: &str| -> Result<i64> { self.conn.query_row(sql, args![], |row| row.get(0)) };
         Ok(StoreStats {
             sessions: count("SELECT count(*) FROM sessions")?,
             messages: count("SELECT count(*) FROM messages")?,
@@ -99,8 +101,12 @@ impl Store {
             summaries: count("SELECT count(*) FROM summaries")?,
             live_summaries: count("SELECT count(*) FROM summaries WHERE superseded_by IS NULL")?,
             compactions: count("SELECT count(*) FROM events WHERE name = 'compaction_completed'")?,
-            tokens_stored: count("SELECT COALESCE(SUM(token_count), 0) FROM messages")?,
-            tokens_in_view: count("SELECT COALESCE(SUM(token_count), 0) FROM context_items")?,
+            tokens_stored: count(
+                "SELECT CAST(COALESCE(SUM(token_count), 0) AS BIGINT) FROM messages",
+            )?,
+            tokens_in_view: count(
+                "SELECT CAST(COALESCE(SUM(token_count), 0) AS BIGINT) FROM context_items",
+            )?,
             tombstones: count("SELECT count(*) FROM parts WHERE compacted_at IS NOT NULL")?,
             events: count("SELECT count(*) FROM events")?,
         })

@@ -609,7 +609,7 @@ fn upgrade_from_1(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     ] {
         tx.execute_batch(step)?;
     }
-    super::search::move_backlog(tx)?;
+    super::search::move_backlog_in_migration(tx)?;
     Ok(())
 }
 
@@ -623,6 +623,6 @@ fn rebuild_search_index(tx: &rusqlite::Transaction<'_>) -> Result<()> {
         "INSERT OR IGNORE INTO search_backlog (fts_rowid)
              SELECT pk FROM parts UNION ALL SELECT -pk FROM summaries;",
     )?;
-    super::search::move_backlog(tx)?;
+    super::search::move_backlog_in_migration(tx)?;
     Ok(())
 }

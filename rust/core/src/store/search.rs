@@ -12,7 +12,7 @@
 //! Moving a rowid (re)builds its index row from the text stored now, so a tool
 //! call whose result arrives later is indexed once, with its result.
 
-use rusqlite::{params, Transaction};
+use super::backend::{args, Conn};
 
 use super::gate::Write;
 use super::Store;
@@ -30,27 +30,27 @@ pub const BACKLOG_LIMIT: i64 = 512;
 
 /// Queues a part's index row, inside the caller's transaction. The caller ends
 /// its writes with [`bound_backlog`].
-pub(super) fn queue_part(tx: &Transaction<'_>, part_rowid: i64) -> Result<()> {
+pub(super) fn queue_part(tx: &Conn, part_rowid: i64) -> Result<()> {
     queue(tx, part_rowid)
 }
 
 /// Queues a summary's index row, inside the caller's transaction. The caller
 /// ends its writes with [`bound_backlog`].
-pub(super) fn queue_summary(tx: &Transaction<'_>, summary_rowid: i64) -> Result<()> {
+pub(super) fn queue_summary(tx: &Conn, summary_rowid: i64) -> Result<()> {
     queue(tx, -summary_rowid)
 }
 
-fn queue(tx: &Transaction<'_>, fts_rowid: i64) -> Result<()> {
-    tx.prepare_cached("INSERT OR IGNORE INTO search_backlog (fts_rowid) VALUES (?1)")?
-        .execute(params![fts_rowid])?;
+fn queue(tx: &Conn, fts_rowid: i64) -> Result<()> {
+    tx.prepare_cached("INSERT INTO search_backlog (fts_rowid) VALUES (?1) ON CONFLICT DO NOTHING")?
+        .execute(args![fts_rowid])?;
     Ok(())
 }
 
 /// Moves the whole backlog into the index when it has grown to [`BACKLOG_LIMIT`].
-pub(super) fn bound_backlog(tx: &Transaction<'_>) -> Result<()> {
+pub(super) fn bound_backlog(tx: &Conn) -> Result<()> {
     let waiting: i64 = tx
         .prepare_cached("SELECT count(*) FROM search_backlog")?
-        .query_row([], |row| row.get(0))?;
+        .query_row(args![], |row| row.get(0))?;
     if waiting >= BACKLOG_LIMIT {
         move_backlog(tx)?;
     }
@@ -76,16 +76,92 @@ pub(super) use part_search_text;
 
 /// Rebuilds the index rows of everything queued, from the stored text (see
 /// [`part_search_text`]), and empties the queue.
-pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
+pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
     super::gate::refuse_slow_work_when_not_waiting("moving the search backlog")?;
-    tx.prepare_cached("DELETE FROM fts WHERE rowid IN (SELECT fts_rowid FROM search_backlog)")?
-        .execute([])?;
-    let moved = tx
-        .prepare_cached(concat!(
-            "INSERT INTO fts (rowid, body, session_id, owner_id, part_id)
+    if let Conn::Postgres(_) = tx {
+        return move_backlog_postgres(tx);
+    }
+    let mut moved = 0;
+    for (step, sql) in MOVE_BACKLOG.iter().enumerate() {
+        let changed = tx.prepare_cached(sql)?.execute(args![])?;
+        if step == 1 {
+            moved = changed;
+        }
+    }
+    Ok(moved)
+}
+
+/// [`move_backlog`] on PostgreSQL: the terms are made here, by the store's own
+/// tokenizer (see `pg::fts`), from the text PostgreSQL reads as SQLite's index
+/// does (see [`part_search_text`]).
+fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
+    let rows = tx.query_map(
+        "SELECT b.fts_rowid, p.session_id, p.message_id, p.id,
+                CASE p.kind
+                    WHEN 'tool' THEN p.tool_name || ' ' || p.body
+                        || COALESCE(chr(10) || o.output, '')
+                        || COALESCE(chr(10) || p.tool_error, '')
+                    WHEN 'file_ref' THEN concat_ws(' ', CAST(p.body AS jsonb) ->> 'file_id',
+                        CAST(p.body AS jsonb) ->> 'path', CAST(p.body AS jsonb) ->> 'summary')
+                    ELSE p.body END
+         FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
+         LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+         WHERE b.fts_rowid > 0
+         UNION ALL
+         SELECT b.fts_rowid, s.session_id, s.id, '', s.text
+         FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
+         WHERE b.fts_rowid < 0",
+        args![],
+        |row| {
+            Ok((
+                row.get::<i64>(0)?,
+                row.get::<String>(1)?,
+                row.get::<String>(2)?,
+                row.get::<String>(3)?,
+                row.get::<Option<String>>(4)?.unwrap_or_default(),
+            ))
+        },
+    )?;
+    tx.execute(
+        "DELETE FROM search_index WHERE fts_rowid IN (SELECT fts_rowid FROM search_backlog)",
+        args![],
+    )?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO search_index (fts_rowid, session_id, owner_id, part_id, body, terms)
+         VALUES (?1, ?2, ?3, ?4, ?5, CAST(CAST(?6 AS TEXT) AS tsvector))",
+    )?;
+    let mut languages = std::collections::BTreeSet::new();
+    for (rowid, session_id, owner_id, part_id, body) in &rows {
+        let (terms, language) = crate::pg::fts::document_vector(body);
+        languages.insert(language.code());
+        insert.execute(args![rowid, session_id, owner_id, part_id, body, terms])?;
+    }
+    tx.execute("DELETE FROM search_backlog", args![])?;
+    for code in languages {
+        tx.execute(
+            "INSERT INTO search_languages (code) VALUES (?1) ON CONFLICT DO NOTHING",
+            args![code],
+        )?;
+    }
+    Ok(rows.len())
+}
+
+/// [`move_backlog`] on a connection a store does not own yet: a migration's.
+pub(super) fn move_backlog_in_migration(tx: &rusqlite::Connection) -> Result<()> {
+    for sql in MOVE_BACKLOG {
+        tx.prepare_cached(sql)?.execute([])?;
+    }
+    Ok(())
+}
+
+/// The statements of [`move_backlog`]: the second writes the index rows.
+const MOVE_BACKLOG: [&str; 4] = [
+    "DELETE FROM fts WHERE rowid IN (SELECT fts_rowid FROM search_backlog)",
+    concat!(
+        "INSERT INTO fts (rowid, body, session_id, owner_id, part_id)
              SELECT p.pk, ",
-            part_search_text!(),
-            ", p.session_id, p.message_id, p.id
+        part_search_text!(),
+        ", p.session_id, p.message_id, p.id
              FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
              LEFT JOIN tool_outputs o ON o.part_pk = p.pk
              WHERE b.fts_rowid > 0
@@ -93,18 +169,12 @@ pub(super) fn move_backlog(tx: &Transaction<'_>) -> Result<usize> {
              SELECT b.fts_rowid, s.text, s.session_id, s.id, ''
              FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
              WHERE b.fts_rowid < 0",
-        ))?
-        .execute([])?;
-    tx.prepare_cached("DELETE FROM search_backlog")?
-        .execute([])?;
+    ),
+    "DELETE FROM search_backlog",
     // The languages the tokenizer indexed these rows in, for queries to stem in.
-    tx.prepare_cached(
-        "INSERT OR IGNORE INTO search_languages (code)
+    "INSERT OR IGNORE INTO search_languages (code)
          SELECT value FROM json_each(lossless_new_languages())",
-    )?
-    .execute([])?;
-    Ok(moved)
-}
+];
 
 impl Store {
     /// Moves the text still waiting for the full-text index into it, in one
@@ -114,7 +184,7 @@ impl Store {
         if self.search_backlog()? == 0 {
             return Ok(0);
         }
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::begin(&self.conn, &self.writer)?;
         let moved = move_backlog(&tx)?;
         tx.commit()?;
         Ok(moved)
@@ -122,10 +192,9 @@ impl Store {
 
     /// Rows waiting for the full-text index.
     pub fn search_backlog(&self) -> Result<i64> {
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached("SELECT count(*) FROM search_backlog")?
-            .query_row([], |row| row.get(0))?)
+            .query_row(args![], |row| row.get(0))
     }
 }
 
@@ -151,9 +220,9 @@ impl Store {
             let mut stmt = self
                 .conn
                 .prepare_cached("SELECT code FROM search_languages")?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
-                if let Some(lang) = Language::from_code(row.get_ref(0)?.as_str()?) {
+            let mut rows = stmt.query(args![])?;
+            while let Some(ref row) = rows.next()? {
+                if let Some(lang) = Language::from_code(row.get::<&str>(0)?) {
                     set = LanguageSet(set.0 | lang.bit());
                 }
             }

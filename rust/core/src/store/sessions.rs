@@ -1,7 +1,6 @@
 //! Sessions: created once, never changed except for the store's own counters.
 
-use rusqlite::{params, OptionalExtension};
-
+use super::backend::args;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
@@ -47,7 +46,7 @@ impl Store {
         let _gate = self.writer.hold()?;
         self.conn.execute(
             "INSERT INTO sessions (id, model, created_at, config, system_prompt) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, model, now_ms(), config, system_prompt],
+            args![id, model, now_ms(), config, system_prompt],
         )?;
         Ok(id)
     }
@@ -62,21 +61,18 @@ impl Store {
     }
 
     fn load_session(&self, id: &str) -> Result<SessionInfo> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT model, created_at, config, system_prompt FROM sessions WHERE id = ?1",
-                [id],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, Option<String>>(3)?,
-                    ))
-                },
-            )
-            .optional()?;
+        let row = self.conn.query_opt(
+            "SELECT model, created_at, config, system_prompt FROM sessions WHERE id = ?1",
+            args![id],
+            |row| {
+                Ok((
+                    row.get::<String>(0)?,
+                    row.get::<i64>(1)?,
+                    row.get::<String>(2)?,
+                    row.get::<Option<String>>(3)?,
+                ))
+            },
+        )?;
         let (model, created_at, config, system_prompt) =
             row.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
         let counter = TokenCounter::new(&model, 1.0);
@@ -92,21 +88,21 @@ impl Store {
 
     /// Every session, oldest first, with message and summary counts.
     pub fn list_sessions(&self) -> Result<Vec<SessionSummary>> {
-        let mut stmt = self.conn.prepare(
+        self.conn.query_map(
             "SELECT s.id, s.model, s.created_at,
                     (SELECT count(*) FROM messages m WHERE m.session_id = s.id),
                     (SELECT count(*) FROM summaries x WHERE x.session_id = s.id)
              FROM sessions s ORDER BY s.created_at, s.id",
-        )?;
-        let rows = stmt.query_map([], |row| {
-            Ok(SessionSummary {
-                id: row.get(0)?,
-                model: row.get(1)?,
-                created_at: row.get(2)?,
-                messages: row.get(3)?,
-                summaries: row.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            args![],
+            |row| {
+                Ok(SessionSummary {
+                    id: row.get(0)?,
+                    model: row.get(1)?,
+                    created_at: row.get(2)?,
+                    messages: row.get(3)?,
+                    summaries: row.get(4)?,
+                })
+            },
+        )
     }
 }

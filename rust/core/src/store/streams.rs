@@ -5,7 +5,7 @@
 //! be asked; one elsewhere is judged by how long ago it last wrote): the store
 //! reports each stream's owner and last write, and closes the ones it is told to.
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use super::backend::{args, Conn};
 
 use super::gate::Write;
 use super::messages::{close_message, prepare_parts, Closing, Usage};
@@ -30,7 +30,7 @@ pub struct StreamRow {
 }
 
 pub(super) fn start_checkpoint(
-    tx: &Transaction<'_>,
+    tx: &Conn,
     message_id: &str,
     session_id: &str,
     owner: &str,
@@ -39,15 +39,15 @@ pub(super) fn start_checkpoint(
         "INSERT INTO stream_checkpoints (message_id, session_id, owner, beat_at)
          VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![message_id, session_id, owner, now_ms()])?;
+    .execute(args![message_id, session_id, owner, now_ms()])?;
     Ok(())
 }
 
-pub(super) fn end_checkpoint(tx: &Transaction<'_>, message_id: &str) -> Result<()> {
+pub(super) fn end_checkpoint(tx: &Conn, message_id: &str) -> Result<()> {
     tx.prepare_cached("DELETE FROM stream_chunks WHERE message_id = ?1")?
-        .execute([message_id])?;
+        .execute(args![message_id])?;
     tx.prepare_cached("DELETE FROM stream_checkpoints WHERE message_id = ?1")?
-        .execute([message_id])?;
+        .execute(args![message_id])?;
     Ok(())
 }
 
@@ -67,13 +67,13 @@ impl Store {
             check_content("text", text)?;
         }
         let chars = appended.map_or(0, |text| text.chars().count() as i64);
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::begin(&self.conn, &self.writer)?;
         let changed = tx
             .prepare_cached(
                 "UPDATE stream_checkpoints SET chars = chars + ?3, beat_at = ?4
                  WHERE message_id = ?1 AND owner = ?2",
             )?
-            .execute(params![message_id, owner, chars, now_ms()])?;
+            .execute(args![message_id, owner, chars, now_ms()])?;
         if changed == 0 {
             return Err(Error::Conflict(format!(
                 "message {message_id} is not streamed by {owner} (finished, or flagged interrupted)"
@@ -84,7 +84,7 @@ impl Store {
                 "INSERT INTO stream_chunks (message_id, ord, text)
                  SELECT ?1, coalesce(max(ord) + 1, 0), ?2 FROM stream_chunks WHERE message_id = ?1",
             )?
-            .execute(params![message_id, text])?;
+            .execute(args![message_id, text])?;
         }
         tx.commit()?;
         Ok(())
@@ -98,7 +98,7 @@ impl Store {
              FROM messages m LEFT JOIN stream_checkpoints c ON c.message_id = m.id
              WHERE m.session_id = ?1 AND m.status = 'streaming' ORDER BY m.seq",
         )?;
-        let rows = stmt.query_map([session_id], |row| {
+        let rows = stmt.query_map(args![session_id], |row| {
             Ok(StreamRow {
                 message_id: row.get(0)?,
                 owner: row.get(1)?,
@@ -106,7 +106,7 @@ impl Store {
                 chars: row.get(3)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.into_iter().collect::<_>())
     }
 
     /// Closes the named streaming replies of a session whose owners are gone, in
@@ -120,7 +120,7 @@ impl Store {
             finish_reason: Some(INTERRUPTED.to_string()),
             ..Usage::default()
         };
-        let tx = Write::begin(&mut self.conn, &self.writer)?;
+        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
         let mut closed = 0;
         for message_id in message_ids {
             let Some((seq, text)) = streaming_head(&tx, session_id, message_id)? else {
@@ -149,26 +149,21 @@ impl Store {
 
 /// The sequence number and checkpointed text of a reply of `session_id` that is
 /// still streaming; None when it is not (finished meanwhile, or another session's).
-fn streaming_head(
-    tx: &Transaction<'_>,
-    session_id: &str,
-    message_id: &str,
-) -> Result<Option<(i64, String)>> {
+fn streaming_head(tx: &Conn, session_id: &str, message_id: &str) -> Result<Option<(i64, String)>> {
     let seq: Option<i64> = tx
         .prepare_cached(
             "SELECT seq FROM messages WHERE id = ?1 AND session_id = ?2 AND status = 'streaming'",
         )?
-        .query_row(params![message_id, session_id], |row| row.get(0))
-        .optional()?;
+        .query_opt(args![message_id, session_id], |row| row.get(0))?;
     let Some(seq) = seq else {
         return Ok(None);
     };
     let mut text = String::new();
     let mut chunks =
         tx.prepare_cached("SELECT text FROM stream_chunks WHERE message_id = ?1 ORDER BY ord")?;
-    let mut rows = chunks.query([message_id])?;
-    while let Some(row) = rows.next()? {
-        text.push_str(row.get_ref(0)?.as_str()?);
+    let mut rows = chunks.query(args![message_id])?;
+    while let Some(ref row) = rows.next()? {
+        text.push_str(row.get::<&str>(0)?);
     }
     Ok(Some((seq, text)))
 }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rusqlite::OptionalExtension;
+use super::backend::args;
 
 use super::left_out::LeftOutIds;
 use super::memory_recall::NewestRecall;
@@ -254,8 +254,7 @@ impl Store {
     fn view_version(&self, session_id: &str) -> Result<i64> {
         self.conn
             .prepare_cached("SELECT view_version FROM sessions WHERE id = ?1")?
-            .query_row([session_id], |row| row.get(0))
-            .optional()?
+            .query_opt(args![session_id], |row| row.get(0))?
             .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))
     }
 
@@ -291,9 +290,9 @@ impl Store {
             version,
             ..CachedView::default()
         };
-        let mut rows = stmt.query([session_id])?;
-        while let Some(row) = rows.next()? {
-            let kind = if row.get_ref(1)?.as_str()? == "summary" {
+        let mut rows = stmt.query(args![session_id])?;
+        while let Some(ref row) = rows.next()? {
+            let kind = if row.get::<&str>(1)? == "summary" {
                 ItemKind::Summary
             } else {
                 ItemKind::Message
@@ -305,7 +304,7 @@ impl Store {
                 id: row.get(2)?,
                 tokens: row.get(3)?,
                 role: role.as_deref().map(Role::parse).transpose()?,
-                seq: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
+                seq: row.get::<Option<i64>>(5)?.unwrap_or(0),
             };
             view.push(item);
         }
@@ -433,7 +432,7 @@ impl Store {
         let role: String = self
             .conn
             .prepare_cached("SELECT role FROM messages WHERE id = ?1")?
-            .query_row([message_id], |row| row.get(0))?;
+            .query_row(args![message_id], |row| row.get(0))?;
         let role = Role::parse(&role)?.as_str();
         Ok(render::render_message(role, &self.load_parts(message_id)?))
     }
@@ -442,7 +441,7 @@ impl Store {
         let (text, covered): (String, i64) = self
             .conn
             .prepare_cached("SELECT text, message_count FROM summaries WHERE id = ?1")?
-            .query_row([summary_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            .query_row(args![summary_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(vec![render::summary_message(summary_id, covered, &text)])
     }
 }

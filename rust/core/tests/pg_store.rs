@@ -1,0 +1,164 @@
+//! The store on a PostgreSQL URL, against a real throwaway server: a session's
+//! turns, its tool results, its assembled view, a compaction round, and what a
+//! second store on the same database sees.
+
+mod pg_cluster;
+mod support;
+
+use lossless_core::parts::{Part, Role, ToolStatus};
+use lossless_core::plan::{RoundRules, Tail};
+use lossless_core::store::{GrepMode, LeafWriter, OpenOptions, Store};
+use lossless_core::Error;
+use pg_cluster::database;
+use support::{append, text, tool, tool_with, words, MODEL};
+
+fn open(url: &str) -> Store {
+    Store::open(url, &OpenOptions::default()).expect("a store on PostgreSQL")
+}
+
+fn rules(soft_limit: i64) -> RoundRules {
+    RoundRules {
+        soft_limit,
+        tail: Tail {
+            user_turns: 2,
+            max_tokens: RoundRules::default_tail_tokens(soft_limit),
+            max_messages: 40,
+        },
+        prune_protect_tokens: 40_000,
+        prune_minimum_tokens: 1,
+        protected_tools: Vec::new(),
+        summary_max_tokens: 2_000,
+        leaf_chunk_tokens: 20_000,
+    }
+}
+
+/// A session's turns and tool results, and a second worker's view of them.
+fn records_turns(url: &str) {
+    let mut store = open(url);
+    let session = store
+        .create_session(MODEL, "{}", Some("Be brief."))
+        .unwrap();
+    append(&mut store, &session, Role::User, &[text("List the files.")]);
+    let pending = tool_with("ls", "call_1", None, ToolStatus::Pending);
+    append(&mut store, &session, Role::Assistant, &[pending]);
+    store
+        .update_tool(
+            &session,
+            "call_1",
+            ToolStatus::Completed,
+            Some("README.md\nsrc/main.rs"),
+            None,
+        )
+        .unwrap();
+    let assembled = store.assemble(&session, 100_000).unwrap();
+    assert_eq!(assembled.item_ids().count(), 2);
+    let history = store.history(&session).unwrap();
+    assert_eq!(history.len(), 2);
+    let Part::Tool(call) = &history[1].parts[0].part else {
+        panic!("a tool call")
+    };
+    assert_eq!(call.status, ToolStatus::Completed);
+    assert_eq!(call.output.as_deref(), Some("README.md\nsrc/main.rs"));
+
+    // A second worker on the same database sees every turn, and the first
+    // worker's view notices the second one's write.
+    let mut other = open(url);
+    append(
+        &mut other,
+        &session,
+        Role::User,
+        &[text("Now read main.rs.")],
+    );
+    assert_eq!(store.history(&session).unwrap().len(), 3);
+    assert!(store.assemble(&session, 100_000).unwrap().tokens > assembled.tokens);
+
+    // Full-text and regex search find the tool's result and the user's turn.
+    let found = store
+        .grep("main.rs", Some(&session), GrepMode::Text, 10)
+        .unwrap();
+    assert!(!found.is_empty(), "no hit for main.rs");
+    assert!(found.iter().all(|hit| hit.session_id == session));
+    assert!(
+        found.iter().any(|hit| hit.snippet.contains("main")),
+        "{found:?}"
+    );
+    let regex = store
+        .grep(r"src/\w+\.rs", None, GrepMode::Regex, 10)
+        .unwrap();
+    assert_eq!(regex.len(), 1, "{regex:?}");
+    assert!(regex[0].snippet.contains("[src/main.rs]"), "{regex:?}");
+    let none = store
+        .grep("kubernetes", Some(&session), GrepMode::Text, 10)
+        .unwrap();
+    assert!(none.is_empty(), "{none:?}");
+
+    // A finished call cannot be finished again: typed, and nothing changes.
+    let again = store.update_tool(&session, "call_1", ToolStatus::Completed, Some("x"), None);
+    assert!(again.is_err(), "{again:?}");
+    assert_eq!(store.history(&session).unwrap().len(), 3);
+}
+
+#[test]
+fn a_session_records_its_turns_and_tool_results_on_postgres() {
+    let db = database();
+    assert_eq!(open(&db.url()).schema_version().unwrap(), 8);
+    records_turns(&db.url());
+}
+
+#[test]
+fn a_session_records_its_turns_and_tool_results_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    records_turns(dir.path().join("store.db").to_str().unwrap());
+}
+
+#[test]
+fn a_compaction_round_commits_its_summary_on_postgres() {
+    let db = database();
+    let mut store = open(&db.url());
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    append(&mut store, &session, Role::User, &[text("Fix the build.")]);
+    for call in 0..30 {
+        let output = words(call, 40);
+        let part = tool("run", &format!("c{call}"), &output);
+        append(
+            &mut store,
+            &session,
+            Role::Assistant,
+            &[text("running"), part],
+        );
+    }
+    let before = store.view_stats(&session).unwrap().tokens;
+    let outcome = store
+        .compaction_round(
+            &session,
+            &rules(before / 2),
+            before,
+            false,
+            LeafWriter::BuiltIn,
+        )
+        .expect("round");
+    assert!(!outcome.committed.is_empty(), "a summary was committed");
+    let after = store.view_stats(&session).unwrap().tokens;
+    assert!(after < before);
+    // Nothing is lost: every message is still stored.
+    assert_eq!(store.history(&session).unwrap().len(), 31);
+}
+
+#[test]
+fn a_missing_session_and_a_bad_url_are_typed_errors() {
+    let db = database();
+    let mut store = open(&db.url());
+    assert!(matches!(
+        store.assemble("ses_missing", 1_000),
+        Err(Error::SessionNotFound(_))
+    ));
+    let refused = Store::open(
+        &db.url_with_password("wrong-secret"),
+        &OpenOptions::default(),
+    );
+    let Err(err) = refused else {
+        panic!("a wrong password opened the store")
+    };
+    assert!(matches!(err, Error::AccessDenied { .. }), "{err:?}");
+    assert!(!err.to_string().contains("wrong-secret"), "{err}");
+}
