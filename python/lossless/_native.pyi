@@ -87,7 +87,7 @@ class TokenCounter:
 @final
 class RoundRules:
     """The limits of one compaction round: where it aims the view (``goal``, half the
-    soft limit), the protected tail (``tail_tokens`` defaults to a quarter of the soft
+    soft limit), the protected tail (``tail_tokens`` defaults to an eighth of the soft
     limit), what a prune must save and how large a summary may be."""
 
     def __new__(

@@ -111,6 +111,11 @@ class TurnResult:
     cache_write_input_tokens: int | None = None
 
 
+# Blocks sent with earlier user messages: (the user message's id, the block, its
+# tokens), oldest first.
+_EarlierBlocks = tuple[tuple[str, str, int], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class _RequestParts:
     """What a request is made of besides its view items: the parts a compaction
@@ -126,7 +131,7 @@ class _RequestParts:
     history_budget: int
     #: Blocks sent with earlier user messages, kept where they were sent: (the user
     #: message's id, the block, its tokens), oldest first.
-    earlier: tuple[tuple[str, str, int], ...] = ()
+    earlier: _EarlierBlocks = ()
 
     def earlier_placed(self, items: _native.ItemUnits) -> list[tuple[int, int, str, int]]:
         """The earlier blocks whose user message is in ``items`` and is not the newest
@@ -497,7 +502,8 @@ class Session:
             free = self.budget.usable - tool_tokens - self.view_tokens()
             planned = self.arena.plan(free, prepared)
         if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
-            block, block_tokens, earlier = "", 0, ()
+            block, block_tokens = "", 0
+            earlier: _EarlierBlocks = ()
             if self.arena.enabled:
                 # Nothing planned: within a tool loop the loop's block still goes out
                 # as sent, and earlier blocks stay where they were.
@@ -545,7 +551,7 @@ class Session:
         block: str,
         prompt_tokens: int,
         block_tokens: int,
-        earlier: tuple[tuple[str, str, int], ...],
+        earlier: _EarlierBlocks,
     ) -> tuple[BuiltContext, _Request]:
         """The history within what the tools, the system message and the arena's
         blocks leave, with the system message first and the blocks placed (the
@@ -1027,7 +1033,7 @@ class Session:
             return block, block_tokens
         return last.parts.block, last.parts.block_tokens
 
-    def _earlier_blocks(self, room: int) -> tuple[tuple[str, str, int], ...]:
+    def _earlier_blocks(self, room: int) -> _EarlierBlocks:
         """The blocks of earlier user turns to send where they were sent: a new user
         turn places a new block after itself and leaves the last request's block
         after its own message, so the provider reads on from the end of the last
