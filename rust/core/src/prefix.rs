@@ -54,14 +54,20 @@ impl RequestPrint {
         let mut units = Vec::with_capacity(head.len() + items.len() + blocks.len());
         units.extend_from_slice(head);
         let mut blocks = blocks.to_vec();
-        blocks.sort_by_key(|block| block.after_item.map_or(usize::MAX, |at| at.min(items.len())));
+        blocks.sort_by_key(|block| {
+            block
+                .after_item
+                .map_or(usize::MAX, |at| at.min(items.len()))
+        });
         let mut placed = blocks.iter().peekable();
         for (at, item) in items.iter().enumerate() {
             units.push(*item);
             let last = at + 1 == items.len();
-            while let Some(block) =
-                placed.next_if(|block| block.after_item.is_some_and(|b| b == at || (last && b > at)))
-            {
+            while let Some(block) = placed.next_if(|block| {
+                block
+                    .after_item
+                    .is_some_and(|b| b == at || (last && b > at))
+            }) {
                 place(&mut units, block);
             }
         }

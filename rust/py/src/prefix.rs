@@ -105,8 +105,8 @@ impl RequestPrint {
             merged,
         };
         let mut blocks: Vec<Block> = earlier
-            .iter()
-            .map(|(item, text, tokens)| placed(text, *tokens, Some(*item)))
+            .into_iter()
+            .map(|(item, text, tokens)| placed(&text, tokens, Some(item)))
             .collect();
         if !block.is_empty() {
             blocks.push(placed(block, block_tokens, items.newest_user));
