@@ -61,6 +61,19 @@ class Replay:
     # before it changed (a compaction, the arena's block).
     fresh_new: int = 0
     fresh_resent: int = 0
+    # What was sent again, by what came before the request: a compaction, a new
+    # question (the arena's block moves after it), or neither.
+    resent_after_compaction: int = 0
+    resent_new_question: int = 0
+    largest_request: int = 0
+
+    @property
+    def ceiling(self) -> float:
+        """The most this workload can repeat under this configuration, whatever the
+        compaction: the content each request adds at its end was in no earlier
+        request, and no request is larger than the largest one sent, so at least
+        ``fresh_new / (requests * largest_request)`` of the input is new."""
+        return 1 - self.fresh_new / max(self.requests * self.largest_request, 1)
 
     @property
     def share(self) -> float:
@@ -135,6 +148,11 @@ async def _replay(server: LocalLLMServer, db: Path, requests: int, soft: float) 
                 grown = min(fresh, max(0, result.context_tokens - previous_tokens))
                 figures.fresh_new += grown
                 figures.fresh_resent += fresh - grown
+                if compacted:
+                    figures.resent_after_compaction += fresh - grown
+                elif call is None:
+                    figures.resent_new_question += fresh - grown
+                figures.largest_request = max(figures.largest_request, result.context_tokens)
                 previous_tokens = result.context_tokens
                 if compacted:
                     figures.after_compaction.append(
@@ -185,6 +203,14 @@ def test_agent_replay_stable_prefix_share(benchmark: Any, record: Any, soft: flo
         "after_compaction_min_share": round(min(replay.after_compaction, default=1.0), 4),
         "new_share": round(replay.fresh_new / replay.input_tokens, 4),
         "resent_share": round(replay.fresh_resent / replay.input_tokens, 4),
+        "resent_after_compaction": round(replay.resent_after_compaction / replay.input_tokens, 4),
+        "resent_new_question": round(replay.resent_new_question / replay.input_tokens, 4),
+        "mean_request": replay.input_tokens // replay.requests,
+        "mean_new_tokens": replay.fresh_new // replay.requests,
+        "largest_request": replay.largest_request,
+        "ceiling": round(replay.ceiling, 4),
+        "summaries_written": sum(len(c["summary_ids"]) for c in replay.compactions),
+        "prunes": sum(1 for c in replay.compactions if c["pruned_parts"]),
     }
     print(f"\nprompt-cache replay, soft threshold {soft}: {extra}")
     print(f"invalidated tokens per compaction: {invalidated}")

@@ -119,6 +119,37 @@ async def test_each_turn_reports_its_stable_prefix_and_the_providers_cached_toke
     assert server.prefixes[1].shared_messages == 2
 
 
+async def test_a_new_question_leaves_the_last_block_in_place_and_repeats_the_whole_request(
+    config_for: Callable[..., Config], db: Path
+) -> None:
+    async with LocalLLMServer() as server:
+        config = config_for(llm_overrides={"api_base": server.base_url})
+        async with Session.open(
+            model=TEST_MODEL, db=db, config=config, system_prompt="be brief"
+        ) as s:
+            await s.set_task("Rotate the staging keys.")
+            call = ToolCallSpec("grep", {"pattern": "keys"}, id="call_1")
+            server.enqueue(Reply(tool_calls=[call]), Reply(text="found them"))
+            first = await s.send("where are the keys?")
+            await s.update_tool(
+                first.tool_calls[0].call_id, status="completed", output="keys.py: 3 hits"
+            )
+            looped = await s.respond()
+            await s.set_task("Rotate the production keys.")
+            server.enqueue(Reply(text="next"))
+            second = await s.send("and in production?")
+    loop_end, asked = server.requests[-2]["messages"], server.requests[-1]["messages"]
+    # The request after the new question begins with the whole previous request, the
+    # first block included where it was sent; the new block follows the new question.
+    assert asked[: len(loop_end)] == loop_end
+    assert server.prefixes[-1].shared_messages == len(loop_end)
+    blocks = [m["content"] for m in asked if str(m.get("content")).startswith("<context>")]
+    assert len(blocks) == 2 and "staging" in blocks[0] and "production" in blocks[1]
+    assert asked[-1]["content"] == blocks[1] and asked[-2]["content"] == "and in production?"
+    # The session counts the same: all of the loop's last request is repeated.
+    assert second.stable_prefix_tokens == looped.context_tokens, (second, looped)
+
+
 async def test_a_compaction_reports_the_cached_tokens_it_invalidated(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:

@@ -87,7 +87,7 @@ class TokenCounter:
 @final
 class RoundRules:
     """The limits of one compaction round: where it aims the view (``goal``, half the
-    soft limit), the protected tail (``tail_tokens`` defaults to a quarter of the soft
+    soft limit), the protected tail (``tail_tokens`` defaults to an eighth of the soft
     limit), what a prune must save and how large a summary may be."""
 
     def __new__(
@@ -202,11 +202,18 @@ class ItemUnits:
     @property
     def summary_end(self) -> int:
         """Index of the last summary's message among the assembled messages; -1 if none."""
+    @property
+    def newest_user_id(self) -> str | None:
+        """The id of the item holding the newest user message, if any."""
+    def user_place(self, id: str) -> tuple[int, int] | None:
+        """Where the user message ``id`` is: its index among the items and among the
+        assembled messages; None when it is not in this assembly."""
 
 @final
 class RequestPrint:
     """A request as a provider's prompt cache sees it: tool definitions, system
-    message, view items and the arena's block, each hashed with its tokens."""
+    message, view items and the arena's block, each hashed with its tokens;
+    ``earlier`` blocks (item index, text, tokens) follow the items they name."""
 
     def __new__(
         cls,
@@ -218,6 +225,7 @@ class RequestPrint:
         block: str,
         block_tokens: int,
         merged: bool,
+        earlier: list[tuple[int, str, int]] = ...,
     ) -> RequestPrint: ...
     @property
     def tokens(self) -> int:
@@ -467,11 +475,10 @@ class Store:
         session_id: str,
         rules: RoundRules,
         before: int,
-        forced: bool,
         model_summary: bool,
     ) -> dict[str, Any]:
         """A round's store work up to its first model call: the prune (which ends the
-        round when it reaches the goal, unless ``forced``), the span, and, unless
+        round when it writes: a round changes the view once), the span, and, unless
         ``model_summary``, its built-in summary or truncation, committed when it
         shrinks the view. Keys: ``pruned``, ``span`` (the span for the model, or
         None), ``target``, ``span_messages``, ``committed``, ``level``,

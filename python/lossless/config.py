@@ -158,7 +158,7 @@ class CompactionConfig(_Section):
         default=None,
         gt=0,
         description=(
-            "Tokens of the newest messages never compacted; None: a quarter of the soft "
+            "Tokens of the newest messages never compacted; None: an eighth of the soft "
             "limit. The newest message is always kept, whatever its size."
         ),
     )

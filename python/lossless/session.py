@@ -111,6 +111,11 @@ class TurnResult:
     cache_write_input_tokens: int | None = None
 
 
+# Blocks sent with earlier user messages: (the user message's id, the block, its
+# tokens), oldest first.
+_EarlierBlocks = tuple[tuple[str, str, int], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class _RequestParts:
     """What a request is made of besides its view items: the parts a compaction
@@ -124,6 +129,19 @@ class _RequestParts:
     block_tokens: int
     merged: bool
     history_budget: int
+    #: Blocks sent with earlier user messages, kept where they were sent: (the user
+    #: message's id, the block, its tokens), oldest first.
+    earlier: _EarlierBlocks = ()
+
+    def earlier_placed(self, items: _native.ItemUnits) -> list[tuple[int, int, str, int]]:
+        """The earlier blocks whose user message is in ``items`` and is not the newest
+        one: (its item index, its message index, the block, its tokens)."""
+        placed = []
+        for message_id, text, tokens in self.earlier:
+            place = items.user_place(message_id)
+            if place is not None and message_id != items.newest_user_id:
+                placed.append((place[0], place[1], text, tokens))
+        return placed
 
     def print_of(self, items: _native.ItemUnits) -> _native.RequestPrint:
         """The print of a request of these parts and the view items ``items``."""
@@ -136,6 +154,7 @@ class _RequestParts:
             self.block,
             self.block_tokens,
             self.merged,
+            [(item, text, tokens) for item, _, text, tokens in self.earlier_placed(items)],
         )
 
 
@@ -149,6 +168,8 @@ class _Request:
     hints: CacheHints
     #: What the arena's block was planned for (see ``Session._block_stamp``).
     stamp: tuple[int, int, int]
+    #: The view item holding the newest user message, which the block follows.
+    newest_user_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,14 +496,27 @@ class Session:
     ) -> tuple[BuiltContext, Planned | None, _Request]:
         tools_json = _tools_json(tools)
         tool_tokens = self._count(tools_json) if tools_json else 0
-        planned = None
+        planned, free = None, 0
         if self.arena.enabled:
             prepared = prepared if prepared is not None else self.arena.recall_internal()
             free = self.budget.usable - tool_tokens - self.view_tokens()
             planned = self.arena.plan(free, prepared)
         if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
+            block, block_tokens = "", 0
+            earlier: _EarlierBlocks = ()
+            if self.arena.enabled:
+                # Nothing planned: within a tool loop the loop's block still goes out
+                # as sent, and earlier blocks stay where they were.
+                block, block_tokens = self._steady_block(block, block_tokens, free)
+                earlier = self._earlier_blocks(free - block_tokens)
             context, request = self._assemble(
-                tools_json, tool_tokens, self.system_prompt, "", self._system_tokens, 0
+                tools_json,
+                tool_tokens,
+                self.system_prompt,
+                block,
+                self._system_tokens,
+                block_tokens,
+                earlier,
             )
         else:
             stable = planned.raw["stable"]
@@ -498,8 +532,9 @@ class Session:
             block = planned.raw["volatile"]
             block_tokens = planned.raw["volatile_tokens"] + 4 if block else 0
             block, block_tokens = self._steady_block(block, block_tokens, free)
+            earlier = self._earlier_blocks(free - block_tokens - stable_tokens)
             context, request = self._assemble(
-                tools_json, tool_tokens, prompt, block, prompt_tokens, block_tokens
+                tools_json, tool_tokens, prompt, block, prompt_tokens, block_tokens, earlier
             )
         if planned is not None:
             usage = _native.normalize_usage(None, context.tokens, context.budget)
@@ -516,21 +551,44 @@ class Session:
         block: str,
         prompt_tokens: int,
         block_tokens: int,
+        earlier: _EarlierBlocks,
     ) -> tuple[BuiltContext, _Request]:
         """The history within what the tools, the system message and the arena's
-        block leave, with the system message first and the block placed; and what
-        the request is made of, to compare the next request with."""
+        blocks leave, with the system message first and the blocks placed (the
+        current one after the newest user message, ``earlier`` ones where they were
+        sent); and what the request is made of, to compare the next request with."""
+        earlier_tokens = sum(tokens for _, _, tokens in earlier)
         history_budget = (
-            self.budget.usable - tool_tokens - block_tokens - (prompt_tokens - self._system_tokens)
+            self.budget.usable
+            - tool_tokens
+            - block_tokens
+            - earlier_tokens
+            - (prompt_tokens - self._system_tokens)
         )
         messages, tokens, item_ids, omitted, newest, items = self._store.assemble_placed(
             self.id, history_budget, self.profile
         )
-        tokens += tool_tokens + block_tokens
         merged = self.profile != "default"
         block_at = _place_block(messages, newest, block, merge=merged) if block else None
+        block_last = block_at == len(messages) - 1
+        parts = _RequestParts(
+            tools_json,
+            tool_tokens,
+            prompt or "",
+            prompt_tokens if prompt else 0,
+            block,
+            block_tokens,
+            merged,
+            history_budget,
+            earlier,
+        )
+        # From the newest down, so each insertion leaves the earlier places as they are.
+        for _, at, text, earlier_block_tokens in reversed(parts.earlier_placed(items)):
+            _place_block(messages, at, text, merge=merged)
+            tokens += earlier_block_tokens
+        tokens += tool_tokens + block_tokens
         # Where the history ends: before the block when the block is the last message.
-        history_end = len(messages) - (2 if block_at == len(messages) - 1 else 1)
+        history_end = len(messages) - (2 if block_last else 1)
         summary_end = items.summary_end if not merged else -1
         if prompt:
             if merged and messages and messages[0]["role"] == "system":
@@ -542,23 +600,14 @@ class Session:
                 messages.insert(0, {"role": "system", "content": prompt})
                 history_end, summary_end = history_end + 1, summary_end + (summary_end >= 0)
             tokens += prompt_tokens
-        system_tokens = prompt_tokens if prompt else 0
-        parts = _RequestParts(
-            tools_json,
-            tool_tokens,
-            prompt or "",
-            system_tokens,
-            block,
-            block_tokens,
-            merged,
-            history_budget,
-        )
         hints = CacheHints(
             0 if prompt else None,
             summary_end if summary_end >= 0 else None,
             history_end if history_end >= 0 else None,
         )
-        request = _Request(parts, parts.print_of(items), hints, self._block_stamp())
+        request = _Request(
+            parts, parts.print_of(items), hints, self._block_stamp(), items.newest_user_id
+        )
         context = BuiltContext(
             messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted
         )
@@ -984,6 +1033,24 @@ class Session:
         ):
             return block, block_tokens
         return last.parts.block, last.parts.block_tokens
+
+    def _earlier_blocks(self, room: int) -> _EarlierBlocks:
+        """The blocks of earlier user turns to send where they were sent: a new user
+        turn places a new block after itself and leaves the last request's block
+        after its own message, so the provider reads on from the end of the last
+        request instead of reading that turn's tool loop again (decision 114). They
+        stay until a compaction changes the view (what follows its change is read
+        anew anyway) or until they no longer fit in ``room`` beside the history."""
+        last = self._last_request
+        if last is None or last.stamp[2] != self.compaction.changes:
+            return ()
+        earlier = last.parts.earlier
+        if last.parts.block and last.newest_user_id and last.stamp[0] != self._user_turns:
+            kept = (last.newest_user_id, last.parts.block, last.parts.block_tokens)
+            earlier = (*earlier, kept)
+        if sum(tokens for _, _, tokens in earlier) > room:
+            return ()
+        return earlier
 
     def _observe_request(self, request: _Request) -> int:
         """Tokens ``request`` shares with the start of the previous request, which it

@@ -388,7 +388,7 @@ class CompactionEngine:
                 return _Opening(before, after=self._release_lease())
             rules = self._rules()
             try:
-                steps = self._first_steps(rules, force, before)
+                steps = self._first_steps(rules, before)
             except CompactionBusyError as err:
                 return _Opening(before, busy=err)
             if steps.view_after is not None and steps.view_after <= rules.goal:
@@ -433,7 +433,7 @@ class CompactionEngine:
                 if busy is not None:
                     err, busy = busy, None
                     raise err
-                saved = await self._one_round(result, forced, before, first)
+                saved = await self._one_round(result, before, first)
                 # Progress is what the round took out of the view: turns recorded
                 # meanwhile may have added more than that.
                 if saved <= 0 and before > soft and not self._abort:
@@ -513,20 +513,24 @@ class CompactionEngine:
         return reason
 
     async def _one_round(
-        self, result: CompactionResult, forced: bool, before: int, steps: _FirstSteps | None
+        self, result: CompactionResult, before: int, steps: _FirstSteps | None
     ) -> int:
-        """Prune, summarise the span before the protected tail, condense: each step
-        committed in its own transaction. ``before`` is the view's size as the round
-        starts; ``steps`` its first steps when they were already taken. Returns the
-        tokens taken out of the view."""
+        """Prune or summarise the span before the protected tail, then condense when
+        the view stays above the goal. A prune that writes is the round's one change
+        (a provider's cache then loses the request once per round, not twice).
+        ``before`` is the view's size as the round starts; ``steps`` its first steps
+        when they were already taken. Returns the tokens taken out of the view."""
         rules = self._rules()
         if steps is None:
-            steps = await self._call(self._first_steps, rules, forced, before)
+            steps = await self._call(self._first_steps, rules, before)
         saved = await self._record_steps(steps.outcome, result)
         span = steps.span
+        pruned = bool(steps.outcome["pruned"]["pruned_parts"])
         if span is not None:
             saved += await self._model_leaf(span, int(steps.outcome["target"]), result)
-        elif steps.view_after is not None and (steps.view_after <= rules.goal or self._abort):
+        elif steps.view_after is not None and (
+            pruned or steps.view_after <= rules.goal or self._abort
+        ):
             # The round ended in its first steps: the view was read after its last write.
             self._view_after_round = steps.view_after
             return saved
@@ -597,12 +601,13 @@ class CompactionEngine:
         )
         return 0
 
-    def _first_steps(self, rules: _native.RoundRules, forced: bool, before: int) -> _FirstSteps:
+    def _first_steps(self, rules: _native.RoundRules, before: int) -> _FirstSteps:
         """The steps of a round up to its first model call, in one native call (in a
-        worker thread): the prune, the span and, with the built-in summariser, its
-        summary or truncation, committed when it shrinks the view."""
+        worker thread): the prune, which is the round's one change when it writes, or
+        else the span and, with the built-in summariser, its summary or truncation,
+        committed when it shrinks the view."""
         model = self._summariser.model is not None
-        outcome = self._store.compaction_round(self._session_id, rules, before, forced, model)
+        outcome = self._store.compaction_round(self._session_id, rules, before, model)
         return _FirstSteps(outcome)
 
     async def _condense(self, result: CompactionResult) -> int:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lossless.demo._cache import CacheReport, show_prompt_cache
 from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._stream import StreamReport, show_cancelled_stream
@@ -67,6 +68,7 @@ class DemoReport:
     stream: StreamReport = field(default_factory=StreamReport)
     mcp: McpReport = field(default_factory=McpReport)
     operators: OperatorsReport = field(default_factory=OperatorsReport)
+    cache: CacheReport = field(default_factory=CacheReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -113,6 +115,7 @@ def run_demo(
         and report.operators.agent_read_cutoff
         and report.operators.classified == 6
         and report.operators.agents_ok == 3
+        and report.cache.requests > 0
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -173,6 +176,7 @@ async def _replay(
         _check_request(session, report)
         _check_context(session, report)
         _show_recall(session, report, console)
+    report.cache = await show_prompt_cache(db_path, console)
     report.stream = await show_cancelled_stream(db_path, console)
     report.mcp = await show_mcp_recall(db_path, console)
     report.operators = await show_files_and_maps(db_path, console)
@@ -279,6 +283,15 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             "arena zones: tokens injected / cap",
             ", ".join(f"{name} {used} / {cap}" for name, (used, cap) in report.zones.items())
             or "none",
+        ),
+        (
+            "sent requests: input repeating the previous request / cached (server)",
+            f"{report.cache.stable_share:.1%} / {report.cache.cached_share:.1%} of "
+            f"{report.cache.input_tokens:,} tokens in {report.cache.requests} requests",
+        ),
+        (
+            "their compactions: cached tokens invalidated, median",
+            f"{report.cache.invalidated_median:,} in each of {len(report.cache.invalidated)}",
         ),
         (
             "reply cut off by a timeout: received / kept",

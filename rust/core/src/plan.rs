@@ -98,8 +98,8 @@ pub const MIN_SUMMARY_TOKENS: i64 = 128;
 pub struct RoundRules {
     /// Past this many view tokens compaction is due.
     pub soft_limit: i64,
-    /// The protected tail; its token bound defaults to a quarter of the soft limit,
-    /// which leaves the summaries half of the round's goal.
+    /// The protected tail; its token bound defaults to an eighth of the soft limit
+    /// (see [`RoundRules::default_tail_tokens`]).
     pub tail: Tail,
     /// Output tokens of the newest tool results a prune leaves alone.
     pub prune_protect_tokens: i64,
@@ -115,10 +115,17 @@ pub struct RoundRules {
 }
 
 impl RoundRules {
-    /// The default token bound of the protected tail for `soft_limit`.
+    /// The default token bound of the protected tail for `soft_limit`: an eighth.
+    ///
+    /// What a round leaves after its new summary is what the next request must send
+    /// anew (a provider caches only the prefix before the first change), so a deep
+    /// cut costs less cache per round; and a view that lands well under the goal
+    /// leaves room for more turns before the next round and for the summaries to
+    /// grow before they are condensed. The newest user message, calls still running
+    /// and the newest message stay in the view whatever this bound.
     #[must_use]
     pub fn default_tail_tokens(soft_limit: i64) -> i64 {
-        (soft_limit / 4).max(1)
+        (soft_limit / 8).max(1)
     }
 
     /// Where the round aims the view.
@@ -336,7 +343,7 @@ mod tests {
     fn a_round_aims_at_half_the_soft_limit_and_protects_no_more_than_the_tail() {
         let small = rules(10_000);
         assert_eq!(small.goal(), 5_000);
-        assert_eq!(small.prune_protect(), 2_500);
+        assert_eq!(small.prune_protect(), 1_250);
         assert_eq!(small.prune_minimum(9_000), 20_000);
         assert_eq!(rules(1_000_000).prune_minimum(900_000), 400_000);
     }

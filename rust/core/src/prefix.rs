@@ -32,12 +32,13 @@ pub struct RequestPrint {
     units: Vec<Unit>,
 }
 
-/// Where the arena's block sits in a request, and how (see `Session._place_block`).
+/// Where an arena block sits in a request, and how (see `Session._place_block`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
     pub unit: Unit,
-    /// The view item holding the newest user message; the block follows it, or is
-    /// the last unit when there is none.
+    /// The view item holding the user message the block follows (the newest one for
+    /// the current block, an earlier one for a block kept where it was sent); the
+    /// last unit when there is none.
     pub after_item: Option<usize>,
     /// Whether the block is merged into that message (profiles that need
     /// alternating roles) rather than sent as a message of its own.
@@ -46,27 +47,33 @@ pub struct Block {
 
 impl RequestPrint {
     /// The print of a request: `head` (tool definitions, system message) first,
-    /// then `items` (the view items' units, in order) with `block`, if any, placed.
+    /// then `items` (the view items' units, in order) with each of `blocks` placed
+    /// after its item.
     #[must_use]
-    pub fn new(head: &[Unit], items: &[Unit], block: Option<Block>) -> Self {
-        let mut units = Vec::with_capacity(head.len() + items.len() + 1);
+    pub fn new(head: &[Unit], items: &[Unit], blocks: &[Block]) -> Self {
+        let mut units = Vec::with_capacity(head.len() + items.len() + blocks.len());
         units.extend_from_slice(head);
-        let Some(block) = block else {
-            units.extend_from_slice(items);
-            return Self { units };
-        };
-        let split = block
-            .after_item
-            .map_or(items.len(), |at| (at + 1).min(items.len()));
-        units.extend_from_slice(&items[..split]);
-        match units.last_mut() {
-            Some(last) if block.merged && block.after_item.is_some() => {
-                last.hash = stable_hash(&(last.hash, block.unit.hash));
-                last.tokens += block.unit.tokens;
+        let mut blocks = blocks.to_vec();
+        blocks.sort_by_key(|block| {
+            block
+                .after_item
+                .map_or(usize::MAX, |at| at.min(items.len()))
+        });
+        let mut placed = blocks.iter().peekable();
+        for (at, item) in items.iter().enumerate() {
+            units.push(*item);
+            let last = at + 1 == items.len();
+            while let Some(block) = placed.next_if(|block| {
+                block
+                    .after_item
+                    .is_some_and(|b| b == at || (last && b > at))
+            }) {
+                place(&mut units, block);
             }
-            _ => units.push(block.unit),
         }
-        units.extend_from_slice(&items[split..]);
+        for block in placed {
+            place(&mut units, block);
+        }
         Self { units }
     }
 
@@ -102,6 +109,18 @@ impl RequestPrint {
     }
 }
 
+/// Adds `block` after the last unit: as a unit of its own, or merged into that
+/// unit when the block is merged into its user message.
+fn place(units: &mut Vec<Unit>, block: &Block) {
+    match units.last_mut() {
+        Some(last) if block.merged && block.after_item.is_some() => {
+            last.hash = stable_hash(&(last.hash, block.unit.hash));
+            last.tokens += block.unit.tokens;
+        }
+        _ => units.push(block.unit),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,10 +132,10 @@ mod tests {
     #[test]
     fn the_common_prefix_ends_at_the_first_unit_that_differs() {
         let head = [unit(1, 10)];
-        let before = RequestPrint::new(&head, &[unit(2, 5), unit(3, 7)], None);
-        let after = RequestPrint::new(&head, &[unit(2, 5), unit(3, 7), unit(4, 9)], None);
+        let before = RequestPrint::new(&head, &[unit(2, 5), unit(3, 7)], &[]);
+        let after = RequestPrint::new(&head, &[unit(2, 5), unit(3, 7), unit(4, 9)], &[]);
         assert_eq!(after.common_prefix_tokens(&before), 22);
-        let rewritten = RequestPrint::new(&head, &[unit(9, 5), unit(3, 7)], None);
+        let rewritten = RequestPrint::new(&head, &[unit(9, 5), unit(3, 7)], &[]);
         assert_eq!(rewritten.common_prefix_tokens(&before), 10);
         assert_eq!(before.invalidated_by(&rewritten), 12);
         assert_eq!(before.invalidated_by(&after), 0);
@@ -130,16 +149,16 @@ mod tests {
             after_item: Some(1),
             merged: false,
         };
-        let placed = RequestPrint::new(&[], &items, Some(block));
+        let placed = RequestPrint::new(&[], &items, &[block]);
         let hashes: Vec<u64> = placed.units().iter().map(|u| u.hash).collect();
         assert_eq!(hashes, vec![2, 3, 8, 4]);
         let merged = RequestPrint::new(
             &[],
             &items,
-            Some(Block {
+            &[Block {
                 merged: true,
                 ..block
-            }),
+            }],
         );
         assert_eq!(merged.units().len(), 3);
         assert_eq!(merged.tokens(), 16);
@@ -147,12 +166,42 @@ mod tests {
         let trailing = RequestPrint::new(
             &[],
             &items,
-            Some(Block {
+            &[Block {
                 after_item: None,
                 ..block
-            }),
+            }],
         );
         assert_eq!(trailing.units().last(), Some(&unit(8, 3)));
+    }
+
+    #[test]
+    fn earlier_blocks_stay_after_their_items_in_any_order_given() {
+        let items = [unit(2, 5), unit(3, 7), unit(4, 1), unit(5, 2)];
+        let newest = Block {
+            unit: unit(8, 3),
+            after_item: Some(2),
+            merged: false,
+        };
+        let earlier = Block {
+            unit: unit(7, 4),
+            after_item: Some(0),
+            ..newest
+        };
+        let placed = RequestPrint::new(&[unit(1, 1)], &items, &[newest, earlier]);
+        let hashes: Vec<u64> = placed.units().iter().map(|u| u.hash).collect();
+        assert_eq!(hashes, vec![1, 2, 7, 3, 4, 8, 5]);
+        assert_eq!(placed.tokens(), 1 + 5 + 7 + 1 + 2 + 3 + 4);
+        // Past the last item: after it.
+        let beyond = Block {
+            after_item: Some(9),
+            ..earlier
+        };
+        let hashes: Vec<u64> = RequestPrint::new(&[], &items[..2], &[beyond])
+            .units()
+            .iter()
+            .map(|u| u.hash)
+            .collect();
+        assert_eq!(hashes, vec![2, 3, 7]);
     }
 
     #[test]

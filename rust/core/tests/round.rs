@@ -56,7 +56,7 @@ fn a_prune_that_reaches_the_goal_ends_the_round() {
     let mut rules = rules(before * 9 / 5);
     rules.prune_protect_tokens = 0;
     let outcome = store
-        .compaction_round(&session, &rules, before, false, LeafWriter::BuiltIn)
+        .compaction_round(&session, &rules, before, LeafWriter::BuiltIn)
         .expect("round");
     assert!(outcome.pruned.pruned_parts > 0);
     assert!(outcome.committed.is_empty() && outcome.span.is_none());
@@ -74,7 +74,7 @@ fn the_built_in_summary_is_committed_in_the_same_call() {
     // A soft limit the prune cannot reach: the span is summarised.
     let rules = rules(before / 2);
     let outcome = store
-        .compaction_round(&session, &rules, before, false, LeafWriter::BuiltIn)
+        .compaction_round(&session, &rules, before, LeafWriter::BuiltIn)
         .expect("round");
     let (commit, level, _) = outcome.committed.first().expect("a summary");
     assert_eq!(*level, 1);
@@ -95,7 +95,7 @@ fn a_model_writer_gets_the_span_and_nothing_is_summarised() {
     let before = view_tokens(&mut store, &session);
     let rules = rules(before / 2);
     let outcome = store
-        .compaction_round(&session, &rules, before, false, LeafWriter::Model)
+        .compaction_round(&session, &rules, before, LeafWriter::Model)
         .expect("round");
     let span = outcome.span.as_ref().expect("the span for the model");
     assert_eq!(span.message_ids.len(), outcome.span_messages);
@@ -134,7 +134,7 @@ fn truncation_is_committed_when_the_built_in_summary_does_not_fit() {
     let mut rules = rules(before / 2);
     rules.summary_max_tokens = MIN_SUMMARY_TOKENS;
     let outcome = store
-        .compaction_round(&session, &rules, before, false, LeafWriter::BuiltIn)
+        .compaction_round(&session, &rules, before, LeafWriter::BuiltIn)
         .expect("round");
     let (commit, level, _) = outcome.committed.first().expect("a summary");
     assert_eq!(*level, 3, "{outcome:?}");
@@ -153,7 +153,7 @@ fn a_long_span_is_written_as_several_bounded_leaves() {
     rules.prune_minimum_tokens = i64::MAX;
     rules.leaf_chunk_tokens = 4_000;
     let outcome = store
-        .compaction_round(&session, &rules, before, true, LeafWriter::BuiltIn)
+        .compaction_round(&session, &rules, before, LeafWriter::BuiltIn)
         .expect("round");
     assert!(
         outcome.committed.len() >= 2,
@@ -178,4 +178,27 @@ fn a_long_span_is_written_as_several_bounded_leaves() {
         assert!(source <= 4_000 + 1_000, "a leaf covers {source} tokens");
     }
     assert!(view_tokens(&mut store, &session) < before);
+}
+
+#[test]
+fn a_prune_that_writes_is_the_rounds_one_change_even_short_of_the_goal() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = tool_run(&mut store, 30, 400);
+    let before = view_tokens(&mut store, &session);
+    // The prune alone reaches the goal of the view as it was read...
+    let mut rules = rules(before * 9 / 5);
+    rules.prune_protect_tokens = 0;
+    // ...but a long question arrives before the round runs: the round still ends at
+    // the prune, so the view (and a provider's cached prefix) changes once; the next
+    // round summarises.
+    append(&mut store, &session, Role::User, &[text(&words(7, 20_000))]);
+    let outcome = store
+        .compaction_round(&session, &rules, before, LeafWriter::BuiltIn)
+        .expect("round");
+    assert!(outcome.pruned.pruned_parts > 0);
+    assert!(outcome.committed.is_empty() && outcome.span.is_none());
+    let after = view_tokens(&mut store, &session);
+    assert!(after > rules.goal(), "{after} within {}", rules.goal());
+    assert_eq!(outcome.view_after, Some(after));
+    assert!(store.live_summaries(&session).expect("live").is_empty());
 }

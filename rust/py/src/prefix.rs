@@ -4,31 +4,36 @@ use lossless_core::prefix::{self, Block, Unit};
 use lossless_core::store::Assembled;
 use pyo3::prelude::*;
 
-/// The view items of one assembly as units of a request's print, and which of them
-/// holds the newest user message.
+/// The view items of one assembly as units of a request's print, and where its
+/// user messages are.
 #[pyclass(frozen, module = "lossless._native")]
 pub struct ItemUnits {
     units: Vec<Unit>,
     newest_user: Option<usize>,
     summary_end: i64,
+    /// Each item holding a user message: its id, its index among the items and the
+    /// index of its last message among the assembled messages.
+    users: Vec<(String, usize, usize)>,
 }
 
 impl ItemUnits {
     pub fn of(assembled: &Assembled) -> Self {
-        let (mut newest_user, mut summary_end, mut messages) = (None, -1, 0_i64);
+        let (mut summary_end, mut messages) = (-1, 0_i64);
+        let mut users = Vec::new();
         for (at, item) in assembled.items.iter().enumerate() {
-            if item.messages.iter().any(|message| message.role == "user") {
-                newest_user = Some(at);
-            }
             messages += item.messages.len() as i64;
+            if item.messages.iter().any(|message| message.role == "user") {
+                users.push((item.id.clone(), at, (messages - 1) as usize));
+            }
             if item.id.starts_with("sum_") {
                 summary_end = messages - 1;
             }
         }
         Self {
             units: assembled.units().collect(),
-            newest_user,
+            newest_user: users.last().map(|&(_, at, _)| at),
             summary_end,
+            users,
         }
     }
 }
@@ -40,6 +45,21 @@ impl ItemUnits {
     #[getter]
     fn summary_end(&self) -> i64 {
         self.summary_end
+    }
+
+    /// The id of the item holding the newest user message, if any.
+    #[getter]
+    fn newest_user_id(&self) -> Option<&str> {
+        self.users.last().map(|(id, _, _)| id.as_str())
+    }
+
+    /// Where the user message `id` is: its index among the items and among the
+    /// assembled messages; None when it is not in this assembly.
+    fn user_place(&self, id: &str) -> Option<(usize, usize)> {
+        self.users
+            .iter()
+            .find(|(user, _, _)| user == id)
+            .map(|&(_, item, message)| (item, message))
     }
 }
 
@@ -53,7 +73,7 @@ pub struct RequestPrint {
 #[pymethods]
 impl RequestPrint {
     #[new]
-    #[pyo3(signature = (items, tools, tool_tokens, system, system_tokens, block, block_tokens, merged))]
+    #[pyo3(signature = (items, tools, tool_tokens, system, system_tokens, block, block_tokens, merged, earlier = Vec::new()))]
     #[expect(clippy::too_many_arguments, reason = "one value per part of a request")]
     fn new(
         items: &ItemUnits,
@@ -64,6 +84,7 @@ impl RequestPrint {
         block: &str,
         block_tokens: i64,
         merged: bool,
+        earlier: Vec<(usize, String, i64)>,
     ) -> Self {
         let head = [
             Unit {
@@ -75,16 +96,23 @@ impl RequestPrint {
                 tokens: system_tokens,
             },
         ];
-        let block = (!block.is_empty()).then(|| Block {
+        let placed = |text: &str, tokens: i64, after_item: Option<usize>| Block {
             unit: Unit {
-                hash: prefix::stable_hash(block),
-                tokens: block_tokens,
+                hash: prefix::stable_hash(text),
+                tokens,
             },
-            after_item: items.newest_user,
+            after_item,
             merged,
-        });
+        };
+        let mut blocks: Vec<Block> = earlier
+            .into_iter()
+            .map(|(item, text, tokens)| placed(&text, tokens, Some(item)))
+            .collect();
+        if !block.is_empty() {
+            blocks.push(placed(block, block_tokens, items.newest_user));
+        }
         Self {
-            inner: prefix::RequestPrint::new(&head, &items.units, block),
+            inner: prefix::RequestPrint::new(&head, &items.units, &blocks),
         }
     }
 

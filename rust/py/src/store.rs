@@ -855,7 +855,6 @@ impl Store {
         session_id: &str,
         rules: Bound<'py, RoundRules>,
         before: i64,
-        forced: bool,
         model_summary: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let rules = &rules.get().inner;
@@ -865,7 +864,7 @@ impl Store {
             core_store::LeafWriter::BuiltIn
         };
         let outcome = self.with(py, |store| {
-            store.compaction_round(session_id, rules, before, forced, writer)
+            store.compaction_round(session_id, rules, before, writer)
         })?;
         round_result(py, outcome)
     }

@@ -54,8 +54,8 @@ impl RoundOutcome {
 
 impl Store {
     /// A compaction round up to its first model call, for a view of `before`
-    /// tokens: prune stale tool output (ending the round when that reaches the
-    /// goal, unless `forced`), read the span before the protected tail, and
+    /// tokens: prune stale tool output (ending the round when it writes), read the
+    /// span before the protected tail, and
     /// summarise it: with [`LeafWriter::BuiltIn`] by the extractive summary,
     /// else by truncation (level 3), committed when it shrinks the view; with
     /// [`LeafWriter::Model`] the span and its target are returned instead.
@@ -67,7 +67,6 @@ impl Store {
         session_id: &str,
         rules: &RoundRules,
         before: i64,
-        forced: bool,
         writer: LeafWriter,
     ) -> Result<RoundOutcome> {
         let mut outcome = RoundOutcome {
@@ -80,12 +79,12 @@ impl Store {
             )?,
             ..RoundOutcome::default()
         };
-        if outcome.pruned.pruned_parts > 0 && !forced {
-            let view = self.view_stats(session_id)?.tokens;
-            if view <= rules.goal() {
-                outcome.view_after = Some(view);
-                return Ok(outcome);
-            }
+        // A prune that wrote is the round's one change, forced or not: a summary
+        // committed after it would change the request's prefix a second time, and
+        // the prune only writes when it saves what the round must (decision 113).
+        if outcome.pruned.pruned_parts > 0 {
+            outcome.view_after = Some(self.view_stats(session_id)?.tokens);
+            return Ok(outcome);
         }
         let span = self.compaction_span(session_id, rules.tail)?;
         outcome.span_messages = span.message_ids.len();
