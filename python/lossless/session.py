@@ -247,6 +247,8 @@ class Session:
         self._last_request_at: float | None = None
         # The messages of the last request, as sent.
         self._last_messages: list[dict[str, Any]] | None = None
+        # The last tool definitions sent (as JSON) and their tokens.
+        self._counted_tools: tuple[str, int] = ("", 0)
         # User turns recorded by this object: a new one re-plans the arena's block.
         self._user_turns = 0
         self._sending = False
@@ -495,7 +497,7 @@ class Session:
         self, tools: Sequence[dict[str, Any]] | None, prepared: Prepared | None
     ) -> tuple[BuiltContext, Planned | None, _Request]:
         tools_json = _tools_json(tools)
-        tool_tokens = self._count(tools_json) if tools_json else 0
+        tool_tokens = self._tool_tokens(tools_json)
         planned, free = None, 0
         if self.arena.enabled:
             prepared = prepared if prepared is not None else self.arena.recall_internal()
@@ -542,6 +544,12 @@ class Session:
             c = context
             context = BuiltContext(c.messages, c.tokens, c.budget, c.item_ids, c.omitted, report)
         return context, planned, request
+
+    def _tool_tokens(self, tools_json: str) -> int:
+        """Tokens of the tool definitions, counted once while a loop sends the same."""
+        if tools_json != self._counted_tools[0]:
+            self._counted_tools = (tools_json, self._count(tools_json) if tools_json else 0)
+        return self._counted_tools[1]
 
     def _assemble(
         self,

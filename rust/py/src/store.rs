@@ -1,5 +1,5 @@
 //! The `Store` class: one core store behind a mutex, every call made with the
-//! interpreter released.
+//! interpreter released, except the short ones an event loop makes that need not wait.
 
 use std::sync::{Mutex, PoisonError, TryLockError};
 
@@ -71,6 +71,24 @@ impl Store {
         };
         lossless_core::error::catch_panic(|| store.without_waiting(work))
             .map_err(|err| crate::errors::to_py_err(err.with_path(&self.path)))
+    }
+
+    /// Runs the short call `work` (a turn's read, or an event's write) keeping the
+    /// interpreter when it can run without waiting, else as [`Store::with`]. Made
+    /// on the event loop, a call that lets go of the interpreter gets it back only
+    /// after whatever thread took it meanwhile (litellm's logging of the last
+    /// stream, typically) has run its slice: work the loop would otherwise leave
+    /// for when it waits on the network comes first, on the turn's path
+    /// (decision 123).
+    pub(crate) fn quick<T, F>(&self, py: Python<'_>, work: F) -> PyResult<T>
+    where
+        F: Fn(&mut core_store::Store) -> Result<T> + Send + Sync,
+        T: Send,
+    {
+        match self.write(py, false, &work)? {
+            Some(done) => Ok(done),
+            None => self.with(py, work),
+        }
     }
 }
 
@@ -410,7 +428,7 @@ impl Store {
         session_id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let session_id = convert::text(session_id, "session_id")?;
-        let records = self.with(py, |store| store.history(&session_id))?;
+        let records = self.quick(py, |store| store.history(&session_id))?;
         let list = PyList::empty(py);
         for record in &records {
             list.append(convert::message_record(py, record)?)?;
@@ -482,7 +500,7 @@ impl Store {
         py: Python<'py>,
         session_id: &str,
     ) -> PyResult<Bound<'py, PyList>> {
-        let entries = self.with(py, |store| store.arena_entries(session_id))?;
+        let entries = self.quick(py, |store| store.arena_entries(session_id))?;
         let list = PyList::empty(py);
         for entry in entries.iter() {
             list.append(arena::entry_dict(py, entry)?)?;
@@ -501,7 +519,7 @@ impl Store {
         transient: Vec<arena::TransientArgs>,
     ) -> PyResult<Bound<'py, PyDict>> {
         loop {
-            let outcome = self.with(py, |store| {
+            let outcome = self.quick(py, |store| {
                 self.turn.plan(store, session_id, rules, cap, &transient)
             })?;
             if let Some(dict) = self.turn.plan_dict(py, outcome)? {
@@ -557,7 +575,7 @@ impl Store {
         k: usize,
         max_tokens: usize,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let recalled = self.with(py, |store| store.recall_newest(session_id, k, max_tokens))?;
+        let recalled = self.quick(py, |store| store.recall_newest(session_id, k, max_tokens))?;
         self.turn.recall_tuple(py, recalled)
     }
 
@@ -586,7 +604,7 @@ impl Store {
         session_id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let session_id = convert::text(session_id, "session_id")?;
-        let stats = self.with(py, |store| store.view_stats(&session_id))?;
+        let stats = self.quick(py, |store| store.view_stats(&session_id))?;
         dict_of(
             py,
             &[
@@ -626,7 +644,7 @@ impl Store {
         name: &str,
         payload_json: &str,
     ) -> PyResult<i64> {
-        self.with(py, |store| {
+        self.quick(py, |store| {
             store.append_event(session_id, name, payload_json)
         })
     }
@@ -1136,7 +1154,7 @@ impl Store {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let session_id = convert::text(session_id, "session_id")?;
         let budget_tokens = convert::int(budget_tokens, "budget_tokens")?;
-        let assembled = self.with(py, |store| store.assemble(&session_id, budget_tokens))?;
+        let assembled = self.quick(py, |store| store.assemble(&session_id, budget_tokens))?;
         if !profile.is_default() {
             return profiled(py, &assembled, profile, placed);
         }
