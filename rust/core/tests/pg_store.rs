@@ -129,13 +129,7 @@ fn a_compaction_round_commits_its_summary_on_postgres() {
     }
     let before = store.view_stats(&session).unwrap().tokens;
     let outcome = store
-        .compaction_round(
-            &session,
-            &rules(before / 2),
-            before,
-            false,
-            LeafWriter::BuiltIn,
-        )
+        .compaction_round(&session, &rules(before / 2), before, LeafWriter::BuiltIn)
         .expect("round");
     assert!(!outcome.committed.is_empty(), "a summary was committed");
     let after = store.view_stats(&session).unwrap().tokens;
