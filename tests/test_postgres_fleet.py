@@ -6,7 +6,8 @@ compacts, with a context limit small enough that compaction runs all the time, a
 some are killed with SIGKILL at random moments. Afterwards: every write a worker
 acknowledged is stored; no worker saw a lock error or a failed compaction; no
 message or summary was summarised twice; every complete message is in its
-session's view exactly once; and the sessions go on.
+session's view exactly once; everything stored is indexed for search or queued for
+it; and the sessions go on.
 
 The compaction lease, held by the connection that runs the round, is shown across
 processes too: a worker killed while holding it frees it with its connection.
@@ -182,6 +183,16 @@ def test_a_fleet_of_killed_and_living_workers_loses_and_repeats_nothing(
     assert twice == []
     summaries = rows(postgres_cluster, database, "SELECT count(*) FROM summaries")
     assert int(summaries[0][0]) > 0, "compaction ran"
+    # Every part and summary is in the search index or still queued for it.
+    unindexed = rows(
+        postgres_cluster,
+        database,
+        "SELECT count(*) FROM (SELECT pk AS rowid FROM parts UNION ALL "
+        "SELECT -pk FROM summaries) stored WHERE NOT EXISTS "
+        "(SELECT 1 FROM search_index i WHERE i.fts_rowid = stored.rowid) AND NOT EXISTS "
+        "(SELECT 1 FROM search_backlog b WHERE b.fts_rowid = stored.rowid)",
+    )
+    assert unindexed == [["0"]]
     failed = rows(
         postgres_cluster,
         database,
