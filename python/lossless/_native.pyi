@@ -246,6 +246,9 @@ class Store:
     ) -> Self:
         """Opens ``path``; with ``read_only`` an existing database only, which is
         neither created, migrated nor written (``DatabaseNotFoundError`` when missing)."""
+    def close(self) -> None:
+        """Ends a PostgreSQL store's connection once the call using it (if any)
+        returns; a later call connects again. A SQLite store stays open."""
     @property
     def path(self) -> str: ...
     @property

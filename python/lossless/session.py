@@ -238,6 +238,9 @@ class Session:
         self._background = Background()
         self._closed = False
         self._owns_store = True
+        # The connections this session opened itself, ended when it closes: on a
+        # database server each holds one of its limited connection slots.
+        self._opened: tuple[_native.Store, ...] = ()
         # The view's size right after this session's last write (a turn, a tool
         # result, a reply), taken by the next model turn; None once anything else
         # may have written.
@@ -333,6 +336,8 @@ class Session:
             compaction_store=shared.compaction_store,
         )
         session._owns_store = owns_store
+        if owns_store:
+            session._opened = _opened_by_session(db, shared)
         await session._start()
         session.events.publish(
             EventName.SESSION_CREATED, session_id, model=model, usable=session.budget.usable
@@ -385,6 +390,7 @@ class Session:
         counter, (limits, compaction_window) = await _beside_counter(
             row["model"], limits_and_window
         )
+        compaction_store = await _second_store(store, config)
         session = cls(
             store=store,
             session_id=session_id,
@@ -394,8 +400,9 @@ class Session:
             limits=limits,
             compaction_window=compaction_window,
             counter=counter,
-            compaction_store=await _second_store(store, config),
+            compaction_store=compaction_store,
         )
+        session._opened = (store,) if compaction_store is store else (store, compaction_store)
         flagged = await anyio.to_thread.run_sync(
             _close_gone_streams, store, session_id, config.store.stream_stale_s
         )
@@ -457,6 +464,8 @@ class Session:
         self.events.publish(EventName.SESSION_CLOSED, self.id)
         await self._background.wait()
         self.events.attach(None)
+        for store in self._opened:
+            store.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -1268,6 +1277,18 @@ async def _second_store(store: _native.Store, config: Config) -> _native.Store:
     compaction_store = await _open_store(store.path, config)
     store.set_checkpoint_pages(_TURN_CHECKPOINT_PAGES)
     return compaction_store
+
+
+def _opened_by_session(
+    db: str | os.PathLike[str] | _native.Store, shared: SharedSessionParts
+) -> tuple[_native.Store, ...]:
+    """The connections of ``shared`` that a new session made for itself: both, or
+    only the compaction one when it writes turns through the caller's store."""
+    opened: list[_native.Store] = []
+    for store in (shared.store, shared.compaction_store):
+        if store is not db and all(store is not seen for seen in opened):
+            opened.append(store)
+    return tuple(opened)
 
 
 def flush_search_index(store: _native.Store) -> None:

@@ -53,6 +53,12 @@ pub enum Error {
     /// Another writer held the lock past the busy timeout.
     #[error("database is busy: {0}")]
     Busy(String),
+    /// The database server rolled a transaction back as it lost a conflict with
+    /// another (a deadlock, a serialization failure). Nothing of it stayed, so the
+    /// store runs it again (see `gate::transact`); this reaches a caller only once
+    /// the retries are spent or outside a write path.
+    #[error("database is busy: {0}")]
+    Contention(String),
     /// A statement tried to delete or rewrite stored content.
     #[error("{0}")]
     Immutable(String),

@@ -156,3 +156,113 @@ fn a_missing_session_and_a_bad_url_are_typed_errors() {
     assert!(matches!(err, Error::AccessDenied { .. }), "{err:?}");
     assert!(!err.to_string().contains("wrong-secret"), "{err}");
 }
+
+/// Waits until `taken` holds or ten seconds pass: the server ends a closed
+/// connection's backend, and frees its locks, on its own time.
+fn eventually(mut taken: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if taken() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn the_compaction_lease_is_the_connection_that_holds_it() {
+    let db = database();
+    let mut worker = open(&db.url());
+    let mut other = open(&db.url());
+    let session = worker.create_session(MODEL, "{}", None).unwrap();
+    assert!(worker
+        .acquire_compaction_lease(&session, "round-1", 1)
+        .unwrap());
+    // No expiry: a millisecond's lifetime later it is still held, and renewable
+    // only by its holder.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(!other
+        .acquire_compaction_lease(&session, "round-2", 60_000)
+        .unwrap());
+    assert!(worker
+        .acquire_compaction_lease(&session, "round-1", 1)
+        .unwrap());
+    assert!(!worker
+        .acquire_compaction_lease(&session, "round-3", 60_000)
+        .unwrap());
+    // Giving back as another holder changes nothing; as the holder, it frees it.
+    worker
+        .release_compaction_lease(&session, "round-2")
+        .unwrap();
+    assert!(!other
+        .acquire_compaction_lease(&session, "round-2", 60_000)
+        .unwrap());
+    worker
+        .release_compaction_lease(&session, "round-1")
+        .unwrap();
+    assert!(other
+        .acquire_compaction_lease(&session, "round-2", 60_000)
+        .unwrap());
+    // A worker that ends without giving it back (killed) frees it with its
+    // connection.
+    drop(other);
+    assert!(eventually(|| worker
+        .acquire_compaction_lease(&session, "round-4", 60_000)
+        .unwrap()));
+    // No lease row is written on PostgreSQL.
+    let rows: i64 = db
+        .admin()
+        .query_one("SELECT count(*) FROM compaction_leases", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 0);
+}
+
+#[test]
+fn a_write_the_server_picks_to_break_a_deadlock_is_run_again() {
+    let db = database();
+    let mut store = open(&db.url());
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    append(&mut store, &session, Role::User, &[text("first turn")]);
+    // Another connection holds the search backlog's table, which the store's
+    // append writes after locking its session's row, and then asks for that row:
+    // a cycle. It waits ten times longer than the store's connection before
+    // looking for cycles, so the server breaks this one by rolling the append back.
+    let mut rival = db.admin();
+    rival
+        .batch_execute(
+            "SET deadlock_timeout = '10s'; BEGIN;
+             LOCK TABLE search_backlog IN SHARE ROW EXCLUSIVE MODE",
+        )
+        .unwrap();
+    let locked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rival_thread = {
+        let session = session.clone();
+        let locked = locked.clone();
+        std::thread::spawn(move || {
+            // Once the append waits on the table.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            rival
+                .query_one(
+                    "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE",
+                    &[&session],
+                )
+                .unwrap();
+            locked.store(true, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            rival.batch_execute("ROLLBACK").unwrap();
+        })
+    };
+    let appended = store.append_message(&session, Role::User, &[text("second turn")], None);
+    rival_thread.join().unwrap();
+    let appended = appended.expect("the append was run again");
+    // The rival got the session's row: the append's first run was rolled back.
+    assert!(locked.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(store.history(&session).unwrap().len(), 2);
+    assert_eq!(
+        store.get_message(&appended.id).unwrap().parts.len(),
+        1,
+        "written once"
+    );
+}

@@ -17,7 +17,7 @@ fn class_name(err: &Error) -> &'static str {
         Error::Corrupt { .. } => "CorruptDatabaseError",
         Error::SchemaTooNew { .. } | Error::SchemaTooOld { .. } => "SchemaVersionError",
         Error::DatabaseNotFound { .. } => "DatabaseNotFoundError",
-        Error::Busy(_) => "StoreBusyError",
+        Error::Busy(_) | Error::Contention(_) => "StoreBusyError",
         Error::Immutable(_) => "ImmutableRowError",
         Error::Conflict(_) => "CompactionBusyError",
         Error::AlreadySucceeded(_) => "MapConflictError",

@@ -27,8 +27,15 @@ use crate::turn_memo::TurnMemo;
 /// A connection to a lossless database.
 #[pyclass(frozen)]
 pub struct Store {
-    inner: Mutex<core_store::Store>,
+    /// The core store; `None` once a PostgreSQL store is closed, until its next call
+    /// connects again.
+    inner: Mutex<Option<core_store::Store>>,
     path: String,
+    /// `path` as errors name it: a URL without its password.
+    shown: String,
+    /// How the store was opened, to connect again after [`Store::close`].
+    options: OpenOptions,
+    read_only: bool,
     rendered: Mutex<RenderCache>,
     turn: TurnMemo,
 }
@@ -44,7 +51,11 @@ impl Store {
             // A panic while holding the lock cannot leave a half-written transaction
             // behind (SQLite rolls it back), so the store stays usable.
             let mut store = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            work(&mut store).map_err(|err| err.with_path(&self.path))
+            if store.is_none() {
+                *store = Some(open(&self.path, &self.options, self.read_only)?);
+            }
+            let store = store.as_mut().ok_or_else(closed)?;
+            work(store).map_err(|err| err.with_path(&self.shown))
         })
     }
 }
@@ -69,8 +80,12 @@ impl Store {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return Ok(None),
         };
+        let Some(store) = store.as_mut() else {
+            // Closed: connecting again may wait.
+            return Ok(None);
+        };
         lossless_core::error::catch_panic(|| store.without_waiting(work))
-            .map_err(|err| crate::errors::to_py_err(err.with_path(&self.path)))
+            .map_err(|err| crate::errors::to_py_err(err.with_path(&self.shown)))
     }
 
     /// Runs the short call `work` (a turn's read, or an event's write) keeping the
@@ -89,6 +104,19 @@ impl Store {
             Some(done) => Ok(done),
             None => self.with(py, work),
         }
+    }
+}
+
+/// The error of a call on a closed store.
+fn closed() -> lossless_core::Error {
+    lossless_core::Error::invalid("store", "the store is closed")
+}
+
+fn open(path: &str, options: &OpenOptions, read_only: bool) -> Result<core_store::Store> {
+    if read_only {
+        core_store::Store::open_read_only(path, options)
+    } else {
+        core_store::Store::open(path, options)
     }
 }
 
@@ -129,19 +157,32 @@ impl Store {
         let path = convert::text(path, "path")?;
         let options =
             OpenOptions::new(synchronous, busy_timeout_ms).map_err(crate::errors::to_py_err)?;
-        let store = release(py, || {
-            if read_only {
-                core_store::Store::open_read_only(&path, &options)
-            } else {
-                core_store::Store::open(&path, &options)
-            }
-        })?;
+        let store = release(py, || open(&path, &options, read_only))?;
         Ok(Self {
-            inner: Mutex::new(store),
+            inner: Mutex::new(Some(store)),
+            shown: lossless_core::pg::redact(&path),
             path,
+            options,
+            read_only,
             rendered: Mutex::new(RenderCache::default()),
             turn: TurnMemo::default(),
         })
+    }
+
+    /// Ends a PostgreSQL store's connection once the call using it (if any)
+    /// returns, giving its slot on the server back; a later call connects again.
+    /// A SQLite store stays open (a private in-memory database would be lost).
+    fn close(&self, py: Python<'_>) {
+        if !lossless_core::pg::is_postgres_url(&self.path) {
+            return;
+        }
+        let store = py.detach(|| {
+            self.inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+        });
+        drop(store);
     }
 
     #[getter]

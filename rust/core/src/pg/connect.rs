@@ -89,11 +89,14 @@ pub fn from_postgres(err: &postgres::Error) -> Error {
         {
             Error::CannotOpen { path, reason: text }
         }
-        c if *c == SqlState::T_R_SERIALIZATION_FAILURE
-            || *c == SqlState::T_R_DEADLOCK_DETECTED
-            || *c == SqlState::LOCK_NOT_AVAILABLE
-            || *c == SqlState::QUERY_CANCELED =>
-        {
+        // The server rolled the transaction back to break a cycle of waits, or
+        // because it read what a concurrent one changed: running it again is safe.
+        c if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
+            Error::Contention(text)
+        }
+        // A lock waited for past `lock_timeout` (the busy timeout), or a statement
+        // cancelled: the wait the caller allowed is over.
+        c if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED => {
             Error::Busy(text)
         }
         c if *c == SqlState::ADMIN_SHUTDOWN
@@ -104,6 +107,31 @@ pub fn from_postgres(err: &postgres::Error) -> Error {
             Error::Io { path, reason: text }
         }
         _ => Error::Postgres(text),
+    }
+}
+
+/// [`from_postgres`] naming the database: `shown` is its URL without the password.
+#[must_use]
+pub fn error_at(err: &postgres::Error, shown: &str) -> Error {
+    named(from_postgres(err), shown)
+}
+
+/// `err` naming the database at `shown` (a URL without its password), in the
+/// errors that carry a path and in those that carry only the server's message.
+#[must_use]
+pub fn named(err: Error, shown: &str) -> Error {
+    let prefixed = |text: String| {
+        if text.starts_with(shown) {
+            text
+        } else {
+            format!("{shown}: {text}")
+        }
+    };
+    match err.with_path(shown) {
+        Error::Postgres(text) => Error::Postgres(prefixed(text)),
+        Error::Busy(text) => Error::Busy(prefixed(text)),
+        Error::Contention(text) => Error::Contention(prefixed(text)),
+        other => other,
     }
 }
 

@@ -70,3 +70,21 @@ pub fn is_held(client: &mut Client, session_id: &str) -> Result<bool> {
         .get(0);
     Ok(held)
 }
+
+/// Whether this connection holds `session_id`'s lease: false once the server has
+/// let it go, which only the end of the connection does.
+pub fn held_here(client: &mut Client, session_id: &str) -> Result<bool> {
+    let key = lease_key(session_id);
+    let held: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks
+              WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                AND pid = pg_backend_pid()
+                AND classid::bigint = ($1::bigint >> 32) & 4294967295
+                AND objid::bigint = $1::bigint & 4294967295)",
+            &[&key],
+        )
+        .map_err(|err| from_postgres(&err))?
+        .get(0);
+    Ok(held)
+}

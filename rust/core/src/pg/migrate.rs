@@ -2,7 +2,7 @@
 
 use postgres::{Client, Transaction};
 
-use super::connect::from_postgres;
+use super::connect::error_at;
 use super::schema::{self, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 
@@ -25,7 +25,7 @@ const FIRST_VERSION: i64 = 8;
 /// or a database that holds another application's tables. Returns the version the
 /// database has now. `shown` names the database in errors (its URL, redacted).
 pub fn migrate(client: &mut Client, shown: &str) -> Result<i64> {
-    let named = |err: postgres::Error| from_postgres(&err).with_path(shown);
+    let named = |err: postgres::Error| error_at(&err, shown);
     let found = stored_version(client).map_err(named)?;
     if found == Some(SCHEMA_VERSION) {
         return Ok(SCHEMA_VERSION);
@@ -86,7 +86,7 @@ fn check_not_newer(found: Option<i64>, shown: &str) -> Result<()> {
 /// Creates every table, index and trigger in an empty schema; refuses a schema that
 /// holds another application's tables.
 fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
-    let named = |err: postgres::Error| from_postgres(&err).with_path(shown);
+    let named = |err: postgres::Error| error_at(&err, shown);
     let foreign: i64 = tx
         .query_one(
             "SELECT count(*) FROM pg_catalog.pg_class c

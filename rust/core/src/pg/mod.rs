@@ -13,7 +13,7 @@ mod migrate;
 pub mod schema;
 pub mod url;
 
-pub use connect::{connect, from_postgres};
+pub use connect::{connect, error_at, from_postgres, named};
 pub use migrate::{migrate, stored_version};
 pub use url::{is_postgres_url, redact};
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::backend::{args, Conn};
 
 use super::events::WriteEvent;
-use super::gate::Write;
+use super::gate::transact;
 use super::Store;
 use crate::arena::{ceiling, cut_head_tail, CeilingPolicy, Entry, Priority, Zone};
 use crate::error::{Error, Result};
@@ -110,64 +110,66 @@ impl Store {
         }
         let counter = self.counter(session_id)?;
         let count = |text: &str| counter.count(text);
-        let mut live: Vec<Entry> = self.arena_entries(session_id)?.as_ref().clone();
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        let mut seq = newest_seq(&tx, session_id)?;
-        // Another connection may have written since the cache was read.
-        if seq != self.arena.sessions.get(session_id).map_or(-1, |(s, _)| *s) {
-            live = read_live(&tx, session_id)?;
-        }
-        let mut outcomes = Vec::with_capacity(writes.len());
-        for write in writes {
-            let outcome = match &write.text {
-                None => remove(&tx, session_id, &mut seq, &mut live, &write.key)?,
-                Some(text) => {
-                    let (text, tokens, cut_from) = fit_to_cap(text, write.cap_tokens, &count);
-                    let decision = ceiling::decide(
-                        &live,
-                        &write.key,
-                        write.zone,
-                        write.priority,
-                        ceiling.max_entries,
-                        ceiling.policy,
-                    );
-                    for key in &decision.evicted {
-                        remove(&tx, session_id, &mut seq, &mut live, key)?;
-                    }
-                    if decision.accepted {
-                        seq += 1;
-                        let entry = Entry {
-                            seq,
-                            zone: write.zone,
+        let cached: Vec<Entry> = self.arena_entries(session_id)?.as_ref().clone();
+        let (seq, live, outcomes) = transact(&self.conn, &self.writer, Some(session_id), |tx| {
+            let mut live = cached.clone();
+            let mut seq = newest_seq(tx, session_id)?;
+            // Another connection may have written since the cache was read.
+            if seq != self.arena.sessions.get(session_id).map_or(-1, |(s, _)| *s) {
+                live = read_live(tx, session_id)?;
+            }
+            let mut outcomes = Vec::with_capacity(writes.len());
+            for write in writes {
+                let outcome = match &write.text {
+                    None => remove(tx, session_id, &mut seq, &mut live, &write.key)?,
+                    Some(text) => {
+                        let (text, tokens, cut_from) = fit_to_cap(text, write.cap_tokens, &count);
+                        let decision = ceiling::decide(
+                            &live,
+                            &write.key,
+                            write.zone,
+                            write.priority,
+                            ceiling.max_entries,
+                            ceiling.policy,
+                        );
+                        for key in &decision.evicted {
+                            remove(tx, session_id, &mut seq, &mut live, key)?;
+                        }
+                        if decision.accepted {
+                            seq += 1;
+                            let entry = Entry {
+                                seq,
+                                zone: write.zone,
+                                key: write.key.clone(),
+                                source: write.source.clone(),
+                                priority: write.priority,
+                                text,
+                                tokens,
+                                once: write.once,
+                                external: write.external,
+                            };
+                            insert(tx, session_id, &entry, false)?;
+                            live.retain(|old| old.key != entry.key);
+                            live.push(entry);
+                        }
+                        WriteOutcome {
                             key: write.key.clone(),
-                            source: write.source.clone(),
-                            priority: write.priority,
-                            text,
+                            accepted: decision.accepted,
                             tokens,
-                            once: write.once,
-                            external: write.external,
-                        };
-                        insert(&tx, session_id, &entry, false)?;
-                        live.retain(|old| old.key != entry.key);
-                        live.push(entry);
+                            cut_from,
+                            evicted: decision.evicted,
+                            enforced: decision.enforced,
+                            compact: decision.compact,
+                        }
                     }
-                    WriteOutcome {
-                        key: write.key.clone(),
-                        accepted: decision.accepted,
-                        tokens,
-                        cut_from,
-                        evicted: decision.evicted,
-                        enforced: decision.enforced,
-                        compact: decision.compact,
-                    }
-                }
-            };
-            outcomes.push(outcome);
-        }
-        if let Some(event) = event {
-            event.insert(&tx, session_id, &[])?;
-        }
-        tx.commit()?;
+                };
+                outcomes.push(outcome);
+            }
+            if let Some(event) = event {
+                event.insert(tx, session_id, &[])?;
+            }
+            Ok((seq, live, outcomes))
+        })?;
         self.arena
             .sessions
             .insert(session_id.to_string(), (seq, Arc::new(live)));
@@ -191,17 +193,18 @@ impl Store {
         event: Option<&WriteEvent>,
     ) -> Result<()> {
         self.session(session_id)?;
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        tx.prepare_cached(
-            "INSERT INTO arena_state (session_id, state, updated_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT (session_id) DO UPDATE SET state = excluded.state,
-                                                   updated_at = excluded.updated_at",
-        )?
-        .execute(args![session_id, state, now_ms()])?;
-        if let Some(event) = event {
-            event.insert(&tx, session_id, &[])?;
-        }
-        tx.commit()
+        transact(&self.conn, &self.writer, Some(session_id), |tx| {
+            tx.prepare_cached(
+                "INSERT INTO arena_state (session_id, state, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (session_id) DO UPDATE SET state = excluded.state,
+                                                       updated_at = excluded.updated_at",
+            )?
+            .execute(args![session_id, state, now_ms()])?;
+            if let Some(event) = event {
+                event.insert(tx, session_id, &[])?;
+            }
+            Ok(())
+        })
     }
 }
 

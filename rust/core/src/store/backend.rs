@@ -51,7 +51,7 @@ impl PgConn {
     }
 
     fn error(&self, err: &postgres::Error) -> Error {
-        super::super::pg::from_postgres(err).with_path(&self.shown)
+        crate::pg::error_at(err, &self.shown)
     }
 
     fn statement(&self, sql: &str) -> Result<postgres::Statement> {

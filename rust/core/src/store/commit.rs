@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use super::backend::{args, Conn};
 
 use super::compaction::{locate, IdList, Members, SummaryRow};
-use super::gate::Write;
+use super::gate::transact;
 use super::messages::join_ids;
 use super::search::{move_backlog, queue_summary};
 use super::view::ItemKind;
@@ -64,10 +64,10 @@ impl Store {
         }
         let text = merge_file_id_footer(text, &file_ids.ids);
         let summary = NewSummary::new(&counter, new_id("sum"), &plan, text, level);
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        write_sources(&tx, session_id, &plan, &summary.id, expected_version)?;
-        write_summary(&tx, session_id, &plan, &summary)?;
-        tx.commit()?;
+        transact(&self.conn, &self.writer, Some(session_id), |tx| {
+            write_sources(tx, session_id, &plan, &summary.id, expected_version)?;
+            write_summary(tx, session_id, &plan, &summary)
+        })?;
         self.views.forget(session_id);
         Ok(plan.result(summary))
     }

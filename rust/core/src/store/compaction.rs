@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::backend::{args, Row};
 
-use super::gate::Write;
+use super::gate::transact;
 use super::messages::{row_to_part, split_ids};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
@@ -471,41 +471,42 @@ impl Store {
                 .map(|(&index, &delta)| (view.items[index].position, delta))
                 .collect()
         };
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        let now: i64 = tx.query_row(
-            "SELECT view_version FROM sessions WHERE id = ?1",
-            args![session_id],
-            |row| row.get(0),
-        )?;
-        if now != version {
-            return Err(changed());
-        }
-        {
-            let mut mark = tx.prepare_cached(
-                "UPDATE parts SET compacted_at = ?2, compacted_tokens = ?3 WHERE id = ?1 AND compacted_at IS NULL",
+        transact(&self.conn, &self.writer, Some(session_id), |tx| {
+            let now: i64 = tx.query_row(
+                "SELECT view_version FROM sessions WHERE id = ?1",
+                args![session_id],
+                |row| row.get(0),
             )?;
-            let stamp = now_ms();
-            for (candidate, marker_tokens) in tombstones {
-                if mark.execute(args![candidate.part_id, stamp, marker_tokens])? != 1 {
-                    return Err(changed());
+            if now != version {
+                return Err(changed());
+            }
+            {
+                let mut mark = tx.prepare_cached(
+                    "UPDATE parts SET compacted_at = ?2, compacted_tokens = ?3 WHERE id = ?1 AND compacted_at IS NULL",
+                )?;
+                let stamp = now_ms();
+                for (candidate, marker_tokens) in tombstones {
+                    if mark.execute(args![candidate.part_id, stamp, marker_tokens])? != 1 {
+                        return Err(changed());
+                    }
+                }
+                let mut shrink = tx.prepare_cached(
+                    "UPDATE context_items SET token_count = token_count + ?3 WHERE session_id = ?1 AND position = ?2",
+                )?;
+                for (position, delta) in &positions {
+                    if shrink.execute(args![session_id, position, delta])? != 1 {
+                        return Err(changed());
+                    }
                 }
             }
-            let mut shrink = tx.prepare_cached(
-                "UPDATE context_items SET token_count = token_count + ?3 WHERE session_id = ?1 AND position = ?2",
+            // A tombstoned output leaves the view: recall reads it from the index.
+            super::search::move_backlog(tx)?;
+            tx.execute(
+                "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
+                args![session_id],
             )?;
-            for (position, delta) in &positions {
-                if shrink.execute(args![session_id, position, delta])? != 1 {
-                    return Err(changed());
-                }
-            }
-        }
-        // A tombstoned output leaves the view: recall reads it from the index.
-        super::search::move_backlog(&tx)?;
-        tx.execute(
-            "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
-            args![session_id],
-        )?;
-        tx.commit()?;
+            Ok(())
+        })?;
         self.views.forget(session_id);
         Ok(tombstones.len() as i64)
     }
@@ -893,37 +894,6 @@ impl Store {
             ids.extend(split_ids(row.get::<Option<&str>>(0)?));
         }
         Ok(ids.ids)
-    }
-
-    /// Takes the session's compaction lease for `holder` unless another holder has
-    /// an unexpired one. Works across processes: the lease is a row in the database.
-    pub fn acquire_compaction_lease(
-        &mut self,
-        session_id: &str,
-        holder: &str,
-        ttl_ms: i64,
-    ) -> Result<bool> {
-        self.session(session_id)?;
-        let now = now_ms();
-        let _gate = self.writer.hold()?;
-        let changed = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO compaction_leases (session_id, holder, expires_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-                 WHERE compaction_leases.expires_at < ?4 OR compaction_leases.holder = excluded.holder",
-            )?
-            .execute(args![session_id, holder, now + ttl_ms, now])?;
-        Ok(changed == 1)
-    }
-
-    /// Gives the lease back, if `holder` has it.
-    pub fn release_compaction_lease(&mut self, session_id: &str, holder: &str) -> Result<()> {
-        let _gate = self.writer.hold()?;
-        self.conn
-            .prepare_cached("DELETE FROM compaction_leases WHERE session_id = ?1 AND holder = ?2")?
-            .execute(args![session_id, holder])?;
-        Ok(())
     }
 }
 

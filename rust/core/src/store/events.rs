@@ -87,10 +87,9 @@ impl Store {
         if self.conn.is_postgres() {
             // The next sequence number is read and written: one writer of the
             // session at a time, across workers (see `Write::for_session`).
-            let tx = super::gate::Write::for_session(&self.conn, &self.writer, session_id)?;
-            let seq = insert_event(&tx, session_id, name, payload)?;
-            tx.commit()?;
-            return Ok(seq);
+            return super::gate::transact(&self.conn, &self.writer, Some(session_id), |tx| {
+                insert_event(tx, session_id, name, payload)
+            });
         }
         let _gate = self.writer.hold()?;
         insert_event(&self.conn, session_id, name, payload)

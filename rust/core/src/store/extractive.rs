@@ -6,7 +6,7 @@ use super::backend::{args, Conn, Row};
 
 use super::commit::{write_sources, write_summary, CommitResult, NewSummary};
 use super::compaction::{IdList, Members, SpanInfo, TextResult};
-use super::gate::Write;
+use super::gate::transact;
 use super::messages::split_ids;
 use super::Store;
 use crate::error::{Error, Result};
@@ -195,10 +195,10 @@ impl Store {
         let summary = NewSummary::new(&counter, new_id("sum"), &plan, written.text.clone(), 1);
         let fits = written.says_something && written.token_count <= max_tokens;
         let committed = if fits && summary.tokens < plan.source_tokens {
-            let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-            write_sources(&tx, session_id, &plan, &summary.id, None)?;
-            write_summary(&tx, session_id, &plan, &summary)?;
-            tx.commit()?;
+            transact(&self.conn, &self.writer, Some(session_id), |tx| {
+                write_sources(tx, session_id, &plan, &summary.id, None)?;
+                write_summary(tx, session_id, &plan, &summary)
+            })?;
             self.views.forget(session_id);
             Some(plan.result(summary))
         } else {

@@ -171,10 +171,73 @@ impl Store {
         self.conn.set_lock_wait(self.writer.busy_timeout)?;
         match outcome {
             Ok(value) => Ok(Some(value)),
-            Err(Error::Busy(_)) => Ok(None),
+            Err(Error::Busy(_) | Error::Contention(_)) => Ok(None),
             Err(err) => Err(err),
         }
     }
+}
+
+/// Times a write path runs again after the server rolled it back over a lock
+/// conflict, before the conflict reaches its caller as [`Error::Busy`].
+pub(super) const CONTENTION_RETRIES: u32 = 8;
+
+/// The longest pause before running a write path again, in milliseconds.
+const MOST_BACKOFF_MS: u64 = 200;
+
+/// Runs one write path as one transaction: `body` does its statements in the
+/// transaction, which is committed when it returns. On PostgreSQL a session's
+/// writes lock its row first (see [`Write::for_session`]) when `session_id` is
+/// given. A transaction the server rolled back over a lock conflict (a deadlock,
+/// a serialization failure) is run again from its start, after a pause that grows
+/// and varies so that the same two writers do not meet again; `body` must hold all
+/// its reads and checks for that to be safe, and change nothing outside the
+/// database (caches are updated by the caller once this returns). A write that
+/// cannot wait (see [`Store::without_waiting`]) is not run again: it gives up.
+pub(super) fn transact<T>(
+    conn: &Conn,
+    writer: &Writer,
+    session_id: Option<&str>,
+    mut body: impl FnMut(&Conn) -> Result<T>,
+) -> Result<T> {
+    let mut attempt = 0;
+    loop {
+        let outcome = (|| {
+            let tx = match session_id {
+                Some(id) => Write::for_session(conn, writer, id)?,
+                None => Write::begin(conn, writer)?,
+            };
+            let value = body(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        match outcome {
+            Err(Error::Contention(_))
+                if attempt < CONTENTION_RETRIES && !NOT_WAITING.with(Cell::get) =>
+            {
+                attempt += 1;
+                std::thread::sleep(backoff(attempt));
+            }
+            Err(Error::Contention(reason)) => {
+                return Err(Error::Busy(format!(
+                    "{reason}; still conflicting after {attempt} retries"
+                )))
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The pause before the `attempt`th retry: up to twice the last, from 2 ms up to
+/// [`MOST_BACKOFF_MS`], at a random point of its upper half.
+fn backoff(attempt: u32) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let ceiling = (1u64 << attempt.min(16)).min(MOST_BACKOFF_MS);
+    // A fresh `RandomState` is seeded differently each time: the jitter's source.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let micros = ceiling * 1_000;
+    Duration::from_micros(micros / 2 + random % (micros / 2 + 1))
 }
 
 /// A write transaction that holds its file's gate; rolled back when dropped
@@ -361,6 +424,37 @@ mod tests {
             .query_row("SELECT count(*) FROM messages", &[], |row| row.get(0))
             .unwrap();
         assert_eq!(messages, 3);
+    }
+
+    #[test]
+    fn a_write_that_loses_a_lock_conflict_runs_again_then_gives_up_as_busy() {
+        let conn = Conn::Sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        let writer = Writer::new(&conn, ":memory:", Duration::from_secs(5));
+        conn.batch("CREATE TABLE t (x INTEGER)").unwrap();
+        let mut runs = 0;
+        transact(&conn, &writer, None, |tx| {
+            runs += 1;
+            tx.execute("INSERT INTO t VALUES (1)", &[])?;
+            if runs < 3 {
+                return Err(Error::Contention("deadlock detected (40P01)".into()));
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(runs, 3);
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM t", &[], |row| row.get(0))
+            .unwrap();
+        assert_eq!(rows, 1, "the rolled back runs left nothing");
+        let mut tries = 0;
+        let spent = transact(&conn, &writer, None, |_| -> Result<()> {
+            tries += 1;
+            Err(Error::Contention(
+                "could not serialize access (40001)".into(),
+            ))
+        });
+        assert!(matches!(spent, Err(Error::Busy(_))), "{spent:?}");
+        assert_eq!(tries, CONTENTION_RETRIES + 1);
     }
 
     #[test]

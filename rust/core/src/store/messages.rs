@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use super::backend::{args, Conn, Row, Value};
 
 use super::events::WriteEvent;
-use super::gate::Write;
+use super::gate::transact;
 use super::search::{bound_backlog, move_backlog, queue_part};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
@@ -344,19 +344,25 @@ impl Store {
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
         let id = new_id("msg");
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        let (seq, position, version) = allocate(&tx, session_id, true)?;
-        tx.prepare_cached(
-            "INSERT INTO messages (id, session_id, seq, role, created_at, model, status, token_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'complete', ?7)",
-        )?
-        .execute(args![id, session_id, seq, role.as_str(), now_ms(), model, tokens])?;
-        insert_parts(&tx, session_id, &id, seq, &prepared)?;
-        insert_view_item(&tx, session_id, position, &id, tokens)?;
-        if let Some(event) = event {
-            event.insert(&tx, session_id, &[("message_id", &id)])?;
-        }
-        tx.commit()?;
+        let (seq, position, version) = transact(
+            &self.conn,
+            &self.writer,
+            Some(session_id),
+            |tx| {
+                let (seq, position, version) = allocate(tx, session_id, true)?;
+                tx.prepare_cached(
+                    "INSERT INTO messages (id, session_id, seq, role, created_at, model, status, token_count)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'complete', ?7)",
+                )?
+                .execute(args![id, session_id, seq, role.as_str(), now_ms(), model, tokens])?;
+                insert_parts(tx, session_id, &id, seq, &prepared)?;
+                insert_view_item(tx, session_id, position, &id, tokens)?;
+                if let Some(event) = event {
+                    event.insert(tx, session_id, &[("message_id", &id)])?;
+                }
+                Ok((seq, position, version))
+            },
+        )?;
         self.views.appended(
             session_id,
             version,
@@ -390,15 +396,15 @@ impl Store {
         self.session(session_id)?;
         check_identifier("owner", owner)?;
         let id = new_id("msg");
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        let (seq, _, _) = allocate(&tx, session_id, false)?;
-        tx.prepare_cached(
-            "INSERT INTO messages (id, session_id, seq, role, created_at, model, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'streaming')",
-        )?
-        .execute(args![id, session_id, seq, role.as_str(), now_ms(), model])?;
-        super::streams::start_checkpoint(&tx, &id, session_id, owner)?;
-        tx.commit()?;
+        transact(&self.conn, &self.writer, Some(session_id), |tx| {
+            let (seq, _, _) = allocate(tx, session_id, false)?;
+            tx.prepare_cached(
+                "INSERT INTO messages (id, session_id, seq, role, created_at, model, status)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'streaming')",
+            )?
+            .execute(args![id, session_id, seq, role.as_str(), now_ms(), model])?;
+            super::streams::start_checkpoint(tx, &id, session_id, owner)
+        })?;
         Ok(id)
     }
 
@@ -440,7 +446,6 @@ impl Store {
         let counter = self.counter(&session_id)?;
         let prepared = prepare_parts(&counter, parts)?;
         let tokens = message_tokens(&prepared);
-        let tx = Write::for_session(&self.conn, &self.writer, &session_id)?;
         let closing = Closing {
             session_id: &session_id,
             message_id,
@@ -448,11 +453,13 @@ impl Store {
             complete,
             usage,
         };
-        let placed = close_message(&tx, &closing, &prepared)?;
-        if let Some(event) = event {
-            event.insert(&tx, &session_id, &[("message_id", message_id)])?;
-        }
-        tx.commit()?;
+        let placed = transact(&self.conn, &self.writer, Some(&session_id), |tx| {
+            let placed = close_message(tx, &closing, &prepared)?;
+            if let Some(event) = event {
+                event.insert(tx, &session_id, &[("message_id", message_id)])?;
+            }
+            Ok(placed)
+        })?;
         if let Some((position, version)) = placed {
             let item = ViewItem {
                 position,
@@ -517,69 +524,75 @@ impl Store {
             super::gate::refuse_slow_work_when_not_waiting("counting a large tool result")?;
         }
         let counter = self.counter(session_id)?;
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        let call = open_call(&tx, session_id, call_id)?;
-        if call.status == ToolStatus::Running && status == ToolStatus::Pending {
-            return Err(Error::invalid(
-                "status",
-                format!("tool call {call_id} is already running; it cannot go back to pending"),
-            ));
-        }
-        if call.output.is_some() && output.is_some() || call.error.is_some() && error.is_some() {
-            return Err(Error::invalid(
-                "output",
-                format!("tool call {call_id} already has a result"),
-            ));
-        }
-        let tool = ToolCallPart {
-            name: call.name,
-            call_id: call_id.to_string(),
-            input: call.input,
-            output: output.map(str::to_string).or(call.output),
-            status,
-            error: error.map(str::to_string).or(call.error),
-        };
-        let part = Part::Tool(tool);
-        let (tokens, output_tokens) = render::part_tokens(&counter, &part);
-        let file_ids = part_file_ids(&part);
-        let Part::Tool(tool) = &part else {
-            unreachable!()
-        };
-        tx.prepare_cached(
-            "UPDATE parts SET tool_status = ?2, tool_error = ?3, token_count = ?4,
-                    output_tokens = ?5, file_ids = ?6 WHERE id = ?1",
-        )?
-        .execute(args![
-            call.id,
-            status.as_str(),
-            tool.error,
-            tokens as i64,
-            output_tokens as i64,
-            join_ids(&file_ids),
-        ])?;
-        if let Some(output) = output {
-            insert_tool_output(&tx, call.pk, output)?;
-        }
-        let delta = tokens as i64 - call.tokens;
-        let version = bump_item_tokens(&tx, session_id, &call.message_id, delta)?;
-        if output.is_some() || error.is_some() {
-            // The part's index row is built again, now with its result; at once when
-            // its message already left the view, where only recall can reach it.
-            queue_part(&tx, call.pk)?;
-            if version.is_none() {
-                move_backlog(&tx)?;
-            } else {
-                bound_backlog(&tx)?;
-            }
-        }
-        if let Some(event) = event {
-            event.insert(&tx, session_id, &[])?;
-        }
-        tx.commit()?;
+        let (message_id, delta, version) =
+            transact(&self.conn, &self.writer, Some(session_id), |tx| {
+                let call = open_call(tx, session_id, call_id)?;
+                if call.status == ToolStatus::Running && status == ToolStatus::Pending {
+                    return Err(Error::invalid(
+                        "status",
+                        format!(
+                            "tool call {call_id} is already running; it cannot go back to pending"
+                        ),
+                    ));
+                }
+                if call.output.is_some() && output.is_some()
+                    || call.error.is_some() && error.is_some()
+                {
+                    return Err(Error::invalid(
+                        "output",
+                        format!("tool call {call_id} already has a result"),
+                    ));
+                }
+                let tool = ToolCallPart {
+                    name: call.name,
+                    call_id: call_id.to_string(),
+                    input: call.input,
+                    output: output.map(str::to_string).or(call.output),
+                    status,
+                    error: error.map(str::to_string).or(call.error),
+                };
+                let part = Part::Tool(tool);
+                let (tokens, output_tokens) = render::part_tokens(&counter, &part);
+                let file_ids = part_file_ids(&part);
+                let Part::Tool(tool) = &part else {
+                    unreachable!()
+                };
+                tx.prepare_cached(
+                    "UPDATE parts SET tool_status = ?2, tool_error = ?3, token_count = ?4,
+                        output_tokens = ?5, file_ids = ?6 WHERE id = ?1",
+                )?
+                .execute(args![
+                    call.id,
+                    status.as_str(),
+                    tool.error,
+                    tokens as i64,
+                    output_tokens as i64,
+                    join_ids(&file_ids),
+                ])?;
+                if let Some(output) = output {
+                    insert_tool_output(tx, call.pk, output)?;
+                }
+                let delta = tokens as i64 - call.tokens;
+                let version = bump_item_tokens(tx, session_id, &call.message_id, delta)?;
+                if output.is_some() || error.is_some() {
+                    // The part's index row is built again, now with its result; at once when
+                    // its message already left the view, where only recall can reach it.
+                    queue_part(tx, call.pk)?;
+                    if version.is_none() {
+                        move_backlog(tx)?;
+                    } else {
+                        bound_backlog(tx)?;
+                    }
+                }
+                if let Some(event) = event {
+                    event.insert(tx, session_id, &[])?;
+                }
+                Ok((call.message_id.clone(), delta, version))
+            })?;
         match version {
             Some(version) => self
                 .views
-                .item_changed(session_id, version, &call.message_id, delta),
+                .item_changed(session_id, version, &message_id, delta),
             // Out of the view, the result is for recall to find from now on.
             None => self.views.forget_recall(session_id),
         }

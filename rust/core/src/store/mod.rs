@@ -13,6 +13,7 @@ mod files;
 mod gate;
 mod grep;
 mod grep_pg;
+mod lease;
 mod left_out;
 mod maps;
 mod memory_recall;
@@ -155,6 +156,9 @@ pub struct Store {
     indexed_languages: std::sync::Arc<tokenizer::Seen>,
     /// Each session's live arena entries as last read.
     arena: arena::ArenaCache,
+    /// The compaction leases this connection holds on PostgreSQL, by session, with
+    /// their holders (see `lease.rs`).
+    leases: HashMap<String, String>,
 }
 
 impl Store {
@@ -180,7 +184,7 @@ impl Store {
         let mut client = crate::pg::connect(url)?;
         if read_only {
             let found = crate::pg::stored_version(&mut client)
-                .map_err(|err| crate::pg::from_postgres(&err).with_path(&shown))?;
+                .map_err(|err| crate::pg::error_at(&err, &shown))?;
             if found != Some(crate::pg::schema::SCHEMA_VERSION) {
                 return Err(Error::CannotOpen {
                     path: shown,
@@ -264,6 +268,7 @@ impl Store {
             pending_version: std::cell::Cell::new(None),
             indexed_languages,
             arena: arena::ArenaCache::default(),
+            leases: HashMap::new(),
         }
     }
 
@@ -281,7 +286,7 @@ impl Store {
             }
             backend::Conn::Postgres(conn) => {
                 let found = crate::pg::stored_version(&mut conn.client())
-                    .map_err(|err| crate::pg::from_postgres(&err).with_path(conn.url()))?;
+                    .map_err(|err| crate::pg::error_at(&err, conn.url()))?;
                 Ok(found.unwrap_or(0))
             }
         }

@@ -14,7 +14,7 @@
 
 use super::backend::{args, Conn};
 
-use super::gate::Write;
+use super::gate::transact;
 use super::Store;
 use crate::error::Result;
 use crate::lang::{Language, LanguageSet};
@@ -94,9 +94,15 @@ pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
 /// [`move_backlog`] on PostgreSQL: the terms are made here, by the store's own
 /// tokenizer (see `pg::fts`), from the text PostgreSQL reads as SQLite's index
 /// does (see [`part_search_text`]).
+///
+/// Workers move the backlog concurrently. Each takes the queued rows it deletes
+/// (a row another transaction deleted first is skipped once that one commits),
+/// so each row is indexed by exactly one of them, and rows queued after the
+/// delete began stay queued for the next move: none is dropped unindexed.
 fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
     let rows = tx.query_map(
-        "SELECT b.fts_rowid, p.session_id, p.message_id, p.id,
+        "WITH taken AS (DELETE FROM search_backlog RETURNING fts_rowid)
+         SELECT t.fts_rowid, p.session_id, p.message_id, p.id,
                 CASE p.kind
                     WHEN 'tool' THEN p.tool_name || ' ' || p.body
                         || COALESCE(chr(10) || o.output, '')
@@ -104,13 +110,14 @@ fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
                     WHEN 'file_ref' THEN concat_ws(' ', CAST(p.body AS jsonb) ->> 'file_id',
                         CAST(p.body AS jsonb) ->> 'path', CAST(p.body AS jsonb) ->> 'summary')
                     ELSE p.body END
-         FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
+         FROM taken t JOIN parts p ON p.pk = t.fts_rowid
          LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-         WHERE b.fts_rowid > 0
+         WHERE t.fts_rowid > 0
          UNION ALL
-         SELECT b.fts_rowid, s.session_id, s.id, '', s.text
-         FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
-         WHERE b.fts_rowid < 0",
+         SELECT t.fts_rowid, s.session_id, s.id, '', s.text
+         FROM taken t JOIN summaries s ON s.pk = -t.fts_rowid
+         WHERE t.fts_rowid < 0
+         ORDER BY 1",
         args![],
         |row| {
             Ok((
@@ -122,21 +129,20 @@ fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
             ))
         },
     )?;
-    tx.execute(
-        "DELETE FROM search_index WHERE fts_rowid IN (SELECT fts_rowid FROM search_backlog)",
-        args![],
-    )?;
-    let mut insert = tx.prepare_cached(
+    // A row indexed before (a tool call whose result came later) is built again.
+    let mut upsert = tx.prepare_cached(
         "INSERT INTO search_index (fts_rowid, session_id, owner_id, part_id, body, terms)
-         VALUES (?1, ?2, ?3, ?4, ?5, CAST(CAST(?6 AS TEXT) AS tsvector))",
+         VALUES (?1, ?2, ?3, ?4, ?5, CAST(CAST(?6 AS TEXT) AS tsvector))
+         ON CONFLICT (fts_rowid) DO UPDATE SET session_id = excluded.session_id,
+             owner_id = excluded.owner_id, part_id = excluded.part_id,
+             body = excluded.body, terms = excluded.terms",
     )?;
     let mut languages = std::collections::BTreeSet::new();
     for (rowid, session_id, owner_id, part_id, body) in &rows {
         let (terms, language) = crate::pg::fts::document_vector(body);
         languages.insert(language.code());
-        insert.execute(args![rowid, session_id, owner_id, part_id, body, terms])?;
+        upsert.execute(args![rowid, session_id, owner_id, part_id, body, terms])?;
     }
-    tx.execute("DELETE FROM search_backlog", args![])?;
     for code in languages {
         tx.execute(
             "INSERT INTO search_languages (code) VALUES (?1) ON CONFLICT DO NOTHING",
@@ -184,10 +190,7 @@ impl Store {
         if self.search_backlog()? == 0 {
             return Ok(0);
         }
-        let tx = Write::begin(&self.conn, &self.writer)?;
-        let moved = move_backlog(&tx)?;
-        tx.commit()?;
-        Ok(moved)
+        transact(&self.conn, &self.writer, None, move_backlog)
     }
 
     /// Rows waiting for the full-text index.

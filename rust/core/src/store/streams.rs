@@ -7,7 +7,7 @@
 
 use super::backend::{args, Conn};
 
-use super::gate::Write;
+use super::gate::transact;
 use super::messages::{close_message, prepare_parts, Closing, Usage};
 use super::Store;
 use crate::error::{Error, Result};
@@ -67,27 +67,27 @@ impl Store {
             check_content("text", text)?;
         }
         let chars = appended.map_or(0, |text| text.chars().count() as i64);
-        let tx = Write::begin(&self.conn, &self.writer)?;
-        let changed = tx
-            .prepare_cached(
-                "UPDATE stream_checkpoints SET chars = chars + ?3, beat_at = ?4
-                 WHERE message_id = ?1 AND owner = ?2",
-            )?
-            .execute(args![message_id, owner, chars, now_ms()])?;
-        if changed == 0 {
-            return Err(Error::Conflict(format!(
-                "message {message_id} is not streamed by {owner} (finished, or flagged interrupted)"
-            )));
-        }
-        if let Some(text) = appended {
-            tx.prepare_cached(
-                "INSERT INTO stream_chunks (message_id, ord, text)
-                 SELECT ?1, coalesce(max(ord) + 1, 0), ?2 FROM stream_chunks WHERE message_id = ?1",
-            )?
-            .execute(args![message_id, text])?;
-        }
-        tx.commit()?;
-        Ok(())
+        transact(&self.conn, &self.writer, None, |tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE stream_checkpoints SET chars = chars + ?3, beat_at = ?4
+                     WHERE message_id = ?1 AND owner = ?2",
+                )?
+                .execute(args![message_id, owner, chars, now_ms()])?;
+            if changed == 0 {
+                return Err(Error::Conflict(format!(
+                    "message {message_id} is not streamed by {owner} (finished, or flagged interrupted)"
+                )));
+            }
+            if let Some(text) = appended {
+                tx.prepare_cached(
+                    "INSERT INTO stream_chunks (message_id, ord, text)
+                     SELECT ?1, coalesce(max(ord) + 1, 0), ?2 FROM stream_chunks WHERE message_id = ?1",
+                )?
+                .execute(args![message_id, text])?;
+            }
+            Ok(())
+        })
     }
 
     /// The session's replies still marked streaming, with who streams them.
@@ -120,30 +120,30 @@ impl Store {
             finish_reason: Some(INTERRUPTED.to_string()),
             ..Usage::default()
         };
-        let tx = Write::for_session(&self.conn, &self.writer, session_id)?;
-        let mut closed = 0;
-        for message_id in message_ids {
-            let Some((seq, text)) = streaming_head(&tx, session_id, message_id)? else {
-                continue;
-            };
-            let parts: Vec<Part> = if text.trim().is_empty() {
-                Vec::new()
-            } else {
-                vec![Part::Text(text)]
-            };
-            let prepared = prepare_parts(&counter, &parts)?;
-            let closing = Closing {
-                session_id,
-                message_id,
-                seq,
-                complete: false,
-                usage: &usage,
-            };
-            close_message(&tx, &closing, &prepared)?;
-            closed += 1;
-        }
-        tx.commit()?;
-        Ok(closed)
+        transact(&self.conn, &self.writer, Some(session_id), |tx| {
+            let mut closed = 0;
+            for message_id in message_ids {
+                let Some((seq, text)) = streaming_head(tx, session_id, message_id)? else {
+                    continue;
+                };
+                let parts: Vec<Part> = if text.trim().is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Part::Text(text)]
+                };
+                let prepared = prepare_parts(&counter, &parts)?;
+                let closing = Closing {
+                    session_id,
+                    message_id,
+                    seq,
+                    complete: false,
+                    usage: &usage,
+                };
+                close_message(tx, &closing, &prepared)?;
+                closed += 1;
+            }
+            Ok(closed)
+        })
     }
 }
 
