@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -21,14 +20,14 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from conftest import TEST_MODEL
+from conftest import TEST_MODEL, sql_rows
 from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.events import Event, EventBus, EventName
 from lossless.operators import LLMMap
 from lossless.testing import LocalLLMServer, Reply, content_text
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 
 class Verdict(BaseModel):
@@ -60,9 +59,9 @@ class Scripted:
         return self.reply(n, call, request)
 
 
-def outcomes(db: Path) -> list[tuple[int, str]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT idx, status FROM map_outcomes ORDER BY pk").fetchall()
+def outcomes(db: Path | str) -> list[tuple[int, str]]:
+    rows = sql_rows(db, "SELECT idx, status FROM map_outcomes ORDER BY pk")
+    return [(int(index), status) for index, status in rows]
 
 
 def new_map(config: Config, db: Path, **fields: Any) -> LLMMap:

@@ -192,10 +192,22 @@ impl<'a> Write<'a> {
     /// (see [`Store::without_waiting`]), a gate another connection holds fails the
     /// write at once.
     pub(super) fn begin(conn: &'a Conn, writer: &'a Writer) -> Result<Self> {
+        Self::begin_as(conn, writer, "BEGIN")
+    }
+
+    /// [`Write::begin`] for the store's own bookkeeping (moving the search backlog
+    /// into the index), which a read-only store on PostgreSQL does too: its
+    /// connection's transactions are read-only by default, and this one says it
+    /// writes (a replica refuses it, with an error the search passes over).
+    pub(super) fn begin_bookkeeping(conn: &'a Conn, writer: &'a Writer) -> Result<Self> {
+        Self::begin_as(conn, writer, "BEGIN READ WRITE")
+    }
+
+    fn begin_as(conn: &'a Conn, writer: &'a Writer, postgres_begin: &str) -> Result<Self> {
         let gate = writer.hold()?;
         conn.batch(match conn {
             Conn::Sqlite(_) => "BEGIN IMMEDIATE",
-            Conn::Postgres(_) => "BEGIN",
+            Conn::Postgres(_) => postgres_begin,
         })?;
         Ok(Self {
             conn,

@@ -74,6 +74,20 @@ macro_rules! part_search_text {
 }
 pub(super) use part_search_text;
 
+/// [`part_search_text`] in PostgreSQL's dialect.
+macro_rules! part_search_text_postgres {
+    () => {
+        "CASE p.kind
+             WHEN 'tool' THEN p.tool_name || ' ' || p.body
+                 || COALESCE(chr(10) || o.output, '')
+                 || COALESCE(chr(10) || p.tool_error, '')
+             WHEN 'file_ref' THEN concat_ws(' ', CAST(p.body AS jsonb) ->> 'file_id',
+                 CAST(p.body AS jsonb) ->> 'path', CAST(p.body AS jsonb) ->> 'summary')
+             ELSE p.body END"
+    };
+}
+pub(super) use part_search_text_postgres;
+
 /// Rebuilds the index rows of everything queued, from the stored text (see
 /// [`part_search_text`]), and empties the queue.
 pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
@@ -93,24 +107,24 @@ pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
 
 /// [`move_backlog`] on PostgreSQL: the terms are made here, by the store's own
 /// tokenizer (see `pg::fts`), from the text PostgreSQL reads as SQLite's index
-/// does (see [`part_search_text`]).
+/// does (see [`part_search_text`]). Writers of other sessions move the backlog at
+/// the same time: each claims the rows it moves by deleting them from the backlog
+/// first (another mover waits for those rows, then passes over them), so no row
+/// is indexed twice and none queued meanwhile is dropped unindexed.
 fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
     let rows = tx.query_map(
-        "SELECT b.fts_rowid, p.session_id, p.message_id, p.id,
-                CASE p.kind
-                    WHEN 'tool' THEN p.tool_name || ' ' || p.body
-                        || COALESCE(chr(10) || o.output, '')
-                        || COALESCE(chr(10) || p.tool_error, '')
-                    WHEN 'file_ref' THEN concat_ws(' ', CAST(p.body AS jsonb) ->> 'file_id',
-                        CAST(p.body AS jsonb) ->> 'path', CAST(p.body AS jsonb) ->> 'summary')
-                    ELSE p.body END
-         FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
+        concat!(
+            "WITH claimed AS (DELETE FROM search_backlog RETURNING fts_rowid)
+             SELECT c.fts_rowid, p.session_id, p.message_id, p.id, ",
+            part_search_text_postgres!(),
+            " FROM claimed c JOIN parts p ON p.pk = c.fts_rowid
          LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-         WHERE b.fts_rowid > 0
+         WHERE c.fts_rowid > 0
          UNION ALL
-         SELECT b.fts_rowid, s.session_id, s.id, '', s.text
-         FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
-         WHERE b.fts_rowid < 0",
+         SELECT c.fts_rowid, s.session_id, s.id, '', s.text
+         FROM claimed c JOIN summaries s ON s.pk = -c.fts_rowid
+         WHERE c.fts_rowid < 0"
+        ),
         args![],
         |row| {
             Ok((
@@ -122,13 +136,13 @@ fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
             ))
         },
     )?;
-    tx.execute(
-        "DELETE FROM search_index WHERE fts_rowid IN (SELECT fts_rowid FROM search_backlog)",
-        args![],
-    )?;
+    // A row queued again (a tool's result arrived) replaces its older index row.
     let mut insert = tx.prepare_cached(
         "INSERT INTO search_index (fts_rowid, session_id, owner_id, part_id, body, terms)
-         VALUES (?1, ?2, ?3, ?4, ?5, CAST(CAST(?6 AS TEXT) AS tsvector))",
+         VALUES (?1, ?2, ?3, ?4, ?5, CAST(CAST(?6 AS TEXT) AS tsvector))
+         ON CONFLICT (fts_rowid) DO UPDATE SET session_id = EXCLUDED.session_id,
+             owner_id = EXCLUDED.owner_id, part_id = EXCLUDED.part_id,
+             body = EXCLUDED.body, terms = EXCLUDED.terms",
     )?;
     let mut languages = std::collections::BTreeSet::new();
     for (rowid, session_id, owner_id, part_id, body) in &rows {
@@ -136,7 +150,6 @@ fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
         languages.insert(language.code());
         insert.execute(args![rowid, session_id, owner_id, part_id, body, terms])?;
     }
-    tx.execute("DELETE FROM search_backlog", args![])?;
     for code in languages {
         tx.execute(
             "INSERT INTO search_languages (code) VALUES (?1) ON CONFLICT DO NOTHING",
@@ -184,7 +197,7 @@ impl Store {
         if self.search_backlog()? == 0 {
             return Ok(0);
         }
-        let tx = Write::begin(&self.conn, &self.writer)?;
+        let tx = Write::begin_bookkeeping(&self.conn, &self.writer)?;
         let moved = move_backlog(&tx)?;
         tx.commit()?;
         Ok(moved)
