@@ -162,7 +162,9 @@ async def session(config: Config, db: Path) -> AsyncIterator[Any]:
 
 def sql_rows(database: Path | str, sql: str) -> list[tuple[str, ...]]:
     """Runs ``sql`` on a test's database from outside the library (sqlite3 on a file,
-    psql on a URL) and returns its rows, each value as text (NULL as "")."""
+    psql on a URL) and returns its rows, each value as text (NULL as ""). For reads:
+    the sqlite3 module closes its connection when done, and, not seeing the locks of
+    the store's own SQLite library, may reset the log that store still uses."""
     if isinstance(database, Path):
         with sqlite3.connect(database, isolation_level=None) as conn:
             rows = conn.execute(sql).fetchall()

@@ -2,6 +2,8 @@
 //! (see `pg::fts`) over the index's `tsvector`s under their GIN index, ranked by
 //! `ts_rank_cd`. Snippets are cut here around the first word of the query found.
 
+use std::collections::HashSet;
+
 use super::backend::args;
 use super::grep::{snippet_marking, GrepHit};
 use super::Store;
@@ -19,20 +21,38 @@ impl Store {
     ) -> Result<Vec<GrepHit>> {
         let terms = self.search_terms()?;
         let parsed = query::parse(text, &terms)?;
-        let literal = crate::pg::fts::query_literal(&parsed, &languages_of(&terms));
+        let languages = languages_of(&terms);
+        // As on SQLite (see `grep_text`): a word in most of the store is dropped
+        // while rarer ones are left, every match of a rare word joins the pool, and
+        // the pool is ordered by how much of the question's weight each row holds.
+        let (matches, rows) = self.word_matches_postgres(&parsed.optional, &languages)?;
+        let lean = parsed.without_common(&matches, rows);
+        let (rare, rare_words, weights) = rare_words(&parsed, &lean, &matches, rows);
+        let literal = crate::pg::fts::query_literal(&lean, &languages);
         if literal.is_empty() {
             return Ok(Vec::new());
         }
-        let required: Vec<String> = parsed
+        let required: Vec<String> = lean
             .required
             .iter()
             .flatten()
             .map(|w| w.to_lowercase())
             .collect();
-        let optional: Vec<String> = parsed.optional.iter().map(|w| w.to_lowercase()).collect();
+        let optional: Vec<String> = lean.optional.iter().map(|w| w.to_lowercase()).collect();
+        let pool = limit.max(query::COVERAGE_POOL);
+        let mut parts = self.rank_postgres(&literal, session_id, pool, true)?;
+        if let Some(rare_query) = lean.rare_only(&rare) {
+            let rare_literal = crate::pg::fts::query_literal(&rare_query, &languages);
+            let old = self.rank_postgres(&rare_literal, session_id, pool, true)?;
+            parts = query::union_ranked(&parts, &old);
+        }
+        if lean.optional.len() > 1 && !rare_words.is_empty() {
+            let holders = self.rows_matching_postgres(&rare_words, &languages)?;
+            parts = query::by_coverage(&parts, &holders, &weights);
+        }
+        parts.truncate(limit);
         // Parts and summaries are ranked apart (index rowids above and below zero),
         // so that the page caps summaries as it does on SQLite.
-        let parts = self.rank_postgres(&literal, session_id, limit, true)?;
         let summaries = self.rank_postgres(&literal, session_id, limit, false)?;
         let mut detail = self.conn.prepare_cached(
             "SELECT session_id, owner_id, part_id, body FROM search_index WHERE fts_rowid = ?1",
@@ -52,6 +72,51 @@ impl Store {
             hits.push(hit);
         }
         Ok(hits)
+    }
+
+    /// How many index rows each of `words` matches, and how many rows there are.
+    fn word_matches_postgres(
+        &self,
+        words: &[String],
+        languages: &[crate::lang::Language],
+    ) -> Result<(Vec<i64>, i64)> {
+        let rows: i64 = self.conn.query_row(
+            "SELECT COALESCE((SELECT max(pk) FROM parts), 0)
+                  + COALESCE((SELECT max(pk) FROM summaries), 0)",
+            args![],
+            |row| row.get(0),
+        )?;
+        let mut count = self.conn.prepare_cached(
+            "SELECT count(*) FROM search_index WHERE terms @@ CAST(CAST(?1 AS TEXT) AS tsquery)",
+        )?;
+        let matches = words
+            .iter()
+            .map(|word| {
+                let literal = crate::pg::fts::word_literal(word, languages);
+                count.query_row(args![literal], |row| row.get::<i64>(0))
+            })
+            .collect::<Result<Vec<i64>>>()?;
+        Ok((matches, rows))
+    }
+
+    /// For each of `words`, the index rows it matches.
+    fn rows_matching_postgres(
+        &self,
+        words: &[String],
+        languages: &[crate::lang::Language],
+    ) -> Result<Vec<HashSet<i64>>> {
+        words
+            .iter()
+            .map(|word| {
+                let rows = self.conn.query_map(
+                    "SELECT fts_rowid FROM search_index
+                     WHERE terms @@ CAST(CAST(?1 AS TEXT) AS tsquery)",
+                    args![crate::pg::fts::word_literal(word, languages)],
+                    |row| row.get::<i64>(0),
+                )?;
+                Ok(rows.into_iter().collect())
+            })
+            .collect()
     }
 
     /// The best `limit` parts (or summaries) matching the `tsquery` `literal`, best
@@ -134,6 +199,32 @@ impl Store {
             |row| Ok((row.get(0)?, -row.get::<f64>(1)?)),
         )
     }
+}
+
+/// Which of `lean`'s optional words are rare, the rare ones, and their weights
+/// (bm25's idf), as `grep_text` reads them on SQLite.
+fn rare_words(
+    parsed: &query::Query,
+    lean: &query::Query,
+    matches: &[i64],
+    rows: i64,
+) -> (Vec<bool>, Vec<String>, Vec<f64>) {
+    let kept: Vec<(&String, i64)> = parsed
+        .optional
+        .iter()
+        .zip(matches.iter().copied())
+        .filter(|(word, _)| lean.optional.contains(word))
+        .collect();
+    let rare = kept
+        .iter()
+        .map(|(_, count)| *count <= query::RARE_MATCHES)
+        .collect();
+    let (words, weights) = kept
+        .iter()
+        .filter(|(_, count)| *count <= query::RARE_MATCHES)
+        .map(|(word, count)| ((*word).clone(), query::idf(*count, rows)))
+        .unzip();
+    (rare, words, weights)
 }
 
 /// The languages a query's words are stemmed in (none: verbatim).
