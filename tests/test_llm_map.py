@@ -207,9 +207,9 @@ async def test_events_and_progress_report_the_run(
 
 
 def test_a_run_killed_with_sigkill_loses_only_items_in_flight_and_resumes(
-    server: LocalLLMServer, tmp_path: Path
+    server: LocalLLMServer, database: Path | str
 ) -> None:
-    db = tmp_path / "map.db"
+    db = database
     server.responder = Scripted(lambda n, call, _: Reply(text=f"out {n}", latency_s=0.1))
     child = subprocess.Popen(
         [
