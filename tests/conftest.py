@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ import pytest
 
 from lossless.config import CompactionConfig, Config, LLMConfig, ModelConfig
 from lossless.testing import LocalLLMServer
-from lossless.testing.postgres import PostgresCluster
+from lossless.testing.postgres import PostgresCluster, find_bindir
 
 # Any name works with the local server; "openai/" routes litellm to an
 # OpenAI-compatible endpoint. The name is not in litellm's model map, so the limits
@@ -72,9 +73,38 @@ def config(server: LocalLLMServer) -> Config:
     return make_config(server)
 
 
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Runs each test of a ``both_backends`` module (or class) that uses the database
+    once on a SQLite file and once on a PostgreSQL database, unless it is marked
+    ``sqlite_only`` with the reason it depends on the file."""
+    if "database" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("both_backends") is None:
+        return
+    only = metafunc.definition.get_closest_marker("sqlite_only")
+    if only is not None:
+        if not (only.args or only.kwargs.get("reason")):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason")
+        return
+    metafunc.parametrize("database", BACKENDS, indirect=True, ids=BACKENDS)
+
+
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "lossless.db"
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where this test stores its sessions: a SQLite file by default, or, for the
+    ``postgres`` run of a ``both_backends`` test, the URL of a fresh database that
+    already has the schema."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return tmp_path / "lossless.db"
+    return str(request.getfixturevalue("postgres_schema_url"))
+
+
+@pytest.fixture
+def db(database: Path | str) -> Path | str:
+    return database
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +123,29 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
     postgres_cluster.drop_database(name)
 
 
+@pytest.fixture(scope="session")
+def postgres_schema_template(postgres_cluster: PostgresCluster) -> str:
+    """A database holding the store's schema and nothing else, made once: copying it is
+    cheaper than creating the schema (tables, triggers, functions) for every test."""
+    from lossless import Store
+
+    name = postgres_cluster.create_database("lossless_schema_template")
+    Store(postgres_cluster.url(name))
+    postgres_cluster.seal_template(name)
+    return name
+
+
+@pytest.fixture
+def postgres_schema_url(
+    postgres_cluster: PostgresCluster, postgres_schema_template: str
+) -> Iterator[str]:
+    """The URL of a fresh database with the current schema and no sessions, dropped
+    afterwards."""
+    name = postgres_cluster.create_database(template=postgres_schema_template)
+    yield postgres_cluster.url(name)
+    postgres_cluster.drop_database(name)
+
+
 @pytest.fixture
 def config_for(server: LocalLLMServer) -> Callable[..., Config]:
     """Build a variant of the default test config: ``config_for(compaction=...)``."""
@@ -105,6 +158,26 @@ async def session(config: Config, db: Path) -> AsyncIterator[Any]:
 
     async with await Session.create(model=TEST_MODEL, db=db, config=config) as sess:
         yield sess
+
+
+def sql_rows(database: Path | str, sql: str) -> list[tuple[str, ...]]:
+    """Runs ``sql`` on a test's database from outside the library (sqlite3 on a file,
+    psql on a URL) and returns its rows, each value as text (NULL as ""). For reads:
+    the sqlite3 module closes its connection when done, and, not seeing the locks of
+    the store's own SQLite library, may reset the log that store still uses."""
+    if isinstance(database, Path):
+        with sqlite3.connect(database, isolation_level=None) as conn:
+            rows = conn.execute(sql).fetchall()
+        return [tuple("" if value is None else str(value) for value in row) for row in rows]
+    options = ["-X", "-q", "-A", "-t", "-F", "\x1f", "-v", "ON_ERROR_STOP=1"]
+    done = subprocess.run(
+        [str(find_bindir() / "psql"), *options, "-d", database, "-c", sql],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return [tuple(line.split("\x1f")) for line in done.stdout.splitlines() if line]
 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:

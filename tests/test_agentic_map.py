@@ -24,7 +24,7 @@ from lossless.recall import grep
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, content_text
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 
 def item_of(request: dict[str, Any]) -> int:

@@ -24,7 +24,7 @@ from lossless.events import EventName
 from lossless.parts import ToolPart
 from lossless.testing import LocalLLMServer, Reply
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 
 def texts(request: dict[str, Any]) -> list[tuple[str, str]]:

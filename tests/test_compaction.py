@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import TEST_MODEL
+from conftest import TEST_MODEL, sql_rows
 from lossless import _native
 from lossless.compaction import prompts
 from lossless.config import CompactionConfig, Config, ModelConfig
@@ -29,7 +29,11 @@ from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, SummaryResponder
 from lossless.tokens import TokenCounter
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.both_backends,
+]
 
 # usable = 12,000 - 1,000 (reply) - 1,000 (compaction reserve) = 10,000; soft limit 6,000.
 LIMITS = ModelConfig(context_limit=12_000, max_output_tokens=1_000)
@@ -520,24 +524,43 @@ async def test_a_round_that_finds_the_view_changed_plans_again(
         assert lease_is_free(session, db)
 
 
+# A trigger that fails a summary's sixth source edge, in each backend's dialect.
+FAIL_THE_SIXTH_EDGE = (
+    "CREATE TRIGGER fail_edges BEFORE INSERT ON summary_sources WHEN NEW.ord = 5 "
+    "BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
+    "CREATE FUNCTION fail_edges() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "IF NEW.ord = 5 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$; "
+    "CREATE TRIGGER fail_edges BEFORE INSERT ON summary_sources "
+    "FOR EACH ROW EXECUTE FUNCTION fail_edges()",
+)
+
+
 async def test_a_commit_failing_inside_its_transaction_leaves_the_store_unchanged(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
+    # SQLite: the trigger's connection stays open while the store's is; a sqlite3
+    # module closing its last connection (as it believes) would reset the log that
+    # the store's own SQLite library, which does not see its locks, still uses.
+    outside = sqlite3.connect(db, isolation_level=None) if isinstance(db, Path) else None
+
+    def run(sql: str) -> None:
+        if outside is None:
+            sql_rows(db, sql)
+        else:
+            outside.execute(sql)
+
     async with await open_session(config_for, db) as session:
         stuff(session, 20, files_every=2)
         before = snapshot(session)
-        outside = sqlite3.connect(db, isolation_level=None)
-        outside.execute(
-            "CREATE TRIGGER fail_edges BEFORE INSERT ON summary_sources WHEN NEW.ord = 5 "
-            "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
-        )
+        run(FAIL_THE_SIXTH_EDGE[outside is None])
         result = await session.compact()
         assert result.status == "failed"
         assert result.error is not None and "injected failure" in result.error
         assert snapshot(session) == before
-        outside.execute("DROP TRIGGER fail_edges")
-        outside.close()
+        run("DROP TRIGGER fail_edges" + (" ON summary_sources" * (outside is None)))
         assert (await session.compact()).status == "completed"
+    if outside is not None:
+        outside.close()
 
 
 async def test_condensation_runs_while_over_budget_with_two_or_more_summaries(

@@ -17,7 +17,11 @@ from lossless.config import Config
 from lossless.testing import LocalLLMServer, Reply, SummaryResponder
 from test_compaction import llm_compaction, open_session, stuff
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.both_backends,
+]
 
 TTL_S = 0.3
 

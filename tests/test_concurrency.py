@@ -12,12 +12,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from conftest import sql_rows
 from lossless import Session, ToolPart
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.events import EventName
 from lossless.parts import part_to_wire
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 PROCESSES = 8
 SESSIONS_PER_PROCESS = 4
@@ -70,6 +71,7 @@ def _config() -> Config:
     )
 
 
+@pytest.mark.sqlite_only("checks the shared file with PRAGMA integrity_check")
 def test_many_processes_append_to_one_file_without_losing_a_row(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     config_json = _config().model_dump_json()
@@ -114,7 +116,7 @@ _COMPACTOR = textwrap.dedent(
 )
 
 
-async def _fill(db: Path) -> str:
+async def _fill(db: Path | str) -> str:
     """A session over its soft limit, written straight to the store (nothing compacts)."""
     async with Session.open(model="gpt-4o", db=db, config=_config()) as session:
         for turn in range(60):
@@ -124,8 +126,8 @@ async def _fill(db: Path) -> str:
         return session.id
 
 
-def test_two_processes_compacting_one_session_never_summarise_twice(tmp_path: Path) -> None:
-    db = tmp_path / "shared.db"
+def test_two_processes_compacting_one_session_never_summarise_twice(database: Path | str) -> None:
+    db = database
     session_id = anyio.run(_fill, db)
     compactors = [
         subprocess.Popen(
@@ -142,20 +144,19 @@ def test_two_processes_compacting_one_session_never_summarise_twice(tmp_path: Pa
         ["completed", "not_needed"],
         ["completed", "completed"],
     ), results
-    conn = sqlite3.connect(db)
-    try:
-        # Every message is the source of at most one leaf summary.
-        repeated = conn.execute(
-            "SELECT source_id, count(*) FROM summary_sources WHERE source_kind = 'message' "
-            "GROUP BY source_id HAVING count(*) > 1"
-        ).fetchall()
-        assert repeated == []
-    finally:
-        conn.close()
+    # Every message is the source of at most one leaf summary.
+    repeated = sql_rows(
+        db,
+        "SELECT source_id, count(*) FROM summary_sources WHERE source_kind = 'message' "
+        "GROUP BY source_id HAVING count(*) > 1",
+    )
+    assert repeated == []
 
 
-async def test_many_sessions_on_one_loop_compact_in_the_background(tmp_path: Path) -> None:
-    db = tmp_path / "many.db"
+async def test_many_sessions_on_one_loop_compact_in_the_background(
+    database: Path | str,
+) -> None:
+    db = database
     config = _config()
     failures: list[str] = []
 

@@ -11,13 +11,17 @@ import pytest
 from lossless.session import Session
 from lossless.testing.facts import check_facts, fact_session, record_facts
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.both_backends,
+]
 
 
 @pytest.mark.timeout(600)
-async def test_every_planted_fact_is_found_and_read_back(tmp_path: Path) -> None:
+async def test_every_planted_fact_is_found_and_read_back(database: Path | str) -> None:
     turns, facts = fact_session(5_000, 200, seed=11)
-    async with Session.open(model="gpt-4o", db=tmp_path / "facts.db") as session:
+    async with Session.open(model="gpt-4o", db=database) as session:
         planted = await record_facts(session, turns, facts)
         summaries = session.store.live_summaries(session.id)
         assert summaries, "compaction ran"

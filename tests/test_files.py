@@ -4,14 +4,13 @@ by type; read back byte for byte through the API, the agent tool and the CLI."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import TEST_MODEL, run_python
+from conftest import TEST_MODEL, run_python, sql_rows
 from lossless import FileRefPart, TextPart
 from lossless.cli import app
 from lossless.config import CompactionConfig, Config, FilesConfig
@@ -26,7 +25,7 @@ from lossless.files import LargeFileHandler
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 SOURCE = '''\
 """A ledger."""
@@ -61,12 +60,11 @@ def big_python(tmp_path: Path, copies: int = 700) -> Path:
     return path
 
 
-def file_rows(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
-        return {
-            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("file_refs", "file_contents", "file_chunks", "messages")
-        }
+def file_rows(db: Path | str) -> dict[str, int]:
+    return {
+        table: int(sql_rows(db, f"SELECT count(*) FROM {table}")[0][0])
+        for table in ("file_refs", "file_contents", "file_chunks", "messages")
+    }
 
 
 async def test_a_large_file_is_stored_whole_and_read_back_byte_for_byte(

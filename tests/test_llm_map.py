@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -21,14 +20,14 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from conftest import TEST_MODEL
+from conftest import TEST_MODEL, sql_rows
 from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.events import Event, EventBus, EventName
 from lossless.operators import LLMMap
 from lossless.testing import LocalLLMServer, Reply, content_text
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 
 class Verdict(BaseModel):
@@ -60,9 +59,9 @@ class Scripted:
         return self.reply(n, call, request)
 
 
-def outcomes(db: Path) -> list[tuple[int, str]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT idx, status FROM map_outcomes ORDER BY pk").fetchall()
+def outcomes(db: Path | str) -> list[tuple[int, str]]:
+    rows = sql_rows(db, "SELECT idx, status FROM map_outcomes ORDER BY pk")
+    return [(int(index), status) for index, status in rows]
 
 
 def new_map(config: Config, db: Path, **fields: Any) -> LLMMap:
@@ -208,9 +207,9 @@ async def test_events_and_progress_report_the_run(
 
 
 def test_a_run_killed_with_sigkill_loses_only_items_in_flight_and_resumes(
-    server: LocalLLMServer, tmp_path: Path
+    server: LocalLLMServer, database: Path | str
 ) -> None:
-    db = tmp_path / "map.db"
+    db = database
     server.responder = Scripted(lambda n, call, _: Reply(text=f"out {n}", latency_s=0.1))
     child = subprocess.Popen(
         [

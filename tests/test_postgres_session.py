@@ -18,19 +18,15 @@ from lossless.store import database_path
 from lossless.testing import LocalLLMServer
 from test_compaction import LIMITS, compaction, stuff
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A file path, or the URL of a fresh database on the test cluster."""
-    if request.param == "sqlite":
-        return str(tmp_path / "lossless.db")
-    return str(request.getfixturevalue("postgres_url"))
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.both_backends,
+]
 
 
 async def test_a_session_turn_path_works_on_both_backends(
-    server: LocalLLMServer, config: Config, database: str
+    server: LocalLLMServer, config: Config, database: Path | str
 ) -> None:
     async with await Session.create(
         model=TEST_MODEL, db=database, config=config, system_prompt="Be brief."
@@ -59,7 +55,7 @@ async def test_a_session_turn_path_works_on_both_backends(
 
 
 async def test_a_compaction_round_on_both_backends(
-    config_for: Callable[..., Config], database: str
+    config_for: Callable[..., Config], database: Path | str
 ) -> None:
     config = config_for(model=LIMITS, compaction=compaction())
     async with await Session.create(model=TEST_MODEL, db=database, config=config) as session:

@@ -17,15 +17,17 @@ from lossless.recall import describe, expand, grep, group_by_summary
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.both_backends,
+]
 
 
 @pytest.fixture
-async def compacted(tmp_path: Path) -> AsyncIterator[Session]:
+async def compacted(database: Path | str) -> AsyncIterator[Session]:
     """A session of 240 replayed turns, compacted several times."""
-    session = await Session.create(
-        model="gpt-4o", db=tmp_path / "recall.db", config=demo_config(None)
-    )
+    session = await Session.create(model="gpt-4o", db=database, config=demo_config(None))
     for turn in generate_trajectory(turns=240):
         await session.record(turn.role, list(turn.parts))
     await session.compaction.wait_for_pending()
@@ -91,10 +93,10 @@ async def test_query_syntax_requires_phrases_and_plus_words(compacted: Session) 
             grep(nothing, session=compacted)
 
 
-async def test_regex_grep_and_whole_database_grep(compacted: Session, tmp_path: Path) -> None:
+async def test_regex_grep_and_whole_database_grep(compacted: Session, database: Path | str) -> None:
     regex_hits = grep(r"quartz-h[a-z]+", session=compacted, mode="regex")
     assert any(RECALL_FACT in hit.snippet for hit in regex_hits)
-    everywhere = grep(RECALL_QUERY, db=tmp_path / "recall.db")
+    everywhere = grep(RECALL_QUERY, db=database)
     assert {hit.session_id for hit in everywhere} == {compacted.id}
 
 
@@ -161,15 +163,13 @@ def _last_tool_part(session: Session) -> ToolPart:
 
 
 @pytest.fixture
-async def chat(tmp_path: Path) -> AsyncIterator[tuple[Session, LocalLLMServer]]:
+async def chat(database: Path | str) -> AsyncIterator[tuple[Session, LocalLLMServer]]:
     with LocalLLMServer() as server:
         config = Config(
             model=ModelConfig(context_limit=32_000, max_output_tokens=2_000),
             llm=LLMConfig(api_base=server.base_url, api_key="test", num_retries=0),
         )
-        session = await Session.create(
-            model="openai/recaller", db=tmp_path / "chat.db", config=config
-        )
+        session = await Session.create(model="openai/recaller", db=database, config=config)
         await session.record(
             "user", "Remember: the deploy key rotates every 17 days, codename saffron-otter."
         )
@@ -221,10 +221,10 @@ async def test_a_bad_recall_call_is_stored_as_a_tool_error(
     assert "sum_nope" in (answered.error or "")
 
 
-def test_expand_restores_pruned_tool_output(tmp_path: Path) -> None:
+def test_expand_restores_pruned_tool_output(database: Path | str) -> None:
     from lossless import Store
 
-    store = Store(tmp_path / "pruned.db")
+    store = Store(database)
     sid = store.create_session("gpt-4o")
     original = "def settle(ledger):\n    return ledger.close()\n" * 40
     store.append(sid, "user", "read the settlement module")

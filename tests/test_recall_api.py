@@ -18,7 +18,7 @@ from lossless.recall import describe, expand, grep, read, run_recall_tool
 from lossless.recall.tools import ANSWER_TOKENS
 from lossless.session import Session
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 MESSAGES = 120
 LEAF = 20
@@ -28,7 +28,7 @@ LONG_OUTPUT = "\n".join(f"line {n}: settle_invoice(rate={n * 7}) ok" for n in ra
 
 @dataclass
 class Fixture:
-    path: Path
+    path: Path | str
     session_id: str
     other_id: str
     root: str
@@ -59,11 +59,10 @@ def _parts(index: int) -> Any:
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> Fixture:
+def data(database: Path | str) -> Fixture:
     """A database outside the working directory: a session of 120 messages under
     six leaf summaries condensed into one, and a second session."""
-    path = tmp_path / "data" / "agent.db"
-    path.parent.mkdir()
+    path = database
     store = Store(path)
     sid = store.create_session("gpt-4o")
     ids = [
@@ -128,7 +127,9 @@ async def test_each_call_reads_a_path_a_store_or_a_session_and_writes_nothing_he
     assert os.listdir(cwd) == []
 
 
+@pytest.mark.sqlite_only("a path naming no file")
 def test_a_missing_path_is_a_typed_error_and_creates_nothing(data: Fixture, cwd: Path) -> None:
+    assert isinstance(data.path, Path)
     missing = data.path.parent / "absent" / "agent.db"
     for name, call in _calls(data).items():
         with pytest.raises(errors.DatabaseNotFoundError, match="absent") as raised:
@@ -324,6 +325,7 @@ async def test_the_recall_tools_do_not_read_another_session(data: Fixture, opene
         run_recall_tool(opened, "lossless_read", json.dumps({"message_id": other_message}))
 
 
+@pytest.mark.sqlite_only("a read-only reader on PostgreSQL indexes the queue (decision 148)")
 def test_a_read_only_grep_finds_rows_not_yet_indexed_and_leaves_them_queued(
     data: Fixture,
 ) -> None:
@@ -342,9 +344,9 @@ def test_a_read_only_grep_finds_rows_not_yet_indexed_and_leaves_them_queued(
 
 
 def test_expand_keeps_seq_order_when_a_later_leaf_sits_inside_an_earlier_one(
-    tmp_path: Path,
+    database: Path | str,
 ) -> None:
-    store = Store(tmp_path / "interleaved.db")
+    store = Store(database)
     sid = store.create_session("gpt-4o")
     ids = []
     for i in range(12):
@@ -375,6 +377,7 @@ def test_expand_keeps_seq_order_when_a_later_leaf_sits_inside_an_earlier_one(
     )
 
 
+@pytest.mark.sqlite_only("a read-only reader indexes the queue in a temporary table (decision 148)")
 def test_a_read_only_reader_sees_rows_queued_after_its_last_search(tmp_path: Path) -> None:
     path = tmp_path / "live.db"
     writer = Store(path)

@@ -35,7 +35,7 @@ from lossless.events import Event, EventName
 from lossless.session import BuiltContext, Message, RecordResult, Session, TurnResult
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 # 12 words: the server streams three words per chunk, so four content chunks.
 LONG = "one two three four five six seven eight nine ten eleven twelve"

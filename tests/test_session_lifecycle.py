@@ -18,7 +18,11 @@ from lossless.events import Event, EventName
 from lossless.testing import LocalLLMServer, Reply, SummaryResponder
 from test_compaction import llm_compaction, open_session, stuff
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.both_backends,
+]
 
 
 async def test_sessions_close_in_the_order_they_opened(config: Config, db: Path) -> None:

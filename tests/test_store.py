@@ -31,9 +31,12 @@ MODEL = "gpt-4o"
 MAX_PART_BYTES = 8 * 1024 * 1024
 
 
+pytestmark = pytest.mark.both_backends
+
+
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "store.db"
+def db_path(database: Path | str) -> Path | str:
+    return database
 
 
 @pytest.fixture
@@ -72,6 +75,7 @@ def budget_for(store: Store, sid: str) -> int:
 # --- append writes everything in one transaction -----------------------------------
 
 
+@pytest.mark.sqlite_only("reads the rows of SQLite's FTS5 index")
 def test_append_writes_message_parts_view_item_index_and_counts(
     store: Store, sid: str, db_path: Path
 ) -> None:
@@ -134,6 +138,7 @@ def test_flush_search_index_moves_the_queue_once(store: Store, sid: str) -> None
     assert [hit["snippet"] for hit in store.grep("otter")] == ["look {}\n[otter]"]
 
 
+@pytest.mark.sqlite_only("makes the write fail with a trigger written in SQLite's dialect")
 def test_append_is_all_or_nothing(store: Store, sid: str, db_path: Path) -> None:
     store.append(sid, "user", "before")
     conn = raw(db_path)
@@ -464,6 +469,7 @@ def test_processes_create_a_new_file_concurrently(db_path: Path) -> None:
 # --- opening files ---------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("sets the file's PRAGMA user_version")
 def test_newer_schema_is_refused_naming_the_path(db_path: Path) -> None:
     store = Store(db_path)
     store.create_session(MODEL)
@@ -622,9 +628,18 @@ def test_unknown_session_is_a_key_error_and_a_store_error(seeded: tuple[Store, s
         assert isinstance(info.value, NotFoundError)
 
 
-def test_nul_inside_text_is_stored_and_read_back_exactly(store: Store, sid: str) -> None:
+def test_nul_inside_text_is_stored_and_read_back_exactly(
+    store: Store, sid: str, db_path: Path | str
+) -> None:
     text = "before\x00after\x00\x00 end"
     output = "\x00binary-ish\x00"
+    if isinstance(db_path, str):
+        # PostgreSQL's text cannot hold U+0000: refused as bad input, nothing written.
+        for parts in ([text], ["plain", ToolPart("dump", "c1", output=output)]):
+            with pytest.raises(InvalidInputError, match="NUL"):
+                store.append(sid, "assistant", parts)
+        assert store.history(sid) == []
+        return
     store.append(sid, "assistant", [text, ToolPart("dump", "c1", output=output)])
     (record,) = store.history(sid)
     assert record["parts"][0]["text"] == text
@@ -801,6 +816,7 @@ connection.execute("ROLLBACK")
 """
 
 
+@pytest.mark.sqlite_only("another process holds the file's write lock")
 def test_a_write_that_cannot_wait_gives_way_to_another_writer(
     store: Store, sid: str, db_path: Path
 ) -> None:

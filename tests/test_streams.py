@@ -18,7 +18,7 @@ from lossless import Session, TextPart
 from lossless.config import Config
 from lossless.testing import LocalLLMServer, Reply
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 # 600 words, streamed three words a chunk: 200 chunks.
 REPLY = " ".join(f"word{index}" for index in range(600))

@@ -206,13 +206,24 @@ class PostgresCluster:
 
     # -- databases ---------------------------------------------------------------------
 
-    def create_database(self, name: str | None = None) -> str:
-        """Creates an empty database owned by the application's role; returns its name."""
+    def create_database(self, name: str | None = None, *, template: str | None = None) -> str:
+        """Creates a database owned by the application's role, empty or a copy of
+        ``template`` (see :meth:`seal_template`); returns its name."""
         if name is None:
             self._counter += 1
             name = f"test_{os.getpid()}_{self._counter}"
-        self.psql(f'CREATE DATABASE "{name}" OWNER "{_USER}"')
+        source = f' TEMPLATE "{template}"' if template is not None else ""
+        self.psql(f'CREATE DATABASE "{name}" OWNER "{_USER}"{source}')
         return name
+
+    def seal_template(self, name: str) -> None:
+        """Makes ``name`` a template that takes no more connections, ending those still
+        open: PostgreSQL copies a database only while nobody is connected to it."""
+        self.psql(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false')
+        self.psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            f"WHERE datname = '{name}'"
+        )
 
     def drop_database(self, name: str) -> None:
         """Drops ``name``, ending any connection still open to it."""

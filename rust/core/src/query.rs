@@ -248,6 +248,12 @@ impl Query {
     /// than the whole expression would.
     #[must_use]
     pub fn rare_fts(&self, rare: &[bool], terms: &Terms) -> Option<String> {
+        self.rare_only(rare).map(|narrowed| narrowed.to_fts(terms))
+    }
+
+    /// The query [`Query::rare_fts`] writes as an expression.
+    #[must_use]
+    pub fn rare_only(&self, rare: &[bool]) -> Option<Query> {
         let words: Vec<String> = self
             .optional
             .iter()
@@ -258,11 +264,10 @@ impl Query {
         if words.is_empty() || words.len() == self.optional.len() {
             return None;
         }
-        let narrowed = Query {
+        Some(Query {
             optional: words,
             required: self.required.clone(),
-        };
-        Some(narrowed.to_fts(terms))
+        })
     }
 }
 

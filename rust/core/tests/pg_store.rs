@@ -5,9 +5,10 @@
 mod pg_cluster;
 mod support;
 
+use lossless_core::fileids::extract_file_ids;
 use lossless_core::parts::{Part, Role, ToolStatus};
 use lossless_core::plan::{RoundRules, Tail};
-use lossless_core::store::{GrepMode, LeafWriter, OpenOptions, Store};
+use lossless_core::store::{GrepMode, ItemKind, LeafWriter, OpenOptions, Store};
 use lossless_core::Error;
 use pg_cluster::database;
 use support::{append, text, tool, tool_with, words, MODEL};
@@ -265,4 +266,148 @@ fn a_write_the_server_picks_to_break_a_deadlock_is_run_again() {
         1,
         "written once"
     );
+}
+
+/// Assembly under a budget too small for the view names the file ids of what it
+/// leaves out, messages and summaries alike, read with PostgreSQL's JSON functions.
+fn left_out_items_keep_their_file_ids(url: &str) {
+    let mut store = open(url);
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let filler = "the parser keeps its state between chunks ".repeat(20);
+    for n in 0..24 {
+        let body = format!("see file_{n:016x} for turn {n}. {filler}");
+        append(&mut store, &session, Role::User, &[text(&body)]);
+    }
+    for _ in 0..2 {
+        let sources: Vec<String> = store
+            .view_items(&session)
+            .unwrap()
+            .iter()
+            .filter(|item| item.kind == ItemKind::Message)
+            .take(4)
+            .map(|item| item.id.clone())
+            .collect();
+        let body = "the parser state was discussed at length. ".repeat(30);
+        store
+            .commit_summary(&session, &body, 1, &sources, &[], None)
+            .unwrap();
+    }
+    let assembled = store.assemble(&session, 700).unwrap();
+    assert!(assembled.omitted > 0, "the budget leaves items out");
+    let shown: Vec<String> = assembled
+        .messages()
+        .filter_map(|message| message.content.clone())
+        .collect();
+    let present = extract_file_ids(&shown.join("\n"));
+    for n in 0..24 {
+        let id = format!("file_{n:016x}");
+        assert!(present.contains(&id), "{id} left the context");
+    }
+}
+
+#[test]
+fn left_out_items_keep_their_file_ids_on_postgres() {
+    left_out_items_keep_their_file_ids(&database().url());
+}
+
+#[test]
+fn left_out_items_keep_their_file_ids_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    left_out_items_keep_their_file_ids(dir.path().join("store.db").to_str().unwrap());
+}
+
+#[test]
+fn a_text_holding_nul_is_refused_on_postgres_and_nothing_is_written() {
+    let db = database();
+    let mut store = open(&db.url());
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    for parts in [
+        vec![text("before\0after")],
+        vec![text("plain"), tool("dump", "c1", "\0binary\0")],
+    ] {
+        let refused = store.append_message(&session, Role::Assistant, &parts, None);
+        assert!(
+            matches!(refused, Err(Error::InvalidInput { ref reason, .. }) if reason.contains("NUL")),
+            "{refused:?}"
+        );
+    }
+    assert!(store.history(&session).unwrap().is_empty());
+    append(&mut store, &session, Role::User, &[text("still writable")]);
+    assert_eq!(store.history(&session).unwrap().len(), 1);
+}
+
+/// A full-text hit's snippet keeps the text's line breaks on both backends.
+fn snippets_keep_line_breaks(url: &str) {
+    let mut store = open(url);
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    append(
+        &mut store,
+        &session,
+        Role::User,
+        &[text("look here\notter")],
+    );
+    let hits = store
+        .grep("otter", Some(&session), GrepMode::Text, 10)
+        .unwrap();
+    let snippets: Vec<&str> = hits.iter().map(|hit| hit.snippet.as_str()).collect();
+    assert_eq!(snippets, ["look here\n[otter]"]);
+}
+
+#[test]
+fn snippets_keep_line_breaks_on_postgres() {
+    snippets_keep_line_breaks(&database().url());
+}
+
+#[test]
+fn snippets_keep_line_breaks_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    snippets_keep_line_breaks(dir.path().join("store.db").to_str().unwrap());
+}
+
+#[test]
+fn workers_moving_the_search_backlog_at_once_index_every_row_once() {
+    let db = database();
+    let url = db.url();
+    let workers: Vec<_> = (0..4)
+        .map(|worker| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let mut store = open(&url);
+                let session = store.create_session(MODEL, "{}", None).unwrap();
+                for turn in 0..25 {
+                    let body = format!("worker{worker} turn{turn} heron");
+                    append(&mut store, &session, Role::User, &[text(&body)]);
+                    store.flush_search_index().expect("the backlog moves");
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("a worker");
+    }
+    let mut store = open(&url);
+    assert_eq!(store.search_backlog().unwrap(), 0);
+    let hits = store.grep("heron", None, GrepMode::Text, 1_000).unwrap();
+    assert_eq!(hits.len(), 100, "every turn indexed once");
+}
+
+#[test]
+fn a_read_only_store_on_postgres_refuses_writes_but_searches() {
+    let db = database();
+    let mut writer = open(&db.url());
+    let session = writer.create_session(MODEL, "{}", None).unwrap();
+    append(
+        &mut writer,
+        &session,
+        Role::User,
+        &[text("a cobalt lantern")],
+    );
+    let mut reader = Store::open_read_only(&db.url(), &OpenOptions::default()).unwrap();
+    assert!(reader.create_session(MODEL, "{}", None).is_err());
+    let refused = reader.append_message(&session, Role::User, &[text("no")], None);
+    assert!(refused.is_err(), "{refused:?}");
+    // Searching moves the backlog into the index, the store's own bookkeeping.
+    let hits = reader.grep("cobalt", None, GrepMode::Text, 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(writer.history(&session).unwrap().len(), 1);
 }

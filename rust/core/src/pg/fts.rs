@@ -114,6 +114,17 @@ pub fn query_literal(query: &Query, languages: &[Language]) -> String {
 }
 
 /// The words of a phrase in every language's forms, without repeats.
+/// The `tsquery` literal matching `word` in any of `languages` (English without one).
+#[must_use]
+pub fn word_literal(word: &str, languages: &[Language]) -> String {
+    let languages = if languages.is_empty() {
+        &[Language::English][..]
+    } else {
+        languages
+    };
+    phrase(&[word.to_string()], languages)
+}
+
 fn phrase(words: &[String], languages: &[Language]) -> String {
     let mut forms: Vec<String> = Vec::new();
     for lang in languages {

@@ -73,6 +73,7 @@ impl PgConn {
 
     fn query(&self, sql: &str, args: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
         let statement = self.statement(sql)?;
+        refuse_nul(&statement, args)?;
         let bound: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
         self.client
             .borrow_mut()
@@ -82,6 +83,7 @@ impl PgConn {
 
     fn execute(&self, sql: &str, args: &[Value<'_>]) -> Result<u64> {
         let statement = self.statement(sql)?;
+        refuse_nul(&statement, args)?;
         let bound: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
         self.client
             .borrow_mut()
@@ -243,6 +245,22 @@ impl rusqlite::ToSql for Value<'_> {
 }
 
 type BoxError = Box<dyn std::error::Error + Sync + Send>;
+
+/// PostgreSQL's text types cannot hold U+0000, which SQLite stores as any other
+/// character: such a text is refused as bad input before the statement runs, so
+/// the write's transaction rolls back whole (decision 151).
+fn refuse_nul(statement: &postgres::Statement, args: &[Value<'_>]) -> Result<()> {
+    let binary = |index: usize| statement.params().get(index) == Some(&Type::BYTEA);
+    match args.iter().enumerate().find(|(index, arg)| {
+        matches!(arg, Value::Text(text) if text.contains('\0')) && !binary(*index)
+    }) {
+        Some(_) => Err(Error::invalid(
+            "text",
+            "contains the NUL character (U+0000), which a PostgreSQL store cannot hold",
+        )),
+        None => Ok(()),
+    }
+}
 
 impl ToSql for Value<'_> {
     /// Binds to the type the server inferred for the placeholder: an integer to any

@@ -291,6 +291,14 @@ impl Store {
     /// The source message of `root` that best matches `words` (bm25 over the
     /// full-text index, any of the words, as `grep` reads a query), if one does.
     fn best_match(&mut self, root: &Child, words: &str) -> Result<Option<String>> {
+        if self.conn.is_postgres() {
+            self.index_backlog_before_search()?;
+            let session_id = self.summary(&root.id)?.session_id;
+            let span = (root.start, root.end);
+            let candidates =
+                self.best_matches_postgres(words, &session_id, span, QUERY_CANDIDATES)?;
+            return self.first_source(root, candidates);
+        }
         if !self.read_only {
             // The index is fed from a backlog: move it in first, as grep does.
             self.flush_search_index()?;
@@ -342,6 +350,11 @@ impl Store {
             )?);
             candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
         }
+        self.first_source(root, candidates)
+    }
+
+    /// The first of `candidates` that is a source message of `root`.
+    fn first_source(&self, root: &Child, candidates: Vec<(String, f64)>) -> Result<Option<String>> {
         for (id, _) in candidates {
             // A message inside the span may be outside the summary (a reply that
             // never finished is not in the view, so no summary covers it).

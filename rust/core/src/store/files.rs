@@ -150,9 +150,12 @@ impl Store {
     /// Whether the database has `table` (a read-only store may read an older file).
     pub(super) fn has_table(&self, table: &str) -> Result<bool> {
         self.conn
-            .prepare_cached(
+            .prepare_cached(self.conn.dialect(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-            )?
+                "SELECT EXISTS (SELECT 1 FROM information_schema.tables
+                                WHERE table_schema = current_schema()
+                                  AND table_name = CAST(?1 AS TEXT))",
+            ))?
             .query_row(args![table], |row| row.get(0))
     }
 

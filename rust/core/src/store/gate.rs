@@ -197,15 +197,33 @@ pub(super) fn transact<T>(
     conn: &Conn,
     writer: &Writer,
     session_id: Option<&str>,
+    body: impl FnMut(&Conn) -> Result<T>,
+) -> Result<T> {
+    let begin = || match session_id {
+        Some(id) => Write::for_session(conn, writer, id),
+        None => Write::begin(conn, writer),
+    };
+    run_again_on_contention(begin, body)
+}
+
+/// [`transact`] for the store's own bookkeeping (see [`Write::begin_bookkeeping`]).
+pub(super) fn transact_bookkeeping<T>(
+    conn: &Conn,
+    writer: &Writer,
+    body: impl FnMut(&Conn) -> Result<T>,
+) -> Result<T> {
+    run_again_on_contention(|| Write::begin_bookkeeping(conn, writer), body)
+}
+
+/// The loop of [`transact`]: `begin` opens each attempt's transaction.
+fn run_again_on_contention<'a, T>(
+    begin: impl Fn() -> Result<Write<'a>>,
     mut body: impl FnMut(&Conn) -> Result<T>,
 ) -> Result<T> {
     let mut attempt = 0;
     loop {
         let outcome = (|| {
-            let tx = match session_id {
-                Some(id) => Write::for_session(conn, writer, id)?,
-                None => Write::begin(conn, writer)?,
-            };
+            let tx = begin()?;
             let value = body(&tx)?;
             tx.commit()?;
             Ok(value)
@@ -255,10 +273,22 @@ impl<'a> Write<'a> {
     /// (see [`Store::without_waiting`]), a gate another connection holds fails the
     /// write at once.
     pub(super) fn begin(conn: &'a Conn, writer: &'a Writer) -> Result<Self> {
+        Self::begin_as(conn, writer, "BEGIN")
+    }
+
+    /// [`Write::begin`] for the store's own bookkeeping (moving the search backlog
+    /// into the index), which a read-only store on PostgreSQL does too: its
+    /// connection's transactions are read-only by default, and this one says it
+    /// writes (a replica refuses it, with an error the search passes over).
+    pub(super) fn begin_bookkeeping(conn: &'a Conn, writer: &'a Writer) -> Result<Self> {
+        Self::begin_as(conn, writer, "BEGIN READ WRITE")
+    }
+
+    fn begin_as(conn: &'a Conn, writer: &'a Writer, postgres_begin: &str) -> Result<Self> {
         let gate = writer.hold()?;
         conn.batch(match conn {
             Conn::Sqlite(_) => "BEGIN IMMEDIATE",
-            Conn::Postgres(_) => "BEGIN",
+            Conn::Postgres(_) => postgres_begin,
         })?;
         Ok(Self {
             conn,

@@ -76,19 +76,7 @@ impl Store {
             self.session(id)?;
         }
         let limit = limit.clamp(1, 10_000);
-        if !self.read_only {
-            // A read-only store cannot move the backlog: it searches what was indexed,
-            // and ranks the queued rows apart (see `pending.rs`).
-            self.flush_search_index()?;
-        } else if self.conn.is_postgres() {
-            // A reader on PostgreSQL moves the backlog as a writer would (the index
-            // is the store's bookkeeping, not what it stores); on a replica, which
-            // refuses the write, it searches what the primary has indexed.
-            match self.flush_search_index() {
-                Ok(_) | Err(Error::Postgres(_)) => {}
-                Err(err) => return Err(err),
-            }
-        }
+        self.index_backlog_before_search()?;
         let mut hits = match mode {
             GrepMode::Text if self.conn.is_postgres() => {
                 self.grep_text_postgres(query, session_id, limit)?
@@ -101,6 +89,23 @@ impl Store {
         }
         self.attach_covering_summaries(&mut hits)?;
         Ok(hits)
+    }
+
+    /// Moves the search backlog into the index before a search reads it. A
+    /// read-only store on SQLite cannot: it searches what was indexed, and ranks
+    /// the queued rows apart (see `pending.rs`). A reader on PostgreSQL moves it as
+    /// a writer would (the index is the store's bookkeeping, not what it stores);
+    /// on a replica, which refuses the write, it searches what the primary indexed.
+    pub(super) fn index_backlog_before_search(&mut self) -> Result<()> {
+        if !self.read_only {
+            self.flush_search_index()?;
+        } else if self.conn.is_postgres() {
+            match self.flush_search_index() {
+                Ok(_) | Err(Error::Postgres(_)) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
     }
 
     fn grep_text(
@@ -402,21 +407,45 @@ impl GrepHit {
 }
 
 pub(super) fn snippet_around(body: &str, start: usize, end: usize) -> String {
+    snippet_as_stored(body, start, end).replace('\n', " ")
+}
+
+/// [`snippet_around`] with the text's line breaks kept, as the full-text index's
+/// own snippets keep them.
+fn snippet_as_stored(body: &str, start: usize, end: usize) -> String {
+    snippet_marking(body, (start, end), &[(start, end)])
+}
+
+/// A snippet of `body` around `anchor` (byte range), each of `marks` inside it
+/// bracketed (sorted and apart), line breaks kept.
+pub(super) fn snippet_marking(
+    body: &str,
+    anchor: (usize, usize),
+    marks: &[(usize, usize)],
+) -> String {
+    let (start, end) = anchor;
     let from = floor_boundary(body, start.saturating_sub(SNIPPET_CHARS / 2));
-    let to = floor_boundary(body, (end + SNIPPET_CHARS / 2).min(body.len()));
+    let to = floor_boundary(body, (end + SNIPPET_CHARS / 2).min(body.len())).max(end);
     let mut snippet = String::new();
     if from > 0 {
         snippet.push_str("... ");
     }
-    snippet.push_str(&body[from..start]);
-    snippet.push('[');
-    snippet.push_str(&body[start..end]);
-    snippet.push(']');
-    snippet.push_str(&body[end..to.max(end)]);
+    let mut at = from;
+    for &(mark_start, mark_end) in marks {
+        if mark_start < at || mark_end > to {
+            continue;
+        }
+        snippet.push_str(&body[at..mark_start]);
+        snippet.push('[');
+        snippet.push_str(&body[mark_start..mark_end]);
+        snippet.push(']');
+        at = mark_end;
+    }
+    snippet.push_str(&body[at..to]);
     if to < body.len() {
         snippet.push_str(" ...");
     }
-    snippet.replace('\n', " ")
+    snippet
 }
 
 fn floor_boundary(text: &str, mut index: usize) -> usize {

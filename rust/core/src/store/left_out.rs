@@ -68,12 +68,18 @@ impl Store {
         }
         let seqs =
             serde_json::to_string(seqs).map_err(|err| Error::invalid("seqs", err.to_string()))?;
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn.prepare_cached(self.conn.dialect(
             "SELECT file_ids FROM parts
              WHERE session_id = ?1 AND msg_seq IN (SELECT value FROM json_each(?2))
                AND file_ids IS NOT NULL
              ORDER BY msg_seq, ord",
-        )?;
+            "SELECT file_ids FROM parts
+             WHERE session_id = ?1
+               AND msg_seq IN (SELECT CAST(value AS BIGINT)
+                               FROM jsonb_array_elements_text(CAST(?2 AS jsonb)))
+               AND file_ids IS NOT NULL
+             ORDER BY msg_seq, ord",
+        ))?;
         let rows = stmt.query_map(args![session_id, seqs], |row| row.get::<String>(0))?;
         let mut ids = Vec::new();
         for joined in rows {
@@ -89,10 +95,14 @@ impl Store {
         }
         let wanted = serde_json::to_string(summary_ids)
             .map_err(|err| Error::invalid("summary_ids", err.to_string()))?;
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn.prepare_cached(self.conn.dialect(
             "SELECT s.file_ids FROM json_each(?1) AS w JOIN summaries s ON s.id = w.value
              ORDER BY w.key",
-        )?;
+            "SELECT s.file_ids
+             FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS w(value, ord)
+             JOIN summaries s ON s.id = w.value
+             ORDER BY w.ord",
+        ))?;
         let rows = stmt.query_map(args![wanted], |row| row.get::<Option<String>>(0))?;
         let mut ids = Vec::new();
         for joined in rows {

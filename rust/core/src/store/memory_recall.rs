@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::backend::args;
 
-use super::search::part_search_text;
+use super::search::{part_search_text, part_search_text_postgres};
 use super::view::ItemKind;
 use super::Store;
 use crate::arena::cut_head_tail;
@@ -116,6 +116,9 @@ impl Store {
         below: i64,
         terms: &query::Terms,
     ) -> Result<Vec<Vec<i64>>> {
+        if self.conn.is_postgres() {
+            return self.newest_rows_matching_postgres(words, below, terms);
+        }
         let mut stmt = self.conn.prepare_cached(
             "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid BETWEEN 1 AND ?3
              ORDER BY rowid DESC LIMIT ?2",
@@ -200,12 +203,21 @@ impl Store {
             .collect();
         let count = self.counter(session_id)?;
         let count = |text: &str| count.count(text);
-        let mut lookup = self.conn.prepare_cached(concat!(
-            "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, ",
-            part_search_text!(),
-            " FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-             JOIN messages m ON m.id = p.message_id
-             WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'"
+        let mut lookup = self.conn.prepare_cached(self.conn.dialect(
+            concat!(
+                "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, ",
+                part_search_text!(),
+                " FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+                 JOIN messages m ON m.id = p.message_id
+                 WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'"
+            ),
+            concat!(
+                "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, ",
+                part_search_text_postgres!(),
+                " FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+                 JOIN messages m ON m.id = p.message_id
+                 WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'"
+            ),
         ))?;
         let mut hits = Vec::new();
         for (rowid, weight) in ranked.into_iter().take(MAX_LOOKUPS) {

@@ -200,6 +200,11 @@ impl Store {
         }
         let conn = backend::Conn::Postgres(backend::PgConn::new(client, &shown));
         conn.set_lock_wait(options.busy_timeout)?;
+        if read_only {
+            // As SQLite's read-only file does, the server refuses every write but
+            // the index's bookkeeping (see `Write::begin_bookkeeping`).
+            conn.batch("SET default_transaction_read_only = on")?;
+        }
         let mut store = Self::on(
             conn,
             url,

@@ -14,7 +14,7 @@
 
 use super::backend::{args, Conn};
 
-use super::gate::transact;
+use super::gate::transact_bookkeeping;
 use super::Store;
 use crate::error::Result;
 use crate::lang::{Language, LanguageSet};
@@ -74,6 +74,20 @@ macro_rules! part_search_text {
 }
 pub(super) use part_search_text;
 
+/// [`part_search_text`] in PostgreSQL's dialect.
+macro_rules! part_search_text_postgres {
+    () => {
+        "CASE p.kind
+             WHEN 'tool' THEN p.tool_name || ' ' || p.body
+                 || COALESCE(chr(10) || o.output, '')
+                 || COALESCE(chr(10) || p.tool_error, '')
+             WHEN 'file_ref' THEN concat_ws(' ', CAST(p.body AS jsonb) ->> 'file_id',
+                 CAST(p.body AS jsonb) ->> 'path', CAST(p.body AS jsonb) ->> 'summary')
+             ELSE p.body END"
+    };
+}
+pub(super) use part_search_text_postgres;
+
 /// Rebuilds the index rows of everything queued, from the stored text (see
 /// [`part_search_text`]), and empties the queue.
 pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
@@ -93,31 +107,25 @@ pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
 
 /// [`move_backlog`] on PostgreSQL: the terms are made here, by the store's own
 /// tokenizer (see `pg::fts`), from the text PostgreSQL reads as SQLite's index
-/// does (see [`part_search_text`]).
-///
-/// Workers move the backlog concurrently. Each takes the queued rows it deletes
-/// (a row another transaction deleted first is skipped once that one commits),
-/// so each row is indexed by exactly one of them, and rows queued after the
-/// delete began stay queued for the next move: none is dropped unindexed.
+/// does (see [`part_search_text`]). Writers of other sessions move the backlog at
+/// the same time: each claims the rows it moves by deleting them from the backlog
+/// first (another mover waits for those rows, then passes over them), so no row
+/// is indexed twice and none queued meanwhile is dropped unindexed.
 fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
     let rows = tx.query_map(
-        "WITH taken AS (DELETE FROM search_backlog RETURNING fts_rowid)
-         SELECT t.fts_rowid, p.session_id, p.message_id, p.id,
-                CASE p.kind
-                    WHEN 'tool' THEN p.tool_name || ' ' || p.body
-                        || COALESCE(chr(10) || o.output, '')
-                        || COALESCE(chr(10) || p.tool_error, '')
-                    WHEN 'file_ref' THEN concat_ws(' ', CAST(p.body AS jsonb) ->> 'file_id',
-                        CAST(p.body AS jsonb) ->> 'path', CAST(p.body AS jsonb) ->> 'summary')
-                    ELSE p.body END
-         FROM taken t JOIN parts p ON p.pk = t.fts_rowid
+        concat!(
+            "WITH claimed AS (DELETE FROM search_backlog RETURNING fts_rowid)
+             SELECT c.fts_rowid, p.session_id, p.message_id, p.id, ",
+            part_search_text_postgres!(),
+            " FROM claimed c JOIN parts p ON p.pk = c.fts_rowid
          LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-         WHERE t.fts_rowid > 0
+         WHERE c.fts_rowid > 0
          UNION ALL
-         SELECT t.fts_rowid, s.session_id, s.id, '', s.text
-         FROM taken t JOIN summaries s ON s.pk = -t.fts_rowid
-         WHERE t.fts_rowid < 0
-         ORDER BY 1",
+         SELECT c.fts_rowid, s.session_id, s.id, '', s.text
+         FROM claimed c JOIN summaries s ON s.pk = -c.fts_rowid
+         WHERE c.fts_rowid < 0
+         ORDER BY 1"
+        ),
         args![],
         |row| {
             Ok((
@@ -129,19 +137,19 @@ fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
             ))
         },
     )?;
-    // A row indexed before (a tool call whose result came later) is built again.
-    let mut upsert = tx.prepare_cached(
+    // A row queued again (a tool's result arrived) replaces its older index row.
+    let mut insert = tx.prepare_cached(
         "INSERT INTO search_index (fts_rowid, session_id, owner_id, part_id, body, terms)
          VALUES (?1, ?2, ?3, ?4, ?5, CAST(CAST(?6 AS TEXT) AS tsvector))
-         ON CONFLICT (fts_rowid) DO UPDATE SET session_id = excluded.session_id,
-             owner_id = excluded.owner_id, part_id = excluded.part_id,
-             body = excluded.body, terms = excluded.terms",
+         ON CONFLICT (fts_rowid) DO UPDATE SET session_id = EXCLUDED.session_id,
+             owner_id = EXCLUDED.owner_id, part_id = EXCLUDED.part_id,
+             body = EXCLUDED.body, terms = EXCLUDED.terms",
     )?;
     let mut languages = std::collections::BTreeSet::new();
     for (rowid, session_id, owner_id, part_id, body) in &rows {
         let (terms, language) = crate::pg::fts::document_vector(body);
         languages.insert(language.code());
-        upsert.execute(args![rowid, session_id, owner_id, part_id, body, terms])?;
+        insert.execute(args![rowid, session_id, owner_id, part_id, body, terms])?;
     }
     for code in languages {
         tx.execute(
@@ -190,7 +198,7 @@ impl Store {
         if self.search_backlog()? == 0 {
             return Ok(0);
         }
-        transact(&self.conn, &self.writer, None, move_backlog)
+        transact_bookkeeping(&self.conn, &self.writer, move_backlog)
     }
 
     /// Rows waiting for the full-text index.
