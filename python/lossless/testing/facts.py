@@ -152,7 +152,14 @@ def check_facts(session: Session, facts: list[PlantedFact]) -> FactReport:
             report.read_back += 1
             continue
         if hit.covering_summary_id is None:
-            report.failures.append(f"turn {fact.turn}: in the view but not in the context")
+            # Still in the view: its tool output may be pruned, the marker in the
+            # context naming the part, and the output read back whole.
+            if _pruned_and_read_back(session, hit.part_id, fact, context):
+                report.read_back += 1
+            else:
+                report.failures.append(
+                    f"turn {fact.turn} ({fact.where}): in the view but not in the context"
+                )
             continue
         expansion = expand(
             hit.covering_summary_id, db=session, around=hit.owner_id, max_tokens=4_000
@@ -165,3 +172,16 @@ def check_facts(session: Session, facts: list[PlantedFact]) -> FactReport:
                 f"{hit.covering_summary_id} around {hit.owner_id}"
             )
     return report
+
+
+def _pruned_and_read_back(
+    session: Session, part_id: str | None, fact: PlantedFact, context: str
+) -> bool:
+    """Whether the context holds the pruning marker of ``part_id`` and reading the
+    fact's message back whole gives its text."""
+    from lossless.recall import read
+
+    if part_id is None or f"part {part_id}" not in context:
+        return False
+    page = read(fact.message_id, db=session, max_tokens=100_000)
+    return fact.text in page.text
