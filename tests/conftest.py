@@ -12,7 +12,7 @@ import textwrap
 # the machines running these tests have no internet.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +178,39 @@ def sql_rows(database: Path | str, sql: str) -> list[tuple[str, ...]]:
         timeout=60,
     )
     return [tuple(line.split("\x1f")) for line in done.stdout.splitlines() if line]
+
+
+def view_coverage(
+    rows: Callable[[str], Iterable[Sequence[Any]]], session_id: str
+) -> dict[str, int]:
+    """How many times each complete message of ``session_id`` is in its view: itself,
+    or under a live summary (through any depth of summaries). ``rows`` runs a query
+    on the database from outside the library."""
+    edges: dict[str, list[tuple[str, str]]] = {}
+    for summary_id, source_id, kind in rows(
+        "SELECT summary_id, source_id, source_kind FROM summary_sources"
+    ):
+        edges.setdefault(summary_id, []).append((source_id, kind))
+    counts = {
+        row[0]: 0
+        for row in rows(
+            f"SELECT id FROM messages WHERE session_id = '{session_id}' AND status = 'complete'"
+        )
+    }
+
+    def walk(summary_id: str) -> Iterator[str]:
+        for source_id, kind in edges.get(summary_id, ()):
+            if kind == "message":
+                yield source_id
+            else:
+                yield from walk(source_id)
+
+    for kind, item_id in rows(
+        f"SELECT kind, item_id FROM context_items WHERE session_id = '{session_id}'"
+    ):
+        for message_id in [item_id] if kind == "message" else list(walk(item_id)):
+            counts[message_id] = counts.get(message_id, 0) + 1
+    return counts
 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -19,13 +19,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from conftest import TEST_MODEL, make_config
+from conftest import TEST_MODEL, make_config, view_coverage
 from lossless.config import CompactionConfig, ModelConfig
 from lossless.testing import LocalLLMServer, Reply
 
@@ -113,41 +112,10 @@ def check_file(db: Path, session_id: str, acked: set[str]) -> None:
             "(SELECT 1 FROM summary_sources e WHERE e.summary_id = s.id)"
         ).fetchone()[0]
         assert orphans == 0, "a summary without its source edges"
-        for message_id, covered in _coverage(conn, session_id).items():
+        for message_id, covered in view_coverage(conn.execute, session_id).items():
             assert covered == 1, f"{message_id} is in the view {covered} times"
     finally:
         conn.close()
-
-
-def _coverage(conn: sqlite3.Connection, session_id: str) -> dict[str, int]:
-    """How many times each complete message of the session is in the view: itself,
-    or under a live summary (through any depth of summaries)."""
-    edges: dict[str, list[tuple[str, str]]] = {}
-    for summary_id, source_id, kind in conn.execute(
-        "SELECT summary_id, source_id, source_kind FROM summary_sources"
-    ):
-        edges.setdefault(summary_id, []).append((source_id, kind))
-    counts = {
-        row[0]: 0
-        for row in conn.execute(
-            "SELECT id FROM messages WHERE session_id = ? AND status = 'complete'", (session_id,)
-        )
-    }
-
-    def walk(summary_id: str) -> Iterator[str]:
-        for source_id, kind in edges.get(summary_id, ()):
-            if kind == "message":
-                yield source_id
-            else:
-                yield from walk(source_id)
-
-    for kind, item_id in conn.execute(
-        "SELECT kind, item_id FROM context_items WHERE session_id = ?", (session_id,)
-    ):
-        covered = [item_id] if kind == "message" else list(walk(item_id))
-        for message_id in covered:
-            counts[message_id] = counts.get(message_id, 0) + 1
-    return counts
 
 
 def check_stream(db: Path, run: ChildRun, killed_at: float) -> bool:

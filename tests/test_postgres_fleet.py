@@ -22,14 +22,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import anyio
-import pytest
 
-from conftest import TEST_MODEL
+from conftest import TEST_MODEL, view_coverage
 from lossless import _native
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.session import Session
@@ -91,41 +90,6 @@ async def create_sessions(url: str) -> list[str]:
     return ids
 
 
-def coverage(cluster: PostgresCluster, database: str, session_id: str) -> dict[str, int]:
-    """How many times each complete message of the session is in its view: itself,
-    or under a live summary (through any depth of summaries)."""
-    edges: dict[str, list[tuple[str, str]]] = {}
-    for summary_id, source_id, kind in rows(
-        cluster, database, "SELECT summary_id, source_id, source_kind FROM summary_sources"
-    ):
-        edges.setdefault(summary_id, []).append((source_id, kind))
-    counts = {
-        row[0]: 0
-        for row in rows(
-            cluster,
-            database,
-            f"SELECT id FROM messages WHERE session_id = '{session_id}' AND status = 'complete'",
-        )
-    }
-
-    def walk(summary_id: str) -> Iterator[str]:
-        for source_id, kind in edges.get(summary_id, ()):
-            if kind == "message":
-                yield source_id
-            else:
-                yield from walk(source_id)
-
-    for kind, item_id in rows(
-        cluster,
-        database,
-        f"SELECT kind, item_id FROM context_items WHERE session_id = '{session_id}'",
-    ):
-        for message_id in [item_id] if kind == "message" else list(walk(item_id)):
-            counts[message_id] = counts.get(message_id, 0) + 1
-    return counts
-
-
-@pytest.mark.timeout(300)
 def test_a_fleet_of_killed_and_living_workers_loses_and_repeats_nothing(
     postgres_cluster: PostgresCluster,
 ) -> None:
@@ -200,7 +164,8 @@ def test_a_fleet_of_killed_and_living_workers_loses_and_repeats_nothing(
     )
     assert failed == [["0"]]
     for session_id in session_ids:
-        for message_id, covered in coverage(postgres_cluster, database, session_id).items():
+        in_view = view_coverage(partial(rows, postgres_cluster, database), session_id)
+        for message_id, covered in in_view.items():
             assert covered == 1, f"{message_id} is in the view {covered} times"
 
     # The sessions go on: a worker picks each up and records a turn.
