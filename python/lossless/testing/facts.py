@@ -125,6 +125,10 @@ async def record_facts(
         if index in wanted:
             ids[index] = result.message_id
     await session.compaction.wait_for_pending()
+    # Turns recorded while the last background round ran can leave the view over its
+    # threshold with no later turn to start another (a write waits only at twice the
+    # budget): compact until it is under, as the next model turn would.
+    await session.compaction.run_compaction()
     return [
         PlantedFact(fact.turn, fact.where, fact.text, fact.question, ids[fact.turn])
         for fact in facts
