@@ -54,36 +54,31 @@ pub fn release(client: &mut Client, session_id: &str) -> Result<bool> {
 
 /// Whether any connection holds `session_id`'s lease now.
 pub fn is_held(client: &mut Client, session_id: &str) -> Result<bool> {
-    let key = lease_key(session_id);
-    // An advisory lock on one bigint shows its high half as `classid`, its low half
-    // as `objid`, and `objsubid` 1.
-    let held: bool = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks
-              WHERE locktype = 'advisory' AND granted AND objsubid = 1
-                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                AND classid::bigint = ($1::bigint >> 32) & 4294967295
-                AND objid::bigint = $1::bigint & 4294967295)",
-            &[&key],
-        )
-        .map_err(|err| from_postgres(&err))?
-        .get(0);
-    Ok(held)
+    lease_granted(
+        client,
+        session_id,
+        "database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
 }
 
 /// Whether this connection holds `session_id`'s lease: false once the server has
 /// let it go, which only the end of the connection does.
 pub fn held_here(client: &mut Client, session_id: &str) -> Result<bool> {
-    let key = lease_key(session_id);
+    lease_granted(client, session_id, "pid = pg_backend_pid()")
+}
+
+/// Whether a granted advisory lock on `session_id`'s lease key matches `holder`, a
+/// condition on `pg_locks`. An advisory lock on one bigint shows its high half as
+/// `classid`, its low half as `objid`, and `objsubid` 1.
+fn lease_granted(client: &mut Client, session_id: &str, holder: &str) -> Result<bool> {
+    let sql = format!(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks
+          WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND {holder}
+            AND classid::bigint = ($1::bigint >> 32) & 4294967295
+            AND objid::bigint = $1::bigint & 4294967295)"
+    );
     let held: bool = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks
-              WHERE locktype = 'advisory' AND granted AND objsubid = 1
-                AND pid = pg_backend_pid()
-                AND classid::bigint = ($1::bigint >> 32) & 4294967295
-                AND objid::bigint = $1::bigint & 4294967295)",
-            &[&key],
-        )
+        .query_one(&sql, &[&lease_key(session_id)])
         .map_err(|err| from_postgres(&err))?
         .get(0);
     Ok(held)
