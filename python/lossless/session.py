@@ -383,13 +383,9 @@ class Session:
         )
         config = config or stored
 
-        async def limits_and_window() -> tuple[ModelLimits, int]:
-            limits = await resolve_limits_async(row["model"], config.model)
-            return limits, await _compaction_window(config, limits)
-
-        counter, (limits, compaction_window) = await _beside_counter(
-            row["model"], limits_and_window
-        )
+        limits = await resolve_limits_async(row["model"], config.model)
+        compaction_window = await _compaction_window(config, limits)
+        counter = _native.TokenCounter(row["model"])
         compaction_store = await _second_store(store, config)
         session = cls(
             store=store,
@@ -1178,18 +1174,14 @@ async def shared_session_parts(
 ) -> SharedSessionParts:
     """The parts of :class:`SharedSessionParts` for sessions of ``model`` in ``db`` (a
     path, or a native store to write turns through)."""
-
-    async def limits_and_store() -> tuple[ModelLimits, int, _native.Store]:
-        limits = await resolve_limits_async(model, config.model)
-        window = await _compaction_window(config, limits)
-        store = db if isinstance(db, _native.Store) else await _open_store(db, config)
-        return limits, window, store
-
-    counter, (limits, compaction_window, store) = await _beside_counter(model, limits_and_store)
+    limits = await resolve_limits_async(model, config.model)
+    compaction_window = await _compaction_window(config, limits)
+    store = db if isinstance(db, _native.Store) else await _open_store(db, config)
     return SharedSessionParts(
         store=store,
         compaction_store=await _second_store(store, config),
-        counter=counter,
+        # The encoder's tables are compiled in: a counter costs microseconds.
+        counter=_native.TokenCounter(model),
         limits=limits,
         compaction_window=compaction_window,
         # The snapshot lets `load` rebuild the session; a credential has no place in it.
@@ -1225,33 +1217,6 @@ async def _compaction_window(config: Config, limits: ModelLimits) -> int:
         return (await resolve_limits_async(compaction.model, ModelConfig())).context_limit
     except UnknownModelError:
         return limits.context_limit
-
-
-async def _token_counter(model: str) -> _native.TokenCounter:
-    """The model's token counter, made in a worker thread: the first counter of an
-    encoding in a process builds its tables, which takes ~0.3 s for o200k."""
-    return await anyio.to_thread.run_sync(_native.TokenCounter, model)
-
-
-async def _beside_counter(
-    model: str, work: Callable[[], Awaitable[_T]]
-) -> tuple[_native.TokenCounter, _T]:
-    """The model's token counter and ``work()``'s result, the two made at once: the
-    counter's first build in a process is most of the time it takes to open a session."""
-    built: list[_native.TokenCounter] = []
-
-    async def build() -> None:
-        built.append(await _token_counter(model))
-
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(build)
-            result = await work()
-    except BaseExceptionGroup as failed:
-        # One of the two failed (a missing database, an unknown model): raise that
-        # error itself, typed as the caller knows it, not wrapped in a group.
-        raise failed.exceptions[0] from None
-    return built[0], result
 
 
 async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:

@@ -37,7 +37,8 @@ impl Encoding {
         }
     }
 
-    /// The process-wide fast encoder; built on first use and shared afterwards.
+    /// The process-wide fast encoder. Its tables are compiled into the binary
+    /// (`rust/vendor/toktok-rs`), so making it reads them in place.
     fn fast(self) -> &'static Tokenizer {
         static O200K: OnceLock<Tokenizer> = OnceLock::new();
         static CL100K: OnceLock<Tokenizer> = OnceLock::new();

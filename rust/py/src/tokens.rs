@@ -84,10 +84,9 @@ pub struct TokenCounter {
 impl TokenCounter {
     #[new]
     #[pyo3(signature = (model, correction = 1.0))]
-    fn new(py: Python<'_>, model: String, correction: f64) -> Self {
-        // The first counter of an encoding builds its tables (~0.3 s for o200k): other
-        // Python threads, such as an event loop waiting on this one, run meanwhile.
-        let inner = py.detach(|| tokens::TokenCounter::new(&model, correction));
+    fn new(model: String, correction: f64) -> Self {
+        // The encoder's tables are compiled in and read in place: microseconds.
+        let inner = tokens::TokenCounter::new(&model, correction);
         Self { model, inner }
     }
 

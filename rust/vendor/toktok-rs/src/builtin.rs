@@ -14,9 +14,16 @@ pub const BUILTIN_ENCODINGS: &[&str] = &["cl100k_base", "o200k_base", "o200k_har
 
 #[cfg(feature = "embedded-data")]
 pub(crate) mod data {
-    pub const CL100K_VOCAB: &[u8] = include_bytes!("../data/cl100k.vocab");
+    /// 8-byte aligned bytes, so that tables of `u64` can be read from them in place.
+    #[repr(C, align(8))]
+    pub struct Aligned<B: ?Sized>(pub B);
+
+    // Built from data/*.vocab by the build script (see `Vocab::write_prebuilt`).
+    pub static CL100K_TABLES: &Aligned<[u8]> =
+        &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.tables")));
+    pub static O200K_TABLES: &Aligned<[u8]> =
+        &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/o200k.tables")));
     pub const CL100K_SPECIAL: &[u8] = include_bytes!("../data/cl100k.special");
-    pub const O200K_VOCAB: &[u8] = include_bytes!("../data/o200k.vocab");
     pub const O200K_SPECIAL: &[u8] = include_bytes!("../data/o200k.special");
     pub const O200K_HARMONY_SPECIAL: &[u8] = include_bytes!("../data/o200k_harmony.special");
     pub const UNICLASS: &[u8] = include_bytes!("../data/uniclass.bin");

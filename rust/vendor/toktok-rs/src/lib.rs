@@ -46,6 +46,7 @@ mod pcache;
 pub mod pretok;
 pub mod pretok_o200k;
 mod scratch;
+pub mod table;
 pub mod tokenizer;
 pub mod vocab;
 

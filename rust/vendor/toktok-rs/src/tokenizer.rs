@@ -108,12 +108,12 @@ impl Tokenizer {
     pub fn builtin(encoding: &str) -> Result<Tokenizer, VocabError> {
         use crate::builtin::data;
         let (vocab, specials, scanner) = match encoding {
-            "cl100k_base" => (data::CL100K_VOCAB, data::CL100K_SPECIAL, Scanner::Cl100k),
-            "o200k_base" => (data::O200K_VOCAB, data::O200K_SPECIAL, Scanner::O200k),
+            "cl100k_base" => (&data::CL100K_TABLES.0, data::CL100K_SPECIAL, Scanner::Cl100k),
+            "o200k_base" => (&data::O200K_TABLES.0, data::O200K_SPECIAL, Scanner::O200k),
             // GPT-OSS harmony: identical pattern AND merge ranks to o200k_base, so
             // it reuses o200k's vocab and scanner — only the specials differ.
             "o200k_harmony" => (
-                data::O200K_VOCAB,
+                &data::O200K_TABLES.0,
                 data::O200K_HARMONY_SPECIAL,
                 Scanner::O200k,
             ),
@@ -132,7 +132,7 @@ impl Tokenizer {
             Scanner::Qwen => return Err(unknown_encoding(encoding)),
         };
         Ok(Tokenizer {
-            v: Vocab::from_bytes(vocab, encoding)?,
+            v: Vocab::from_prebuilt(vocab, encoding)?,
             id: next_tokenizer_id(),
             name: encoding.to_string(),
             scanner,
@@ -923,5 +923,26 @@ impl Tokenizer {
             }
         });
         out
+    }
+}
+
+#[cfg(all(test, feature = "embedded-data"))]
+mod prebuilt_tests {
+    use crate::vocab::Vocab;
+
+    /// The tables compiled in are the tables a build at run time makes.
+    #[test]
+    fn prebuilt_tables_equal_a_build_from_the_vocab_file() {
+        use crate::builtin::data;
+        for (file, tables) in [
+            ("data/cl100k.vocab", &data::CL100K_TABLES.0),
+            ("data/o200k.vocab", &data::O200K_TABLES.0),
+        ] {
+            let raw = std::fs::read(file).unwrap();
+            let (mut built, mut read) = (Vec::new(), Vec::new());
+            Vocab::from_bytes(&raw, file).unwrap().write_prebuilt(&mut built);
+            Vocab::from_prebuilt(tables, file).unwrap().write_prebuilt(&mut read);
+            assert!(built == read, "{file}: prebuilt tables differ from a build");
+        }
     }
 }

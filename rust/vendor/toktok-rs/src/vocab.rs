@@ -18,6 +18,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::collections::HashMap;
+
+use crate::table::{bytes_of, items_of, Plain, Table};
 use std::io::Read;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
@@ -91,29 +93,29 @@ impl std::fmt::Display for VocabError {
 impl std::error::Error for VocabError {}
 
 pub struct Vocab {
-    pub all: Vec<u8>,     // token bytes concatenated, by id
-    pub tstart: Vec<u32>, // tstart[id]..tstart[id+1]
-    pub tlen: Vec<u8>,    // token byte-length — L1-hot, 1 load vs 2 in tstart
+    pub all: Table<u8>,     // token bytes concatenated, by id
+    pub tstart: Table<u32>, // tstart[id]..tstart[id+1]
+    pub tlen: Table<u8>,    // token byte-length — L1-hot, 1 load vs 2 in tstart
     pub n: u32,
     // token bytes -> id: open addressing over ids (RANK_MAX = empty), keyed by
     // a hash of the bytes and confirmed against `all`, so no per-token heap box.
-    b2id: Vec<u32>,
+    b2id: Table<u32>,
     // trie edges: open-addressing, slot = (key+1)<<32 | child; key = node<<8|byte
     etab: Vec<u64>,
     emask: u32,
     enodes: u32, // occupied etab slots, for the growth check during construction
     pub root_child: [u32; 256], // direct edges from root (hottest: next_match restarts here)
-    pub r2node: Vec<u32>,
-    pub r2best: Vec<u32>, // 65536: node after 2 bytes / deepest token in first <=2 bytes
-    pub tnode_tok: Vec<u32>, // per trie node: token id ending here, or RANK_MAX
-    npm: Vec<u32>,        // next_prefix_match
-    split: Vec<(u32, u32)>,
+    pub r2node: Table<u32>,
+    pub r2best: Table<u32>, // 65536: node after 2 bytes / deepest token in first <=2 bytes
+    pub tnode_tok: Table<u32>, // per trie node: token id ending here, or RANK_MAX
+    npm: Table<u32>,        // next_prefix_match
+    split: Table<[u32; 2]>,
     /// Merge priority per id, when it isn't the id itself (empty otherwise):
     /// Qwen3.5 has merges whose parts form after the token they make, and those
     /// fire as soon as the later part exists.
-    order: Vec<u32>,
+    order: Table<u32>,
     // pair_lookup, flat open-addressing, ONE u64/slot: ((t1<<18|t2)+1)<<19 | rank
-    plk: Vec<u64>,
+    plk: Table<u64>,
     plmask: u32,
     // dense direct-mapped memo for is_valid_token_pair: u16/slot,
     // slot = 0x8000 | tag<<1 | result; 0 = empty. Relaxed atomics: each slot value
@@ -127,14 +129,46 @@ pub struct Vocab {
     pub wide_ids: bool,
     // 2-byte-radix trie: the walk consumes 2 bytes per ONE 8-byte slot load.
     //   slot = [63]=used | [62:38]=tag25 | [37:18]=child | [17:0]=best (0x3FFFF=none)
-    pub e2: Vec<u64>,
+    pub e2: Table<u64>,
     pub e2mask: u32,
     pub e2tb: u32, // index shift = 36 - log2(slots)
-    pub otab: Vec<u64>,
+    pub otab: Table<u64>,
     pub omask: u32,
-    pub r3node: Vec<u32>,
-    pub r3best: Vec<u32>,
+    pub r3node: Table<u32>,
+    pub r3best: Table<u32>,
 }
+
+/// Reads a prebuilt blob front to back (see [`Vocab::write_prebuilt`]).
+struct Prebuilt {
+    rest: &'static [u8],
+}
+
+impl Prebuilt {
+    fn bytes(&mut self, n: usize) -> Option<&'static [u8]> {
+        if self.rest.len() < n {
+            return None;
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Some(head)
+    }
+
+    fn words(&mut self, n: usize) -> Option<&'static [u64]> {
+        items_of(self.bytes(n.checked_mul(8)?)?, n)
+    }
+
+    /// One table: its length, then its items in place, padded to 8 bytes.
+    fn table<T: Plain>(&mut self) -> Option<&'static [T]> {
+        let len = usize::try_from(self.words(1)?[0]).ok()?;
+        let size = len.checked_mul(std::mem::size_of::<T>())?;
+        let items = items_of(self.rest, len)?;
+        self.bytes(size.next_multiple_of(8))?;
+        Some(items)
+    }
+}
+
+/// First word of a prebuilt blob: a format tag that also catches a byte-order mismatch.
+const PREBUILT_MAGIC: u64 = 0x544b_5042_0000_0001;
 
 pub const E2_USED: u64 = 1 << 63;
 pub const E2BEST_NONE: u32 = 0x3FFFF;
@@ -359,20 +393,20 @@ impl Vocab {
             let (o1, o2) = (t1, t2);
             if self.order(o1) > self.order(o2) {
                 limit = self.order(o1);
-                t1 = unsafe { self.split.get_unchecked(o1 as usize).1 };
+                t1 = unsafe { self.split.get_unchecked(o1 as usize)[1] };
                 if t1 == o1 {
                     limit = self.order(o2) + 1;
-                    t2 = unsafe { self.split.get_unchecked(o2 as usize).0 };
+                    t2 = unsafe { self.split.get_unchecked(o2 as usize)[0] };
                     if t2 == o2 {
                         return true;
                     }
                 }
             } else {
                 limit = self.order(o2) + 1;
-                t2 = unsafe { self.split.get_unchecked(o2 as usize).0 };
+                t2 = unsafe { self.split.get_unchecked(o2 as usize)[0] };
                 if t2 == o2 {
                     limit = self.order(o1);
-                    t1 = unsafe { self.split.get_unchecked(o1 as usize).1 };
+                    t1 = unsafe { self.split.get_unchecked(o1 as usize)[1] };
                     if t1 == o1 {
                         return true;
                     }
@@ -535,6 +569,96 @@ impl Vocab {
             + v(&self.r3best)
     }
 
+    /// The built tables as one blob for [`Vocab::from_prebuilt`]: a header of
+    /// little fields, then each table's length and bytes, every table starting on
+    /// an 8-byte boundary. Written by the build script, read on the same target.
+    pub fn write_prebuilt(&self, out: &mut Vec<u8>) {
+        let scalars = [
+            PREBUILT_MAGIC,
+            u64::from(self.n),
+            u64::from(self.plmask),
+            u64::from(self.ivmask),
+            u64::from(self.e2mask),
+            u64::from(self.e2tb),
+            u64::from(self.omask),
+            u64::from(self.wide_ids),
+            self.ivm.len() as u64,
+            self.ivmw.len() as u64,
+        ];
+        out.extend_from_slice(bytes_of(&scalars));
+        out.extend_from_slice(bytes_of(&self.root_child));
+        fn table<T: Plain>(out: &mut Vec<u8>, items: &[T]) {
+            out.extend_from_slice(bytes_of(&[items.len() as u64]));
+            out.extend_from_slice(bytes_of(items));
+            out.resize(out.len().next_multiple_of(8), 0);
+        }
+        table(out, &self.all);
+        table(out, &self.tstart);
+        table(out, &self.tlen);
+        table(out, &self.b2id);
+        table(out, &self.r2node);
+        table(out, &self.r2best);
+        table(out, &self.tnode_tok);
+        table(out, &self.npm);
+        table(out, &self.split);
+        table(out, &self.order);
+        table(out, &self.plk);
+        table(out, &self.e2);
+        table(out, &self.otab);
+        table(out, &self.r3node);
+        table(out, &self.r3best);
+    }
+
+    /// A vocab whose tables are read in place from `blob` (see
+    /// [`Vocab::write_prebuilt`]), which must be 8-byte aligned. Only the merge
+    /// memo is allocated, zeroed.
+    pub fn from_prebuilt(blob: &'static [u8], what: &str) -> Result<Vocab, VocabError> {
+        Self::read_prebuilt(&mut Prebuilt { rest: blob })
+            .ok_or_else(|| VocabError(format!("toktok: bad prebuilt tables: {what}")))
+    }
+
+    fn read_prebuilt(r: &mut Prebuilt) -> Option<Vocab> {
+        let scalars = r.words(10)?;
+        if scalars[0] != PREBUILT_MAGIC {
+            return None;
+        }
+        let narrow = |x: u64| u32::try_from(x).ok();
+        let mut root_child = [0u32; 256];
+        root_child.copy_from_slice(items_of::<u32>(r.bytes(256 * 4)?, 256)?);
+        let (ivm_len, ivmw_len) = (scalars[8] as usize, scalars[9] as usize);
+        Some(Vocab {
+            n: narrow(scalars[1])?,
+            plmask: narrow(scalars[2])?,
+            ivmask: narrow(scalars[3])?,
+            e2mask: narrow(scalars[4])?,
+            e2tb: narrow(scalars[5])?,
+            omask: narrow(scalars[6])?,
+            wide_ids: scalars[7] != 0,
+            root_child,
+            all: Table::embedded(r.table()?),
+            tstart: Table::embedded(r.table()?),
+            tlen: Table::embedded(r.table()?),
+            b2id: Table::embedded(r.table()?),
+            r2node: Table::embedded(r.table()?),
+            r2best: Table::embedded(r.table()?),
+            tnode_tok: Table::embedded(r.table()?),
+            npm: Table::embedded(r.table()?),
+            split: Table::embedded(r.table()?),
+            order: Table::embedded(r.table()?),
+            plk: Table::embedded(r.table()?),
+            e2: Table::embedded(r.table()?),
+            otab: Table::embedded(r.table()?),
+            r3node: Table::embedded(r.table()?),
+            r3best: Table::embedded(r.table()?),
+            // The byte trie is dropped after a build; nothing reads it afterwards.
+            etab: Vec::new(),
+            emask: 0,
+            enodes: 0,
+            ivm: if ivm_len == 0 { Vec::new() } else { zeroed_u16(ivm_len) },
+            ivmw: if ivmw_len == 0 { Vec::new() } else { zeroed_u32(ivmw_len) },
+        })
+    }
+
     pub fn find_id(&self, b: &[u8]) -> u32 {
         let mask = self.b2id.len() - 1;
         let mut i = bytes_hash(b) as usize & mask;
@@ -568,7 +692,7 @@ impl Vocab {
                 return self.root_child[b as usize];
             }
             let c = self.tnode_tok.len() as u32;
-            self.tnode_tok.push(RANK_MAX);
+            self.tnode_tok.vec_mut().push(RANK_MAX);
             self.root_child[b as usize] = c;
             return c;
         }
@@ -586,7 +710,7 @@ impl Vocab {
             i = (i + 1) & self.emask;
         }
         let child = self.tnode_tok.len() as u32;
-        self.tnode_tok.push(RANK_MAX);
+        self.tnode_tok.vec_mut().push(RANK_MAX);
         self.etab[i as usize] = ((key as u64) << 32) | child as u64;
         // Grow at the target load factor instead of allocating a worst-case table
         // up front: sizing it `all.len() * 2` costs 32 MiB of transient RSS for
@@ -684,41 +808,42 @@ impl Vocab {
         let reachable = |id: usize| hsplit.map_or(true, |h| h[id] != 0 || tb[id].len() == 1);
 
         let mut v = Vocab {
-            all: Vec::new(),
-            tstart: Vec::with_capacity(n_us + 1),
-            tlen: Vec::new(),
+            all: Table::default(),
+            tstart: Vec::with_capacity(n_us + 1).into(),
+            tlen: Table::default(),
             n,
-            b2id: vec![RANK_MAX; (n_us * 2).next_power_of_two()],
+            b2id: vec![RANK_MAX; (n_us * 2).next_power_of_two()].into(),
             etab: Vec::new(),
             emask: 0,
             enodes: 0,
             root_child: [0; 256],
-            r2node: Vec::new(),
-            r2best: Vec::new(),
-            tnode_tok: Vec::new(),
-            npm: Vec::new(),
-            split: Vec::new(),
-            order: Vec::new(),
-            plk: Vec::new(),
+            r2node: Table::default(),
+            r2best: Table::default(),
+            tnode_tok: Table::default(),
+            npm: Table::default(),
+            split: Table::default(),
+            order: Table::default(),
+            plk: Table::default(),
             plmask: 0,
             ivm: Vec::new(),
             ivmask: 0,
             ivmw: Vec::new(),
             wide_ids: false,
-            e2: Vec::new(),
+            e2: Table::default(),
             e2mask: 0,
             e2tb: 0,
-            otab: Vec::new(),
+            otab: Table::default(),
             omask: 0,
-            r3node: Vec::new(),
-            r3best: Vec::new(),
+            r3node: Table::default(),
+            r3best: Table::default(),
         };
 
         // all/tstart + b2id, by id order
-        v.tstart.push(0);
+        v.tstart.vec_mut().push(0);
         for id in 0..n_us {
-            v.all.extend_from_slice(tb[id]);
-            v.tstart.push(v.all.len() as u32);
+            v.all.vec_mut().extend_from_slice(tb[id]);
+            let end = v.all.len() as u32;
+            v.tstart.vec_mut().push(end);
         }
         for id in 0..n {
             v.b2id_put(id);
@@ -731,7 +856,7 @@ impl Vocab {
         let ecap = 1024usize;
         v.etab = vec![0u64; ecap];
         v.emask = (ecap - 1) as u32;
-        v.tnode_tok = vec![RANK_MAX]; // root = node 0
+        v.tnode_tok = vec![RANK_MAX].into(); // root = node 0
         for id in 0..n_us {
             let mut node = 0u32;
             for &b in tb[id] {
@@ -742,8 +867,8 @@ impl Vocab {
             }
         }
         // 2-level direct table: node + deepest-token after the first <=2 bytes
-        v.r2node = vec![0u32; 65536];
-        v.r2best = vec![RANK_MAX; 65536];
+        v.r2node = vec![0u32; 65536].into();
+        v.r2best = vec![RANK_MAX; 65536].into();
         for b0 in 0..256usize {
             let n1 = v.root_child[b0];
             if n1 == 0 {
@@ -784,7 +909,7 @@ impl Vocab {
             while nodd as f64 / capo as f64 > 0.45 {
                 capo <<= 1;
             }
-            v.otab = vec![0u64; capo];
+            v.otab = vec![0u64; capo].into();
             v.omask = (capo - 1) as u32;
             // construction-only FULL-KEY table (packing needs the original keys,
             // which displaced open-addressing slots don't preserve)
@@ -853,7 +978,7 @@ impl Vocab {
             }
             loop {
                 let e2bits = want.trailing_zeros();
-                v.e2 = vec![0u64; want];
+                v.e2 = vec![0u64; want].into();
                 v.e2mask = (want - 1) as u32;
                 v.e2tb = 36 - e2bits;
                 for &(kp1, val) in ef.iter() {
@@ -905,7 +1030,7 @@ impl Vocab {
             }
         }
         // next_prefix_match[id] = longest proper-prefix token (direct byte-trie walk)
-        v.npm = vec![RANK_MAX; n_us];
+        v.npm = vec![RANK_MAX; n_us].into();
         for id in 0..n_us {
             let t = tb[id];
             let (mut node, mut best) = (0u32, RANK_MAX);
@@ -930,7 +1055,7 @@ impl Vocab {
         while pcap < n_us * 2 {
             pcap <<= 1;
         }
-        v.plk = vec![0u64; pcap];
+        v.plk = vec![0u64; pcap].into();
         v.plmask = (pcap - 1) as u32;
         let icap = 1usize << IVBITS;
         v.ivmask = (icap - 1) as u32;
@@ -940,7 +1065,7 @@ impl Vocab {
         } else {
             v.ivm = zeroed_u16(icap);
         }
-        v.split.reserve(n_us);
+        v.split.vec_mut().reserve(n_us);
         for id in 0..n_us {
             let t = tb[id];
             if let Some(h) = hsplit {
@@ -956,7 +1081,7 @@ impl Vocab {
                 if a != id as u32 {
                     v.pl_put(((a as u64) << 18) | b as u64, id as u32);
                 }
-                v.split.push((a, b));
+                v.split.vec_mut().push([a, b]);
                 continue;
             }
             let mut token1 = v.npm[id];
@@ -970,18 +1095,18 @@ impl Vocab {
                     && v.is_valid_token_pair(token1, token2)
                 {
                     v.pl_put(((token1 as u64) << 18) | token2 as u64, id as u32);
-                    v.split.push((token1, token2));
+                    v.split.vec_mut().push([token1, token2]);
                     done = true;
                     break;
                 }
                 token1 = v.npm[token1 as usize];
             }
             if !done {
-                v.split.push((id as u32, id as u32));
+                v.split.vec_mut().push([id as u32, id as u32]);
             }
         }
         if hsplit.is_some() {
-            v.order = merge_order(&v.split);
+            v.order = merge_order(&v.split).into();
         }
         // is_valid_token_pair is only PURE once split/pair_lookup are complete;
         // construction-time calls populated the memo with stale results. Clear it.
@@ -1011,8 +1136,8 @@ impl Vocab {
                     }
                 }
             }
-            v.r3node = vec![0u32; 1 << 16];
-            v.r3best = vec![RANK_MAX; 1 << 16];
+            v.r3node = vec![0u32; 1 << 16].into();
+            v.r3best = vec![RANK_MAX; 1 << 16].into();
             for b0 in 0xE0usize..=0xEF {
                 for b1 in 0x80usize..=0xBF {
                     let idx2 = (b0 << 8) | b1;
@@ -1050,7 +1175,7 @@ impl Vocab {
 /// part exists, and then fires straight away, ahead of anything ranked higher —
 /// so it is ordered right after its later part. Identity when no merge is like
 /// that.
-fn merge_order(split: &[(u32, u32)]) -> Vec<u32> {
+fn merge_order(split: &[[u32; 2]]) -> Vec<u32> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = split.len();
@@ -1067,7 +1192,7 @@ fn merge_order(split: &[(u32, u32)]) -> Vec<u32> {
             if order[t as usize] != RANK_MAX {
                 continue;
             }
-            let (a, b) = split[t as usize];
+            let [a, b] = split[t as usize];
             let pending = [a, b]
                 .into_iter()
                 .find(|&p| p != t && order[p as usize] == RANK_MAX);
