@@ -359,3 +359,55 @@ async def test_session_malformed_stream_stores_the_partial_reply_incomplete(
     assert assistant.status == "incomplete"
     assert assistant.text and LONG.startswith(assistant.text) and assistant.text != LONG
     assert "not json" not in assistant.text
+
+
+# A child process: imports litellm the library's way, makes one model call against the
+# local server whose URL is argv[1], and reports how many objects the collector has
+# frozen and how many a full collection still walks.
+_HEAP_CHILD = """
+import gc, json, sys
+import anyio
+from lossless.config import LLMConfig
+from lossless.llm import stream_completion
+
+async def main():
+    llm = LLMConfig(api_base=sys.argv[1], api_key="test", timeout_s=5.0)
+    await stream_completion("openai/gpt-4o-mini", [{"role": "user", "content": "hi"}], llm=llm)
+
+anyio.run(main)
+gc.collect()
+print(json.dumps({"frozen": gc.get_freeze_count(), "walked": len(gc.get_objects())}))
+"""
+
+
+def _heap_after_one_call(server: LocalLLMServer, **env: str) -> dict[str, Any]:
+    import os
+    import subprocess
+    import sys
+
+    server.enqueue(Reply(text="ok"))
+    done = subprocess.run(
+        [sys.executable, "-c", _HEAP_CHILD, server.base_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env},
+        check=True,
+    )
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def test_litellm_and_its_first_call_are_frozen_out_of_full_collections(
+    server: LocalLLMServer,
+) -> None:
+    # litellm's ~380,000 long-lived objects are walked by every full collection, an
+    # event-loop stall of a quarter second; frozen, a full collection skips them.
+    settled = _heap_after_one_call(server)
+    unfrozen = _heap_after_one_call(server, LOSSLESS_GC_FREEZE="0")
+    assert settled["frozen"] > 300_000
+    assert unfrozen["frozen"] == 0
+    assert unfrozen["walked"] > 300_000
+    # What is left to walk is what the caller's own process makes: here, a few
+    # thousand objects of the call itself.
+    assert settled["walked"] < 50_000

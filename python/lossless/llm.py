@@ -5,11 +5,13 @@ litellm is imported on first use only: importing it takes seconds.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
@@ -27,12 +29,16 @@ __all__ = [
     "complete_text",
     "ensure_litellm",
     "import_litellm",
+    "settle_heap_after_first_call",
     "stream_completion",
 ]
 
 _litellm: ModuleType | None = None
 # Held while litellm is imported and configured: a thread-safe once, for every event loop.
 _importing = threading.Lock()
+# Whether the objects a first model call creates (the provider modules litellm imports
+# then) have been moved out of the collector's sight.
+_settled_after_call = False
 
 TextCallback = Callable[[str], Awaitable[None]]
 _T = TypeVar("_T")
@@ -50,11 +56,61 @@ def import_litellm() -> ModuleType:
     with _importing:
         if _litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+            with _collector_paused():
+                import litellm
 
-            litellm.suppress_debug_info = True
+                litellm.suppress_debug_info = True
+            _freeze_heap()
             _litellm = litellm
         return _litellm
+
+
+def _managing_collector() -> bool:
+    return os.environ.get("LOSSLESS_GC_FREEZE", "1") != "0"
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection while litellm is imported: the import's growing heap set
+    off six full collections of 25-220 ms, each with the interpreter held, so the
+    event loop stalled though the import ran in a worker thread. What the import
+    made is frozen right after (:func:`_freeze_heap`)."""
+    if not _managing_collector() or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _freeze_heap() -> None:
+    """Moves the objects alive now out of the cyclic garbage collector's sight.
+
+    Importing litellm leaves about 380,000 long-lived objects (its model map, its
+    types), and every full collection walks them all: about 230 ms with the
+    interpreter held, an event-loop stall. Frozen, they are never walked again; they
+    stay alive as modules do. The young generations are collected first so that the
+    import's own garbage is not frozen with them. ``LOSSLESS_GC_FREEZE=0`` turns
+    this off, for a process that manages its collector itself (decision 173).
+    """
+    if not _managing_collector():
+        return
+    gc.collect(1)
+    gc.freeze()
+
+
+def settle_heap_after_first_call() -> None:
+    """After the process's first model call: freezes the modules that call made
+    litellm import (about 30,000 objects), once."""
+    global _settled_after_call
+    if _settled_after_call:
+        return
+    with _importing:
+        if not _settled_after_call:
+            _freeze_heap()
+            _settled_after_call = True
 
 
 async def ensure_litellm() -> ModuleType:
@@ -316,6 +372,7 @@ async def stream_completion(
                 ) from err
             raise
         reply.cost = _cost(model, reply)
+        settle_heap_after_first_call()
         return reply
 
     return await _with_retries(attempt, llm, on_retry)
@@ -336,6 +393,7 @@ async def complete_text(
 
     async def attempt() -> str:
         response = await litellm.acompletion(model=model, messages=list(messages), **kwargs)
+        settle_heap_after_first_call()
         content = response.choices[0].message.content
         return content if isinstance(content, str) else json.dumps(content)
 

@@ -14,7 +14,12 @@ from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.events import EventBus
 from lossless.files import native_store
-from lossless.llm import _call_kwargs, _is_retryable, ensure_litellm
+from lossless.llm import (
+    _call_kwargs,
+    _is_retryable,
+    ensure_litellm,
+    settle_heap_after_first_call,
+)
 from lossless.operators._run import (
     MapResult,
     MapStream,
@@ -288,6 +293,7 @@ class LLMMap:
                     continue
                 outcome.error_kind, outcome.error = kind, f"{type(err).__name__}: {err}"[:2_000]
                 return None
+            settle_heap_after_first_call()
             usage = getattr(response, "usage", None)
             outcome.add_usage(
                 getattr(usage, "prompt_tokens", None),
