@@ -72,7 +72,7 @@ def _managing_collector() -> bool:
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """No garbage collection while litellm is imported: the import's growing heap set
-    off six full collections of 25-220 ms, each with the interpreter held, so the
+    off six full collections of 19-270 ms, each with the interpreter held, so the
     event loop stalled though the import ran in a worker thread. What the import
     made is frozen right after (:func:`_freeze_heap`)."""
     if not _managing_collector() or not gc.isenabled():

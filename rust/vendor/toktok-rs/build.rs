@@ -22,7 +22,10 @@ fn main() {
     }
     let host_little = cfg!(target_endian = "little");
     let target_little = std::env::var("CARGO_CFG_TARGET_ENDIAN").as_deref() == Ok("little");
-    assert_eq!(host_little, target_little, "toktok: prebuilt tables need host and target of one byte order");
+    assert_eq!(
+        host_little, target_little,
+        "toktok: prebuilt tables need host and target of one byte order"
+    );
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     for name in ["cl100k", "o200k"] {
         let source = format!("data/{name}.vocab");

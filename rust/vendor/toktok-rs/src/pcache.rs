@@ -188,9 +188,9 @@ pub struct PretokenCache {
 
 impl PretokenCache {
     fn new(owner: u64, bits: u32) -> Self {
-        // A `vec![]` of an all-zero element goes through the zeroing allocator,
-        // i.e. calloc: untouched slots cost address space and no resident page.
-        // A thread that encodes one short string never materializes the table.
+        // Zeroed slots come from calloc: untouched slots cost address space and no
+        // resident page, so a thread that encodes one short string never
+        // materializes the table.
         let n = 1usize << bits;
         Self {
             slots: zeroed_slots(n),

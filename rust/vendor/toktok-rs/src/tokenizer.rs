@@ -108,7 +108,11 @@ impl Tokenizer {
     pub fn builtin(encoding: &str) -> Result<Tokenizer, VocabError> {
         use crate::builtin::data;
         let (vocab, specials, scanner) = match encoding {
-            "cl100k_base" => (&data::CL100K_TABLES.0, data::CL100K_SPECIAL, Scanner::Cl100k),
+            "cl100k_base" => (
+                &data::CL100K_TABLES.0,
+                data::CL100K_SPECIAL,
+                Scanner::Cl100k,
+            ),
             "o200k_base" => (&data::O200K_TABLES.0, data::O200K_SPECIAL, Scanner::O200k),
             // GPT-OSS harmony: identical pattern AND merge ranks to o200k_base, so
             // it reuses o200k's vocab and scanner — only the specials differ.
@@ -940,9 +944,22 @@ mod prebuilt_tests {
         ] {
             let raw = std::fs::read(file).unwrap();
             let (mut built, mut read) = (Vec::new(), Vec::new());
-            Vocab::from_bytes(&raw, file).unwrap().write_prebuilt(&mut built);
-            Vocab::from_prebuilt(tables, file).unwrap().write_prebuilt(&mut read);
+            Vocab::from_bytes(&raw, file)
+                .unwrap()
+                .write_prebuilt(&mut built);
+            Vocab::from_prebuilt(tables, file)
+                .unwrap()
+                .write_prebuilt(&mut read);
             assert!(built == read, "{file}: prebuilt tables differ from a build");
         }
+    }
+
+    /// A blob cut short, or not a blob of tables, is refused rather than read.
+    #[test]
+    fn a_truncated_or_foreign_blob_is_refused() {
+        let tables: &'static [u8] = &crate::builtin::data::O200K_TABLES.0;
+        assert!(Vocab::from_prebuilt(&tables[..tables.len() - 8], "cut").is_err());
+        assert!(Vocab::from_prebuilt(&tables[8..], "shifted").is_err());
+        assert!(Vocab::from_prebuilt(&[], "empty").is_err());
     }
 }

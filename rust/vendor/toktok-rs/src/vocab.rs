@@ -626,7 +626,7 @@ impl Vocab {
         let mut root_child = [0u32; 256];
         root_child.copy_from_slice(items_of::<u32>(r.bytes(256 * 4)?, 256)?);
         let (ivm_len, ivmw_len) = (scalars[8] as usize, scalars[9] as usize);
-        Some(Vocab {
+        let v = Vocab {
             n: narrow(scalars[1])?,
             plmask: narrow(scalars[2])?,
             ivmask: narrow(scalars[3])?,
@@ -654,9 +654,42 @@ impl Vocab {
             etab: Vec::new(),
             emask: 0,
             enodes: 0,
-            ivm: if ivm_len == 0 { Vec::new() } else { zeroed_u16(ivm_len) },
-            ivmw: if ivmw_len == 0 { Vec::new() } else { zeroed_u32(ivmw_len) },
-        })
+            ivm: if ivm_len == 0 {
+                Vec::new()
+            } else {
+                zeroed_u16(ivm_len)
+            },
+            ivmw: if ivmw_len == 0 {
+                Vec::new()
+            } else {
+                zeroed_u32(ivmw_len)
+            },
+        };
+        v.sizes_agree().then_some(v)
+    }
+
+    /// Whether each table has the size its masks and the token count say: the
+    /// encoder indexes them unchecked, so a truncated or mismatched blob is refused.
+    /// (The entries themselves are trusted: a blob must come from `write_prebuilt`.)
+    fn sizes_agree(&self) -> bool {
+        let n = self.n as usize;
+        let masked = |len: usize, mask: u32| len == mask as usize + 1;
+        self.tstart.len() == n + 1
+            && self.tstart[n] as usize == self.all.len()
+            && [self.tlen.len(), self.npm.len(), self.split.len()] == [n; 3]
+            && (self.order.is_empty() || self.order.len() == n)
+            && self.b2id.len().is_power_of_two()
+            && self.b2id.len() > n
+            && [self.r2node.len(), self.r2best.len()] == [65536; 2]
+            && [self.r3node.len(), self.r3best.len()] == [1 << 16; 2]
+            && masked(self.plk.len(), self.plmask)
+            && masked(self.e2.len(), self.e2mask)
+            && masked(self.otab.len(), self.omask)
+            && if self.wide_ids {
+                self.ivmw.len() == 1 << IVBITS_W
+            } else {
+                masked(self.ivm.len(), self.ivmask)
+            }
     }
 
     pub fn find_id(&self, b: &[u8]) -> u32 {
