@@ -48,6 +48,7 @@ class EventName(StrEnum):
     COMPACTION_REQUESTED = "compaction_requested"
     EXTERNAL_RECALL_INJECTED = "external_recall_injected"
     EXTERNAL_RECALL_SKIPPED = "external_recall_skipped"
+    REQUEST_USAGE = "request_usage"
 
 
 @dataclass(frozen=True, slots=True)

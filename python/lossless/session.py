@@ -27,7 +27,12 @@ from lossless import _native
 from lossless._background import Background
 from lossless._writes import write_now_or_in_thread
 from lossless.arena import ArenaWriteResult, InjectionReport, Priority, SessionArena
-from lossless.arena._session import Planned, Prepared
+from lossless.arena._session import (
+    BLOCK_FRAMING_TOKENS,
+    STABLE_JOINT_TOKENS,
+    Planned,
+    Prepared,
+)
 from lossless.calibration import TokenCalibration
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config, ModelConfig
@@ -59,6 +64,7 @@ from lossless.profiles import profile_for
 from lossless.prompt_cache import CacheHints, with_cache_hints
 from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
+from lossless.usage import ReportedUsage, read_usage
 
 __all__ = [
     "BuiltContext",
@@ -72,6 +78,9 @@ __all__ = [
 ]
 
 PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
+# What the core reserves for the line that says what a request left out
+# (`request::MARKER_TOKENS`).
+_LEFT_OUT_MARKER_TOKENS = 32
 log = logging.getLogger("lossless")
 _T = TypeVar("_T")
 
@@ -87,6 +96,10 @@ class BuiltContext:
     omitted: int
     #: What the context arena injected, zone by zone; None when it injected nothing.
     injection: InjectionReport | None = None
+    #: Tokens from the start of this request identical to the previous request's
+    #: (what a provider's prompt cache can serve); set by :meth:`Session.context`,
+    #: 0 for a peek with :meth:`Session.build_context`.
+    stable_prefix_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +268,9 @@ class Session:
         # User turns recorded by this object: a new one re-plans the arena's block.
         self._user_turns = 0
         self._sending = False
+        # The tokens of the last request :meth:`context` gave, until its usage is
+        # reported.
+        self._awaiting_usage: int | None = None
         self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
         # Compaction works on a connection of its own (when the database is a file), so
         # no call of a turn waits for a round's native work to let go of a connection.
@@ -506,15 +522,20 @@ class Session:
         planned, free = None, 0
         if self.arena.enabled:
             prepared = prepared if prepared is not None else self.arena.recall_internal()
-            free = self.budget.usable - tool_tokens - self.view_tokens()
-            planned = self.arena.plan(free, prepared)
+            room = self.budget.usable - tool_tokens
+            stats = self._store.view_stats(self.id)
+            free = room - int(stats["tokens"])
+            # What the history keeps whatever the pressure: the instruction, and the
+            # marker that says what was left out.
+            kept = int(stats["instruction_tokens"]) + _LEFT_OUT_MARKER_TOKENS
+            planned = self.arena.plan(free, prepared, most=room - kept)
         if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
             block, block_tokens = "", 0
             earlier: _EarlierBlocks = ()
             if self.arena.enabled:
                 # Nothing planned: within a tool loop the loop's block still goes out
                 # as sent, and earlier blocks stay where they were.
-                block, block_tokens = self._steady_block(block, block_tokens, free)
+                block, block_tokens = self._steady_block(block, block_tokens, max(free, 0))
                 earlier = self._earlier_blocks(free - block_tokens)
             context, request = self._assemble(
                 tools_json,
@@ -534,11 +555,13 @@ class Session:
             )
             # Counted in the core with the plan; the joint "\n\n" and a token of margin
             # for a merge across it.
-            stable_tokens = planned.raw["stable_tokens"] + 3 if stable else 0
+            stable_tokens = planned.raw["stable_tokens"] + STABLE_JOINT_TOKENS if stable else 0
             prompt_tokens = (self._system_tokens or 4) + stable_tokens
             block = planned.raw["volatile"]
-            block_tokens = planned.raw["volatile_tokens"] + 4 if block else 0
-            block, block_tokens = self._steady_block(block, block_tokens, free)
+            block_tokens = planned.raw["volatile_tokens"] + BLOCK_FRAMING_TOKENS if block else 0
+            # The loop's last block may stand in for this one when it costs no more
+            # than what the history leaves or what this plan was given.
+            block, block_tokens = self._steady_block(block, block_tokens, max(free, block_tokens))
             earlier = self._earlier_blocks(free - block_tokens - stable_tokens)
             context, request = self._assemble(
                 tools_json, tool_tokens, prompt, block, prompt_tokens, block_tokens, earlier
@@ -898,10 +921,59 @@ class Session:
         finally:
             self._sending = False
 
-    async def _model_turn(
-        self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
-    ) -> TurnResult:
-        """One model call on the current view, its reply stored as an assistant message."""
+    async def context(self, *, tools: Sequence[dict[str, Any]] | None = None) -> BuiltContext:
+        """The request to send next when your own loop calls the model: exactly what
+        :meth:`respond` would send.
+
+        Before assembling it, this does what a model turn does: waits for compaction
+        when the view is past the hard limit, runs external recall, plans the arena,
+        and records the request, so ``stable_prefix_tokens`` says how much of it
+        repeats the previous one and the next compaction can say what it cost the
+        provider's cache. Send ``messages`` (with ``tools``, whose tokens it counts)
+        to your model, store the reply with :meth:`record` or
+        :meth:`record_messages`, the tool results with :meth:`update_tool`, and hand
+        the reply's usage to :meth:`report_usage` so the budget calibrates itself.
+
+        Every request holds the newest user message, every pinned fact and the
+        system prompt, and fits the budget; when compaction lags, older history is
+        left out in steps, with a line that says so. :meth:`build_context` gives the
+        same request without waiting or recording anything.
+        """
+        self._check_open()
+        context, planned = await self._prepare_request(tools)
+        self._awaiting_usage = context.tokens
+        await self.arena.after_turn(planned)
+        return context
+
+    async def report_usage(self, usage: object) -> ReportedUsage:
+        """Takes in what the provider said the last request from :meth:`context`
+        cost: a response's ``usage`` (OpenAI Chat Completions or Responses,
+        Anthropic Messages, litellm; object or dict) or the response itself. The
+        budget calibrates itself to the input tokens reported, as it does for
+        :meth:`send`, and the figures are published with the ``request_usage``
+        event. A usage without input tokens raises :class:`InvalidInputError`."""
+        self._check_open()
+        reported = read_usage(usage)
+        counted, self._awaiting_usage = self._awaiting_usage, None
+        if counted is not None:
+            self._calibrate(counted, reported.input_tokens)
+        await self.events.apublish(
+            EventName.REQUEST_USAGE,
+            self.id,
+            request_tokens=counted,
+            input_tokens=reported.input_tokens,
+            cached_input_tokens=reported.cached_input_tokens,
+            cache_write_input_tokens=reported.cache_write_input_tokens,
+            output_tokens=reported.output_tokens,
+        )
+        return reported
+
+    async def _prepare_request(
+        self, tools: Sequence[dict[str, Any]] | None
+    ) -> tuple[BuiltContext, Planned | None]:
+        """What a model turn does before calling the model: waits at the hard limit,
+        recalls, plans and assembles the request, and records it as sent. Returns
+        the request (with cache hints when configured) and the arena's plan."""
         known, self._view_after_write = self._view_after_write, None
         if await self._compact_if_cache_expired():
             known = None
@@ -913,6 +985,15 @@ class Session:
         if self.config.llm.cache_hints:
             messages = with_cache_hints(messages, request.hints)
         self._last_messages = messages
+        context = replace(context, messages=messages, stable_prefix_tokens=stable_prefix)
+        return context, planned
+
+    async def _model_turn(
+        self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
+    ) -> TurnResult:
+        """One model call on the current view, its reply stored as an assistant message."""
+        context, planned = await self._prepare_request(tools)
+        messages, stable_prefix = context.messages, context.stable_prefix_tokens
         owner = owner_token()
         message_id = await write_now_or_in_thread(
             partial(self._store.begin_message, self.id, "assistant", self.model, owner)

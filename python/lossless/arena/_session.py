@@ -427,14 +427,29 @@ class SessionArena:
             **extra,
         )
 
-    def plan(self, free: int, prepared: Prepared) -> Planned | None:
-        """The turn's plan under the configured cap or the window's ``free`` tokens,
-        whichever is less; ``None`` when nothing is injected at all."""
+    def plan(self, free: int, prepared: Prepared, *, most: int | None = None) -> Planned | None:
+        """The turn's plan; ``None`` when nothing is injected at all.
+
+        Its rendered cost (zone tags and the block's message included) stays under
+        its allowance: the configured cap or the window's ``free`` tokens beside the
+        history, whichever is less. When the history leaves too little for the zones
+        every request must carry (identity, pinned facts, the task), those zones take
+        what they need from the history instead, up to ``most`` tokens (what the
+        history can give up while keeping its instruction): older history is left
+        out of the request, never a pin (decision 175).
+        """
         if not self.enabled:
             return None
-        session = self._session
-        cap = max(0, min(self.config.injection_cap_tokens, free))
-        raw = session.store.arena_plan(session.id, self._rules, cap, prepared.transient())
+        config_cap = self.config.injection_cap_tokens
+        allowance = max(0, min(config_cap, free))
+        raw = self._plan_within(allowance, prepared)
+        if most is not None and allowance < config_cap:
+            essential = _essential_unmet(raw)
+            if essential:
+                wider = max(0, min(config_cap, most, allowance + essential))
+                if wider > allowance:
+                    allowance = wider
+                    raw = self._plan_within(allowance, prepared)
         kept = self._planned
         if kept is not None and kept.raw is raw and kept.prepared is prepared:
             return kept
@@ -443,6 +458,22 @@ class SessionArena:
             return None
         self._planned = Planned(raw, _report(raw, prepared), prepared)
         return self._planned
+
+    def _plan_within(self, allowance: int, prepared: Prepared) -> dict[str, Any]:
+        """The core's plan whose rendered cost is at most ``allowance``. The core
+        plans entries' tokens under a cap; the zone tags and the block's framing
+        come on top, so a plan that renders over its allowance is made again under
+        a cap smaller by the excess (a few core calls at most, only when the window
+        is that tight)."""
+        session = self._session
+        cap = allowance
+        for _ in range(_FIT_ATTEMPTS):
+            raw = session.store.arena_plan(session.id, self._rules, cap, prepared.transient())
+            excess = rendered_tokens(raw) - allowance
+            if excess <= 0 or cap == 0:
+                return raw
+            cap = max(0, cap - excess)
+        return session.store.arena_plan(session.id, self._rules, 0, prepared.transient())
 
     async def after_turn(self, planned: Planned | None) -> None:
         """Takes in a sent turn: external hits it injected are written back, the
@@ -514,6 +545,36 @@ class SessionArena:
         )
         if stage == "unrecoverable" and self.config.compact_on_floor_unmet:
             session.compaction.request("floor_unmet", session._background)
+
+
+#: Plans made at most to fit a plan's rendered cost into its allowance.
+_FIT_ATTEMPTS = 4
+#: The zones every request carries ahead of older history.
+_ESSENTIAL_ZONES = ("identity", "truth", "task_state")
+#: What a zone's tags cost around its entries (``<truth>\n`` … ``\n</truth>``).
+_ZONE_TAG_TOKENS = 12
+#: The system message's joint and the block's message and ``<context>`` wrapper.
+STABLE_JOINT_TOKENS = 3
+BLOCK_FRAMING_TOKENS = 4
+
+
+def rendered_tokens(raw: dict[str, Any]) -> int:
+    """What a plan costs in a request: its rendered system part with the joint to
+    the system prompt, and its block as a message of its own."""
+    stable = raw["stable_tokens"] + STABLE_JOINT_TOKENS if raw["stable"] else 0
+    volatile = raw["volatile_tokens"] + BLOCK_FRAMING_TOKENS if raw["volatile"] else 0
+    return int(stable + volatile)
+
+
+def _essential_unmet(raw: dict[str, Any]) -> int:
+    """Tokens the essential zones asked for and were not given, with their tags."""
+    unmet = 0
+    for zone in _ESSENTIAL_ZONES:
+        report = raw["zones"][zone]
+        missing = report["demand"] - report["accepted"]
+        if missing > 0:
+            unmet += missing + _ZONE_TAG_TOKENS
+    return int(unmet)
 
 
 def _check_key(key: object) -> None:

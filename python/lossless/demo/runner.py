@@ -17,6 +17,7 @@ from rich.table import Table
 from lossless.demo._cache import CacheReport, show_prompt_cache
 from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
+from lossless.demo._own_loop import OwnLoopReport, show_own_loop
 from lossless.demo._stream import StreamReport, show_cancelled_stream
 from lossless.demo.trajectory import (
     RECALL_FACT,
@@ -69,6 +70,7 @@ class DemoReport:
     mcp: McpReport = field(default_factory=McpReport)
     operators: OperatorsReport = field(default_factory=OperatorsReport)
     cache: CacheReport = field(default_factory=CacheReport)
+    own_loop: OwnLoopReport = field(default_factory=OwnLoopReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -116,6 +118,8 @@ def run_demo(
         and report.operators.classified == 6
         and report.operators.agents_ok == 3
         and report.cache.requests > 0
+        and report.own_loop.requests > 0
+        and report.own_loop.kept == report.own_loop.requests
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -177,6 +181,7 @@ async def _replay(
         _check_context(session, report)
         _show_recall(session, report, console)
     report.cache = await show_prompt_cache(db_path, console)
+    report.own_loop = await show_own_loop(db_path, console)
     report.stream = await show_cancelled_stream(db_path, console)
     report.mcp = await show_mcp_recall(db_path, console)
     report.operators = await show_files_and_maps(db_path, console)
@@ -292,6 +297,12 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
         (
             "their compactions: cached tokens invalidated, median",
             f"{report.cache.invalidated_median:,} in each of {len(report.cache.invalidated)}",
+        ),
+        (
+            "own loop (context() + its own model call): requests keeping every promise",
+            f"{report.own_loop.kept} of {report.own_loop.requests} "
+            f"({report.own_loop.trimmed} trimmed while compaction caught up; "
+            f"{report.own_loop.stable_share:.1%} of input repeated)",
         ),
         (
             "reply cut off by a timeout: received / kept",

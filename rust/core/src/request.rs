@@ -19,24 +19,33 @@ use crate::tokens::TokenCounter;
 pub const MARKER_TOKENS: i64 = 32;
 
 /// Where in `chosen` (indices of `items`, ascending) a lead marker goes, if one is
-/// needed: at the first place where view items were left out, else before the
-/// first chosen item that is neither a system nor a user message (system messages
-/// may lead; a summary renders as a user message), else at the end when no user
-/// message was chosen at all.
+/// needed: at the last place where view items were left out (right before the
+/// newest messages sent, after the instruction and summaries kept in front of
+/// them), else before the first chosen item that is neither a system nor a user
+/// message (system messages may lead; a summary renders as a user message), else
+/// at the end when no user message was chosen at all.
+///
+/// Only summaries and the instruction are chosen before a gap other than the last
+/// (see [`crate::store`]'s selection), and both render as user messages, so a
+/// marker at the last gap leaves the request opening with a user message.
 #[must_use]
 pub fn marker_position(items: &[ViewItem], chosen: &[usize]) -> Option<usize> {
     if items.is_empty() {
         return None;
     }
     let mut expected = 0;
+    let mut last_gap = None;
     for (position, &index) in chosen.iter().enumerate() {
         if index != expected {
-            return Some(position);
+            last_gap = Some(position);
         }
         expected = index + 1;
     }
-    if chosen.len() < items.len() {
+    if chosen.len() < items.len() && expected < items.len() {
         return Some(chosen.len());
+    }
+    if last_gap.is_some() {
+        return last_gap;
     }
     let lead = chosen
         .iter()

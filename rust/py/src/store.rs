@@ -655,6 +655,7 @@ impl Store {
                 ("tokens", obj(py, stats.tokens)?),
                 ("summary_tokens", obj(py, stats.summary_tokens)?),
                 ("version", obj(py, stats.version)?),
+                ("instruction_tokens", obj(py, stats.instruction_tokens)?),
             ],
         )
     }

@@ -2,9 +2,10 @@
 //! place: a file id that entered a session never leaves its context, even when
 //! compaction is behind and assembly has to drop raw messages or summaries.
 //!
-//! Messages are left out oldest first, so those left out are always the view's
-//! first items; their ids are gathered once and extended as more are left out,
-//! never read again for the same items while the view is unchanged.
+//! Messages are left out oldest first (all but the instruction, which is always
+//! sent), so those left out are the view's first messages; their ids are gathered
+//! once and extended as more are left out, never read again for the same items
+//! while the view is unchanged.
 
 use super::backend::args;
 
@@ -23,19 +24,17 @@ pub(super) struct LeftOutIds {
 
 impl Store {
     /// The file ids of the view items that are not `chosen` (ascending indices of
-    /// `items`): the messages before the first chosen message, then any summaries
-    /// not chosen, each id once.
+    /// `items`): the messages before `tail_start` (the chosen run of newest
+    /// messages; the instruction among them is chosen, and its ids are in the
+    /// context anyway), then any summaries not chosen, each id once.
     pub(super) fn left_out_file_ids(
         &mut self,
         session_id: &str,
         chosen: &[usize],
+        tail_start: usize,
     ) -> Result<Vec<String>> {
         let view = self.cached(session_id);
-        let first_message = chosen
-            .iter()
-            .copied()
-            .find(|&index| view.items[index].kind == ItemKind::Message)
-            .unwrap_or(view.items.len());
+        let first_message = tail_start.min(view.items.len());
         let (through, pending) = if view.left_out.through <= first_message {
             let through = view.left_out.through;
             (through, message_seqs(&view.items[through..first_message]))

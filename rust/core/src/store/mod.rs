@@ -25,6 +25,7 @@ mod recall;
 mod round;
 pub mod schema;
 mod search;
+mod selection;
 mod sessions;
 mod streams;
 mod tokenizer;

@@ -12,6 +12,7 @@ use super::backend::args;
 
 use super::left_out::LeftOutIds;
 use super::memory_recall::NewestRecall;
+use super::selection::select_with_marker;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::parts::Role;
@@ -61,6 +62,9 @@ pub struct ViewStats {
     pub tokens: i64,
     pub summary_tokens: i64,
     pub version: i64,
+    /// Tokens of the newest user message (the instruction every request keeps); 0
+    /// without one.
+    pub instruction_tokens: i64,
 }
 
 /// One view item rendered as chat messages. Assemblies share it (the same `Arc`)
@@ -315,7 +319,13 @@ impl Store {
     pub fn view_stats(&mut self, session_id: &str) -> Result<ViewStats> {
         let view = self.fresh_view(session_id)?;
         let summary_items = view.summaries.len() as i64;
+        let instruction_tokens = view
+            .items
+            .iter()
+            .rfind(|item| item.kind == ItemKind::Message && item.role == Some(Role::User))
+            .map_or(0, |item| item.tokens);
         Ok(ViewStats {
+            instruction_tokens,
             items: view.items.len() as i64,
             message_items: view.items.len() as i64 - summary_items,
             summary_items,
@@ -330,12 +340,13 @@ impl Store {
         Ok(self.fresh_view(session_id)?.items.clone())
     }
 
-    /// Assembles the context that fits `budget` tokens: every summary first (newest
-    /// first if even they do not fit), then messages from the newest back until the
-    /// next one does not fit. A lead marker opens the messages when some were left
-    /// out or the first is not a user message, and repeated tool-call ids are
-    /// renamed (see [`crate::request`]). Cost grows with the items included, not the
-    /// session length.
+    /// Assembles the context that fits `budget` tokens: the newest user message,
+    /// every summary (the newest that fit if not all do), then the history from the
+    /// newest back, cut in steps when it does not fit (see
+    /// [`super::selection`]). A lead marker stands where messages were left out, or
+    /// opens the messages when the first is not a user message, and repeated
+    /// tool-call ids are renamed (see [`crate::request`]). Cost grows with the view's
+    /// items, not the session length.
     pub fn assemble(&mut self, session_id: &str, budget: i64) -> Result<Assembled> {
         let counter = self.counter(session_id)?;
         let mut reserve = request::MARKER_TOKENS;
@@ -344,7 +355,7 @@ impl Store {
             let (selected, marker) = select_with_marker(view, budget, reserve);
             let file_ids = match marker {
                 Some(_) if selected.chosen.len() < view.items.len() => {
-                    self.left_out_file_ids(session_id, &selected.chosen)?
+                    self.left_out_file_ids(session_id, &selected.chosen, selected.tail_start)?
                 }
                 _ => Vec::new(),
             };
@@ -456,137 +467,5 @@ fn unique_call_ids(items: &mut [Arc<RenderedItem>]) {
     }
     for (position, renamed) in request::renamed_call_ids(&borrowed) {
         items[position] = Arc::new(renamed);
-    }
-}
-
-/// Picks view items for `budget` with room for a lead marker where one is needed (see
-/// [`crate::request`]); with less room than a marker takes, the context opens at its
-/// first user message instead. Returns the selection and the marker's position in it.
-fn select_with_marker(view: &CachedView, budget: i64, reserve: i64) -> (Selection, Option<usize>) {
-    let select = |room| select_items(&view.items, &view.summaries, view.summary_tokens, room);
-    let mut selected = select(budget);
-    if budget < reserve {
-        open_with_user(&view.items, &mut selected);
-        return (selected, None);
-    }
-    match request::marker_position(&view.items, &selected.chosen) {
-        Some(_) if selected.tokens + reserve > budget => {
-            let selected = select(budget - reserve);
-            let marker = request::marker_position(&view.items, &selected.chosen);
-            (selected, marker)
-        }
-        marker => (selected, marker),
-    }
-}
-
-/// Drops the chosen messages before the first chosen user message or summary
-/// (system messages may lead), so that the context opens as providers require; with
-/// neither chosen, nothing is sendable and nothing is kept.
-fn open_with_user(items: &[ViewItem], selected: &mut Selection) {
-    let opening = selected.chosen.iter().position(|&index| {
-        let item = &items[index];
-        item.kind == ItemKind::Summary || item.role == Some(Role::User)
-    });
-    let Some(end) = opening else {
-        selected.chosen.clear();
-        selected.tokens = 0;
-        return;
-    };
-    let dropped: Vec<usize> = selected.chosen[..end]
-        .iter()
-        .copied()
-        .filter(|&index| items[index].role != Some(Role::System))
-        .collect();
-    selected.chosen.retain(|index| !dropped.contains(index));
-    selected.tokens -= dropped
-        .iter()
-        .map(|&index| items[index].tokens)
-        .sum::<i64>();
-}
-
-struct Selection {
-    chosen: Vec<usize>,
-    tokens: i64,
-}
-
-/// Picks view items for `budget`: summaries (at indices `summaries`) are reserved
-/// first; messages are taken newest first and the walk stops at the first that does
-/// not fit, so the included history is one unbroken tail. The cost grows with the
-/// items taken and the summaries, never with the whole view.
-fn select_items(
-    items: &[ViewItem],
-    summaries: &[usize],
-    summary_tokens: i64,
-    budget: i64,
-) -> Selection {
-    let budget = budget.max(0);
-    let mut chosen = Vec::new();
-    let mut used = 0;
-    if summary_tokens <= budget {
-        used = summary_tokens;
-        chosen.extend_from_slice(summaries);
-    } else {
-        for &index in summaries.iter().rev() {
-            if used + items[index].tokens <= budget {
-                used += items[index].tokens;
-                chosen.push(index);
-            }
-        }
-    }
-    for (index, item) in items.iter().enumerate().rev() {
-        if item.kind == ItemKind::Summary {
-            continue;
-        }
-        if used + item.tokens > budget {
-            break;
-        }
-        used += item.tokens;
-        chosen.push(index);
-    }
-    chosen.sort_unstable();
-    Selection {
-        chosen,
-        tokens: used,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn item(kind: ItemKind, tokens: i64) -> ViewItem {
-        ViewItem {
-            position: 0,
-            kind,
-            id: String::new(),
-            tokens,
-            role: None,
-            seq: 0,
-        }
-    }
-
-    #[test]
-    fn selection_stops_at_first_message_that_does_not_fit() {
-        let items = vec![
-            item(ItemKind::Summary, 10),
-            item(ItemKind::Message, 5),
-            item(ItemKind::Message, 50),
-            item(ItemKind::Message, 5),
-        ];
-        let selection = select_items(&items, &[0], 10, 30);
-        assert_eq!(selection.chosen, vec![0, 3]);
-        assert_eq!(selection.tokens, 15);
-    }
-
-    #[test]
-    fn oversized_summaries_keep_the_newest_that_fit() {
-        let items = vec![
-            item(ItemKind::Summary, 20),
-            item(ItemKind::Summary, 20),
-            item(ItemKind::Message, 1),
-        ];
-        let selection = select_items(&items, &[0, 1], 40, 25);
-        assert_eq!(selection.chosen, vec![1, 2]);
-        assert!(selection.tokens <= 25);
     }
 }
