@@ -287,12 +287,20 @@ class StoreMachine(RuleBasedStateMachine):
         assert marker == 0 or marker >= MARKER_TOKENS
         assert (marker > 0) == any(is_marker(message) for message in messages)
         assert omitted == len(items) - len(ids)
-        # Included items keep view order; included messages are one unbroken newest tail.
+        # Included items keep view order. The newest user message (the instruction)
+        # is included unless it alone outgrows what the marker leaves; the other
+        # included messages are one unbroken newest tail.
         order = [item["id"] for item in items]
         assert ids == sorted(ids, key=order.index)
         message_ids = [item["id"] for item in items if item["kind"] == "message"]
         included = [item_id for item_id in ids if by_id[item_id]["kind"] == "message"]
-        assert included == message_ids[len(message_ids) - len(included) :]
+        users = [item["id"] for item in items if item["role"] == "user"]
+        instruction = users[-1] if users else None
+        if instruction is not None:
+            assert instruction in included or by_id[instruction]["tokens"] > budget - marker
+        rest = [item_id for item_id in message_ids if item_id != instruction]
+        tail = [item_id for item_id in included if item_id != instruction]
+        assert tail == rest[len(rest) - len(tail) :]
         if not included and message_ids and budget >= MARKER_TOKENS:
             # Messages were left out, so a marker took its share. (With less room than
             # a marker, the context opens at a user message instead, and messages
