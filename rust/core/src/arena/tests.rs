@@ -146,6 +146,37 @@ proptest! {
     }
 
     #[test]
+    fn controller_shifts_stay_within_what_zones_want_and_can_be_allocated(
+        entries in arb_entries(),
+        limits in arb_limits(),
+        max_cap in 200_i64..3_000,
+        turns in 3_usize..30,
+    ) {
+        let mut state = ControllerState::new(&limits);
+        let start = state.caps;
+        let planned = run_controller(&mut state, &limits, &entries, max_cap, turns);
+        prop_assert_eq!(state.caps.iter().sum::<i64>(), start.iter().sum::<i64>());
+        let zones = &planned.zones;
+        let floors: Vec<i64> = Zone::ALL
+            .iter()
+            .map(|z| limits[z.index()].floor.min(zones[z.index()].demand))
+            .collect();
+        for zone in Zone::ALL {
+            let z = zone.index();
+            let wanted = zones[z].demand + zones[z].cut_at_write;
+            let cap = state.caps[z];
+            if cap > start[z] {
+                let reachable = max_cap - (floors.iter().sum::<i64>() - floors[z]);
+                prop_assert!(cap <= wanted.min(reachable), "{:?}: {:?}", zone, state.caps);
+            }
+            if cap < start[z] {
+                prop_assert!(!zone.is_critical());
+                prop_assert!(cap >= limits[z].floor.max(wanted), "{:?}: {:?}", zone, state.caps);
+            }
+        }
+    }
+
+    #[test]
     fn an_over_full_zone_never_ends_the_plan(tokens in 200_usize..2_000) {
         let limits = [ZoneLimits { floor: 0, cap: 500 }; 7];
         let entries = vec![
