@@ -412,8 +412,8 @@ class Store:
         self,
         session_id: str,
         rules: ArenaRules,
-        zones: list[tuple[int, int]],
-        once_keys: list[str],
+        zones: list[tuple[int, int, int]],
+        once: list[tuple[str, str, int]],
         event: str | None = None,
     ) -> dict[str, Any]: ...
     def open_tool_calls(self, session_id: str) -> list[tuple[str, str]]: ...

@@ -828,8 +828,9 @@ class Session:
         return key
 
     async def unpin(self, key: str) -> bool:
-        """Take a pinned fact out; whether it was pinned."""
-        return await self.arena.remove(key)
+        """Take a pinned fact out; whether it was pinned. Only a pinned fact: an entry
+        of another zone under the same key stays."""
+        return await self.arena.remove("truth", key)
 
     async def set_task(self, text: str) -> ArenaWriteResult:
         """Set the task state (the ``task_state`` zone), shown next to the newest

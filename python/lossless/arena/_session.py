@@ -183,10 +183,13 @@ class SessionArena:
             )
         return result
 
-    async def remove(self, key: str) -> bool:
-        """Take ``key`` out of the arena; whether it was there."""
+    async def remove(self, zone: ZoneName, key: str) -> bool:
+        """Take the entry of ``key`` in ``zone`` out of the arena; whether it was
+        there. Keys are per zone: an entry of another zone under the same key stays."""
+        if zone not in ZONES:
+            raise InvalidInputError(f"zone: unknown zone {zone!r}; expected one of {ZONES}")
         _check_key(key)
-        write: Write = ("truth", key, "user", "normal", None, False, False, 0)
+        write: Write = (zone, key, "user", "normal", None, False, False, 0)
         self.user_writes += 1
         return (await self._write([write]))[0].accepted
 
@@ -220,15 +223,19 @@ class SessionArena:
         return (zone, key, source, priority, text, once, external, limit)
 
     async def _write(self, writes: list[Write]) -> list[ArenaWriteResult]:
+        rows = await self._write_rows(writes)
+        return [
+            ArenaWriteResult(r["key"], r["accepted"], r["tokens"], r["cut_from"], r["evicted"])
+            for r in rows
+        ]
+
+    async def _write_rows(self, writes: list[Write]) -> list[dict[str, Any]]:
+        """The writes applied, as the core reports them (with each entry's ``seq``)."""
         session = self._session
         session._check_open()
         rows = await anyio.to_thread.run_sync(
             partial(session.store.arena_write, session.id, writes, self._rules)
         )
-        results = [
-            ArenaWriteResult(r["key"], r["accepted"], r["tokens"], r["cut_from"], r["evicted"])
-            for r in rows
-        ]
         for write, row in zip(writes, rows, strict=True):
             if row["enforced"]:
                 await session.events.apublish(
@@ -246,7 +253,7 @@ class SessionArena:
             for write, row in zip(writes, rows, strict=True):
                 if write[0] == "tool_failures" and row["accepted"]:
                     self._note_failing(write[1], write[4] is not None)
-        return results
+        return rows
 
     async def _after_compaction(self, event: Event) -> None:
         """With ``reset_on_compaction``: a round that committed a summary starts the
@@ -362,13 +369,16 @@ class SessionArena:
 
     def recall_internal(self) -> Prepared:
         """This turn's internal recall for the newest user message (a core call of a
-        few milliseconds at most, made directly)."""
+        few milliseconds at most, made directly). With internal recall off but
+        external recall on, the newest user message without hits: the question
+        external recall asks."""
         config = self.config
-        if not (self.enabled and config.recall and config.recall_hits > 0):
+        internal = config.recall and config.recall_hits > 0
+        if not (self.enabled and (internal or self._external_on)):
             return Prepared()
         session = self._session
         found = session.store.recall_newest(
-            session.id, config.recall_hits, config.recall_hit_tokens
+            session.id, config.recall_hits if internal else 0, config.recall_hit_tokens
         )
         if found is not self._recalled:
             question, hits = found
@@ -380,8 +390,7 @@ class SessionArena:
         score is below the threshold. A port that fails is skipped with an event."""
         prepared = self.recall_internal()
         config = self.config
-        external_on = config.external_recall or config.recall_port is not None
-        if not (self.enabled and external_on and prepared.question):
+        if not (self.enabled and self._external_on and prepared.question):
             return prepared
         best = prepared.best_internal
         threshold = config.external_min_internal_score
@@ -407,6 +416,10 @@ class SessionArena:
         else:
             return Prepared(prepared.question, prepared.internal, hits[: config.external_hits])
         return prepared
+
+    @property
+    def _external_on(self) -> bool:
+        return self.config.external_recall or self.config.recall_port is not None
 
     async def _builtin_port(self) -> RecallPort:
         if self._default_port is None:
@@ -484,7 +497,7 @@ class SessionArena:
         raw, prepared = planned.raw, planned.prepared
         injected = set(raw["injected"])
         shown = [hit for hit in prepared.external if external_key(hit) in injected]
-        once_keys = list(raw["once_keys"])
+        once: list[tuple[str, str, int]] = [(zone, key, seq) for zone, key, seq in raw["once"]]
         if shown:
             writes = [
                 self._entry_write(
@@ -498,8 +511,9 @@ class SessionArena:
                 )
                 for hit in shown
             ]
-            await self._write(writes)
-            once_keys.extend(external_key(hit) for hit in shown)
+            rows = await self._write_rows(writes)
+            # Written after they were shown: the versions written are the ones shown.
+            once.extend(("rag_external", row["key"], row["seq"]) for row in rows if row["accepted"])
             await session.events.apublish(
                 EventName.EXTERNAL_RECALL_INJECTED,
                 session.id,
@@ -508,14 +522,21 @@ class SessionArena:
                 injected=len(shown),
                 internal_score=prepared.best_internal,
             )
-        zones = [(raw["zones"][z]["demand"], raw["zones"][z]["accepted"]) for z in ZONES]
+        zones = [
+            (
+                raw["zones"][z]["demand"],
+                raw["zones"][z]["accepted"],
+                raw["zones"][z]["cut_at_write"],
+            )
+            for z in ZONES
+        ]
         observed = await anyio.to_thread.run_sync(
             partial(
                 session.store.arena_observe,
                 session.id,
                 self._rules,
                 zones,
-                once_keys,
+                once,
                 EventName.ARENA_ZONE_ADAPTED.value,
             )
         )

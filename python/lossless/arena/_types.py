@@ -22,7 +22,8 @@ PRIORITIES: tuple[Priority, ...] = ("critical", "high", "normal", "low")
 
 @dataclass(frozen=True, slots=True)
 class ArenaEntry:
-    """A live entry of a session's arena: the newest text written under its key."""
+    """A live entry of a session's arena: the newest text written under its key in
+    its zone (the same key in two zones is two entries)."""
 
     zone: ZoneName
     key: str
@@ -63,6 +64,9 @@ class ZoneInjection:
     dropped: list[str]
     #: How many entries were left out.
     dropped_count: int = 0
+    #: Tokens the zone's entries lost when they were written, cut to the zone's cap
+    #: (the controller counts them as truncation).
+    cut_at_write: int = 0
 
 
 @dataclass(frozen=True, slots=True)

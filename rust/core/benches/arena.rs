@@ -33,6 +33,7 @@ fn entries(count: usize) -> Vec<Entry> {
                 source: "bench".into(),
                 priority: Priority::ALL[rng.below(4)],
                 tokens: words as i64,
+                full_tokens: words as i64,
                 text,
                 once: false,
                 external: false,

@@ -21,6 +21,7 @@ fn write(zone: Zone, key: &str, text: Option<&str>) -> ArenaWrite {
         once: false,
         external: false,
         cap_tokens: 1_000,
+        zone_cap: true,
     }
 }
 
@@ -331,4 +332,132 @@ fn the_newest_question_is_recalled_once_until_the_view_loses_something() {
     );
     let next = store.recall_newest(&session, 4, 200).unwrap().unwrap();
     assert_eq!(next.question, "what did we note");
+}
+
+#[test]
+fn a_key_names_an_entry_within_its_zone() {
+    let (_dir, path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let writes = [
+        write(Zone::Truth, "task", Some("never deploy on Fridays")),
+        write(Zone::TaskState, "task", Some("refactor the payout client")),
+    ];
+    store.arena_write(&session, &writes, CEILING, None).unwrap();
+    let zones = |store: &mut Store| -> Vec<(Zone, String)> {
+        let live = store.arena_entries(&session).unwrap();
+        live.iter().map(|e| (e.zone, e.text.clone())).collect()
+    };
+    assert_eq!(
+        zones(&mut store),
+        [
+            (Zone::Truth, "never deploy on Fridays".to_string()),
+            (Zone::TaskState, "refactor the payout client".to_string()),
+        ]
+    );
+    // Removing the key in one zone leaves the other zone's entry.
+    let gone = store
+        .arena_write(&session, &[write(Zone::Truth, "task", None)], CEILING, None)
+        .unwrap();
+    assert!(gone[0].accepted);
+    let missing = store
+        .arena_write(
+            &session,
+            &[write(Zone::Identity, "task", None)],
+            CEILING,
+            None,
+        )
+        .unwrap();
+    assert!(!missing[0].accepted);
+    let expected = [(Zone::TaskState, "refactor the payout client".to_string())];
+    assert_eq!(zones(&mut store), expected);
+    drop(store);
+    let mut store = Store::open(&path, &OpenOptions::default()).unwrap();
+    assert_eq!(zones(&mut store), expected);
+}
+
+#[test]
+fn text_is_stored_without_surrounding_whitespace() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let outcome = store
+        .arena_write(
+            &session,
+            &[write(
+                Zone::Truth,
+                "rule",
+                Some("\n  never deploy on Fridays \t\n"),
+            )],
+            CEILING,
+            None,
+        )
+        .unwrap();
+    let live = store.arena_entries(&session).unwrap();
+    assert_eq!(live[0].text, "never deploy on Fridays");
+    assert_eq!(outcome[0].tokens, live[0].tokens);
+    let blank = store.arena_write(
+        &session,
+        &[write(Zone::Truth, "x", Some(" \n\t "))],
+        CEILING,
+        None,
+    );
+    assert!(blank.is_err());
+}
+
+#[test]
+fn a_text_cut_to_its_zone_s_cap_remembers_what_it_counted() {
+    let (_dir, path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let long = format!("START {} END", "filler words here ".repeat(400));
+    let mut zone_cut = write(Zone::MemoryWorking, "notes", Some(&long));
+    zone_cut.cap_tokens = 100;
+    // A limit of the entry's own (a tool failure's) is not the zone truncated.
+    let mut own_limit = write(Zone::ToolFailures, "tool:ls", Some(&long));
+    own_limit.cap_tokens = 100;
+    own_limit.zone_cap = false;
+    store
+        .arena_write(&session, &[zone_cut, own_limit], CEILING, None)
+        .unwrap();
+    drop(store);
+    let mut store = Store::open(&path, &OpenOptions::default()).unwrap();
+    let live = store.arena_entries(&session).unwrap();
+    assert!(
+        live[0].tokens <= 100 && live[0].full_tokens > 1_000,
+        "{:?}",
+        live[0].full_tokens
+    );
+    assert_eq!(live[1].full_tokens, live[1].tokens);
+}
+
+#[test]
+fn a_version_8_file_gets_the_cut_counts_and_reads_its_entries_whole() {
+    let (_dir, path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    store
+        .arena_write(
+            &session,
+            &[write(Zone::Truth, "rule", Some("pinned"))],
+            CEILING,
+            None,
+        )
+        .unwrap();
+    drop(store);
+    // The version 8 layout: the arena's table without `full_tokens`.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "ALTER TABLE arena_entries DROP COLUMN full_tokens; PRAGMA user_version = 8;",
+    )
+    .unwrap();
+    drop(conn);
+    let mut store = Store::open(&path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let live = store.arena_entries(&session).unwrap();
+    assert_eq!(
+        (live[0].text.as_str(), live[0].full_tokens),
+        ("pinned", live[0].tokens)
+    );
+    let long = "filler words here ".repeat(400);
+    let mut cut = write(Zone::MemoryWorking, "notes", Some(&long));
+    cut.cap_tokens = 50;
+    store.arena_write(&session, &[cut], CEILING, None).unwrap();
+    assert!(store.arena_entries(&session).unwrap()[1].full_tokens > 50);
 }

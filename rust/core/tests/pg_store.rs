@@ -8,7 +8,9 @@ mod support;
 use lossless_core::fileids::extract_file_ids;
 use lossless_core::parts::{Part, Role, ToolStatus};
 use lossless_core::plan::{RoundRules, Tail};
-use lossless_core::store::{GrepMode, ItemKind, LeafWriter, OpenOptions, Store};
+use lossless_core::store::{
+    schema::SCHEMA_VERSION, GrepMode, ItemKind, LeafWriter, OpenOptions, Store,
+};
 use lossless_core::Error;
 use pg_cluster::database;
 use support::{append, text, tool, tool_with, words, MODEL};
@@ -102,7 +104,7 @@ fn records_turns(url: &str) {
 #[test]
 fn a_session_records_its_turns_and_tool_results_on_postgres() {
     let db = database();
-    assert_eq!(open(&db.url()).schema_version().unwrap(), 8);
+    assert_eq!(open(&db.url()).schema_version().unwrap(), SCHEMA_VERSION);
     records_turns(&db.url());
 }
 

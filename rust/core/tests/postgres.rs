@@ -313,6 +313,35 @@ fn a_schema_newer_than_this_build_is_refused() {
 }
 
 #[test]
+fn a_version_8_database_gets_the_arena_s_cut_counts() {
+    let db = database();
+    // The version 8 layout: the arena's table without `full_tokens`.
+    open(&db)
+        .client()
+        .batch_execute(
+            "ALTER TABLE arena_entries DROP COLUMN full_tokens;
+             UPDATE lossless_schema SET version = 8;",
+        )
+        .expect("a version 8 schema");
+    let mut upgraded = open(&db);
+    let columns: i64 = upgraded
+        .client()
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns
+             WHERE table_name = 'arena_entries' AND column_name = 'full_tokens'",
+            &[],
+        )
+        .expect("columns")
+        .get(0);
+    let version: i64 = upgraded
+        .client()
+        .query_one("SELECT version FROM lossless_schema", &[])
+        .expect("version")
+        .get(0);
+    assert_eq!((columns, version), (1, SCHEMA_VERSION));
+}
+
+#[test]
 fn a_text_that_is_not_a_url_is_invalid_input() {
     let err = Database::open("postgresql://app:pw@127.0.0.1:notaport/db")
         .err()

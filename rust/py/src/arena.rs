@@ -112,12 +112,26 @@ pub type WriteArgs = (
 );
 
 /// The writes converted, every zone and priority checked before anything is written.
-pub fn writes(args: Vec<WriteArgs>) -> Result<Vec<ArenaWrite>> {
+/// A write whose limit is at least its zone's configured cap is cut at the zone's cap
+/// as it is now: the configured one, or the larger one the controller learned (in
+/// `learned`), so a zone the controller gave more keeps more of its next write.
+pub fn writes(
+    args: Vec<WriteArgs>,
+    rules: &arena::ArenaRules,
+    learned: Option<&[i64; 7]>,
+) -> Result<Vec<ArenaWrite>> {
     args.into_iter()
         .map(
             |(zone, key, source, priority, text, once, external, cap_tokens)| {
+                let zone = Zone::parse(&zone)?;
+                let configured = rules.plan.limits[zone.index()].cap;
+                let zone_cap = cap_tokens >= configured;
+                let cap_tokens = match learned {
+                    Some(caps) if zone_cap => cap_tokens.max(caps[zone.index()]),
+                    _ => cap_tokens,
+                };
                 Ok(ArenaWrite {
-                    zone: Zone::parse(&zone)?,
+                    zone,
                     key,
                     source,
                     priority: Priority::parse(&priority)?,
@@ -125,10 +139,21 @@ pub fn writes(args: Vec<WriteArgs>) -> Result<Vec<ArenaWrite>> {
                     once,
                     external,
                     cap_tokens,
+                    zone_cap,
                 })
             },
         )
         .collect()
+}
+
+/// The caps the controller learned for `session_id`, if it has.
+pub fn learned_caps(
+    store: &mut core_store::Store,
+    session_id: &str,
+    rules: &arena::ArenaRules,
+) -> Result<Option<[i64; 7]>> {
+    let state = read_state(store, session_id)?;
+    Ok(arena::turn::current_caps(&state, rules))
 }
 
 pub fn ceiling(rules: &ArenaRules) -> Ceiling {
@@ -146,6 +171,7 @@ pub fn outcomes<'py>(
     for outcome in outcomes {
         let dict = PyDict::new(py);
         dict.set_item("key", &outcome.key)?;
+        dict.set_item("seq", outcome.seq)?;
         dict.set_item("accepted", outcome.accepted)?;
         dict.set_item("tokens", outcome.tokens)?;
         dict.set_item("cut_from", outcome.cut_from)?;
@@ -206,6 +232,7 @@ pub fn plan(
             priority: Priority::parse(&priority)?,
             text,
             tokens,
+            full_tokens: tokens,
             once: false,
             external: false,
         });
@@ -232,7 +259,12 @@ pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'
     dict.set_item("stage", turn.plan.stage.as_str())?;
     let relaxed: Vec<&str> = turn.plan.relaxed.iter().map(|zone| zone.as_str()).collect();
     dict.set_item("relaxed", relaxed)?;
-    dict.set_item("once_keys", &turn.once_keys)?;
+    let once: Vec<(&str, &str, i64)> = turn
+        .once
+        .iter()
+        .map(|(zone, key, seq)| (zone.as_str(), key.as_str(), *seq))
+        .collect();
+    dict.set_item("once", once)?;
     dict.set_item("injected", &turn.injected)?;
     let zones = PyDict::new(py);
     for zone in Zone::ALL {
@@ -243,6 +275,7 @@ pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'
         item.set_item("cap", report.cap)?;
         item.set_item("allocated", report.allocated)?;
         item.set_item("accepted", report.accepted)?;
+        item.set_item("cut_at_write", report.cut_at_write)?;
         item.set_item("cut", &report.cut)?;
         item.set_item("dropped", &report.dropped)?;
         item.set_item("dropped_count", report.dropped_count)?;
@@ -276,28 +309,37 @@ pub struct Observed {
     pub turns: u32,
 }
 
-/// Observes a sent turn: (demand, accepted) per zone in zone order.
+/// One once-per-session entry a turn injected, as Python hands it over: (zone, key,
+/// sequence number).
+pub type OnceArgs = (String, String, i64);
+
+/// Observes a sent turn: (demand, accepted, cut at write) per zone in zone order.
 pub fn observe(
     store: &mut core_store::Store,
     session_id: &str,
     rules: &arena::ArenaRules,
-    zones: &[(i64, i64)],
-    once_keys: &[String],
+    zones: &[(i64, i64, i64)],
+    once: &[OnceArgs],
     event: Option<&str>,
 ) -> Result<Observed> {
     if zones.len() != 7 {
         return Err(Error::invalid(
             "zones",
-            "expected 7 (demand, accepted) pairs",
+            "expected 7 (demand, accepted, cut_at_write) triples",
         ));
     }
     let mut reports: [ZoneReport; 7] = Default::default();
-    for (report, (demand, accepted)) in reports.iter_mut().zip(zones) {
+    for (report, (demand, accepted, cut_at_write)) in reports.iter_mut().zip(zones) {
         report.demand = *demand;
         report.accepted = *accepted;
+        report.cut_at_write = *cut_at_write;
     }
+    let once = once
+        .iter()
+        .map(|(zone, key, seq)| Ok((Zone::parse(zone)?, key.clone(), *seq)))
+        .collect::<Result<Vec<_>>>()?;
     let mut state = read_state(store, session_id)?;
-    let shifts = arena::observe_turn(&mut state, rules, &reports, once_keys);
+    let shifts = arena::observe_turn(&mut state, rules, &reports, &once);
     let caps = state.controller.as_ref().map(|c| c.caps);
     let turns = state.controller.as_ref().map_or(0, |c| c.turns);
     let json =

@@ -520,7 +520,6 @@ impl Store {
         event: Option<&str>,
         payload_json: Option<&str>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let writes = arena::writes(writes).map_err(crate::errors::to_py_err)?;
         let event = match event {
             Some(name) => Some(
                 WriteEvent::parse(name, payload_json.unwrap_or("{}"))
@@ -530,6 +529,8 @@ impl Store {
         };
         let ceiling = arena::ceiling(rules);
         let outcomes = self.with(py, |store| {
+            let learned = arena::learned_caps(store, session_id, &rules.inner)?;
+            let writes = arena::writes(writes, &rules.inner, learned.as_ref())?;
             store.arena_write(session_id, &writes, ceiling, event.as_ref())
         })?;
         arena::outcomes(py, &outcomes)
@@ -576,20 +577,21 @@ impl Store {
         self.with(py, |store| store.open_tool_calls(session_id))
     }
 
-    /// Takes in a sent turn's (demand, accepted) per zone; stores the controller's
-    /// state, with the event `event` when cap moved.
-    #[pyo3(signature = (session_id, rules, zones, once_keys, event = None))]
+    /// Takes in a sent turn's (demand, accepted, cut at write) per zone and the
+    /// once-per-session entries it injected, as (zone, key, seq); stores the
+    /// controller's state, with the event `event` when cap moved.
+    #[pyo3(signature = (session_id, rules, zones, once, event = None))]
     fn arena_observe<'py>(
         &self,
         py: Python<'py>,
         session_id: &str,
         rules: &arena::ArenaRules,
-        zones: Vec<(i64, i64)>,
-        once_keys: Vec<String>,
+        zones: Vec<(i64, i64, i64)>,
+        once: Vec<arena::OnceArgs>,
         event: Option<&str>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let observed = self.with(py, |store| {
-            arena::observe(store, session_id, &rules.inner, &zones, &once_keys, event)
+            arena::observe(store, session_id, &rules.inner, &zones, &once, event)
         })?;
         arena::observed_dict(py, &observed)
     }

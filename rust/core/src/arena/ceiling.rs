@@ -1,7 +1,7 @@
 //! The entry ceiling: how many live keys a session's arena holds, and what gives
 //! way when a new key would pass it.
 //!
-//! Live keys are counted, not rows: an update of a key replaces its entry, so the
+//! Live entries (a key in a zone) are counted, not rows: an update of a key replaces its entry, so the
 //! rows of keys updated every turn never fill the arena. An update of a key already
 //! live is always accepted, whatever the policy.
 
@@ -53,8 +53,8 @@ impl CeilingPolicy {
 pub struct Decision {
     /// Whether the incoming entry is written.
     pub accepted: bool,
-    /// Keys that leave the arena to make room.
-    pub evicted: Vec<String>,
+    /// Entries (zone and key) that leave the arena to make room.
+    pub evicted: Vec<(Zone, String)>,
     /// The policy ran (the ceiling was reached by a new key).
     pub enforced: bool,
     /// The session should compact its history (`force_compact`).
@@ -71,7 +71,7 @@ impl Decision {
         }
     }
 
-    fn enforced(accepted: bool, evicted: Vec<String>, compact: bool) -> Self {
+    fn enforced(accepted: bool, evicted: Vec<(Zone, String)>, compact: bool) -> Self {
         Self {
             accepted,
             evicted,
@@ -92,14 +92,17 @@ pub fn decide(
     max: usize,
     policy: CeilingPolicy,
 ) -> Decision {
-    if live.len() < max.max(1) || live.iter().any(|entry| entry.key == key) {
+    let update = live
+        .iter()
+        .any(|entry| entry.zone == zone && entry.key == key);
+    if live.len() < max.max(1) || update {
         return Decision::accept();
     }
     let oldest = |keep: &dyn Fn(&Entry) -> bool| {
         live.iter()
             .filter(|entry| keep(entry))
             .min_by_key(|entry| entry.seq)
-            .map(|entry| vec![entry.key.clone()])
+            .map(|entry| vec![(entry.zone, entry.key.clone())])
     };
     match policy {
         CeilingPolicy::DropRecall => {
@@ -121,10 +124,10 @@ pub fn decide(
             }
         }
         CeilingPolicy::ForceCompact => {
-            let evicted: Vec<String> = live
+            let evicted: Vec<(Zone, String)> = live
                 .iter()
                 .filter(|entry| !entry.zone.is_critical())
-                .map(|entry| entry.key.clone())
+                .map(|entry| (entry.zone, entry.key.clone()))
                 .collect();
             let room = live.len() - evicted.len() < max.max(1);
             Decision::enforced(room, evicted, true)

@@ -57,10 +57,14 @@ pub struct ZoneReport {
     /// Floor and cap the plan used (after the controller and the cascade).
     pub floor: i64,
     pub cap: i64,
-    /// Tokens the allocator gave the zone.
+    /// Tokens the allocator gave the zone, and any lent to it from what other
+    /// zones were allocated and could not use.
     pub allocated: i64,
     /// Tokens of the entries injected (after cuts).
     pub accepted: i64,
+    /// Tokens the zone's candidates lost when they were written, cut to the zone's
+    /// cap: demand the zone had but could not ask for.
+    pub cut_at_write: i64,
     /// Keys of entries injected cut.
     pub cut: Vec<String>,
     /// Keys of entries left out: the first [`REPORTED_DROPS`] of them.
@@ -95,7 +99,8 @@ pub struct Accepted {
 /// One turn's plan.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// In zone order, then by priority, then newest first.
+    /// In zone order, then by priority, then newest first; then the entries that
+    /// fit only in allocation another zone left unused, in the same order.
     pub accepted: Vec<Accepted>,
     pub zones: PerZone<ZoneReport>,
     pub stage: FloorStage,
@@ -150,55 +155,107 @@ pub fn plan_refs(
         zones[z].cap = limits[z].cap;
         zones[z].allocated = allocated[z];
     }
-    let mut left = total;
-    let mut zone_left = allocated;
-    let mut accepted = Vec::new();
+    let mut pass = Pass {
+        entries,
+        rules,
+        count,
+        left: total,
+        zone_left: allocated,
+        zones,
+        accepted: Vec::new(),
+    };
+    let mut missed = Vec::new();
     for &i in &order {
         let entry = entries[i];
-        let z = entry.zone.index();
-        let report = &mut zones[z];
+        let report = &mut pass.zones[entry.zone.index()];
         report.demand += entry.tokens;
+        report.cut_at_write += (entry.full_tokens - entry.tokens).max(0);
         if !allowed(entry.zone) {
             report.drop_key(&entry.key);
-            continue;
-        }
-        let room = zone_left[z].min(left);
-        let fitted = if entry.tokens <= room {
-            Some(Accepted {
-                index: i,
-                text: None,
-                tokens: entry.tokens,
-            })
-        } else if room >= rules.min_cut_tokens.max(1) {
-            cut_head_tail(&entry.text, room as usize, count).map(|(text, tokens)| Accepted {
-                index: i,
-                text: Some(text),
-                tokens: tokens as i64,
-            })
-        } else {
-            None
-        };
-        match fitted {
-            Some(piece) => {
-                if piece.text.is_some() {
-                    report.cut.push(entry.key.clone());
-                }
-                report.accepted += piece.tokens;
-                zone_left[z] -= piece.tokens;
-                left -= piece.tokens;
-                accepted.push(piece);
-            }
-            None => report.drop_key(&entry.key),
+        } else if !pass.offer(i) {
+            missed.push(i);
         }
     }
-    // A stage that dropped zones reports the demand it could not serve as well.
+    // What a zone was allocated and could not use (its entry too large even to
+    // cut) goes to entries of other zones that fit whole in it, within their caps.
+    for i in missed {
+        let entry = entries[i];
+        let z = entry.zone.index();
+        let room = pass.left.min(limits[z].cap - pass.zones[z].accepted);
+        if entry.tokens <= room {
+            pass.lend(z, entry.tokens);
+            pass.take(i, entry.tokens, None);
+        } else {
+            pass.zones[z].drop_key(&entry.key);
+        }
+    }
     Plan {
-        tokens: total - left,
-        accepted,
-        zones,
+        tokens: total - pass.left,
+        accepted: pass.accepted,
+        zones: pass.zones,
         stage,
         relaxed,
         cap: total,
+    }
+}
+
+/// The plan being filled: what is left of the global cap and of each zone's
+/// allocation.
+struct Pass<'a, 'e> {
+    entries: &'a [&'e Entry],
+    rules: &'a PlanRules,
+    count: &'a dyn Fn(&str) -> usize,
+    left: i64,
+    zone_left: PerZone<i64>,
+    zones: PerZone<ZoneReport>,
+    accepted: Vec<Accepted>,
+}
+
+impl Pass<'_, '_> {
+    /// Injects entry `i` whole, or cut to what its zone has left; whether it went in.
+    fn offer(&mut self, i: usize) -> bool {
+        let entry = self.entries[i];
+        let room = self.zone_left[entry.zone.index()].min(self.left);
+        if entry.tokens <= room {
+            self.take(i, entry.tokens, None);
+            return true;
+        }
+        if room < self.rules.min_cut_tokens.max(1) {
+            return false;
+        }
+        match cut_head_tail(&entry.text, room as usize, self.count) {
+            Some((text, tokens)) => {
+                self.take(i, tokens as i64, Some(text));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn take(&mut self, i: usize, tokens: i64, text: Option<String>) {
+        let entry = self.entries[i];
+        let z = entry.zone.index();
+        let report = &mut self.zones[z];
+        if text.is_some() {
+            report.cut.push(entry.key.clone());
+        }
+        report.accepted += tokens;
+        self.zone_left[z] -= tokens;
+        self.left -= tokens;
+        self.accepted.push(Accepted {
+            index: i,
+            text,
+            tokens,
+        });
+    }
+
+    /// Gives zone `z` what it lacks of `tokens` beyond its own unused allocation,
+    /// from what the plan left over (the caller checked it is there). The zones
+    /// that left it unused keep their reported allocation: it was theirs to use.
+    fn lend(&mut self, z: usize, tokens: i64) {
+        let lent = tokens - self.zone_left[z].max(0).min(tokens);
+        self.zones[z].allocated += lent;
+        self.zone_left[z] += lent;
     }
 }
 

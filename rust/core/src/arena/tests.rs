@@ -22,6 +22,7 @@ fn entry(seq: i64, zone: Zone, priority: Priority, tokens: usize) -> Entry {
         priority,
         text,
         tokens: tokens as i64,
+        full_tokens: tokens as i64,
         once: false,
         external: false,
     }
@@ -127,6 +128,14 @@ proptest! {
                 let report = &first.zones[zone.index()];
                 prop_assert!(report.allocated >= report.demand.min(report.floor));
             }
+            // No entry is left out that would fit whole in what the plan left over,
+            // within its zone's cap: allocation one zone could not use is not wasted.
+            let chosen: Vec<usize> = first.accepted.iter().map(|a| a.index).collect();
+            for (at, entry) in entries.iter().enumerate() {
+                let report = &first.zones[entry.zone.index()];
+                let room = (total - first.tokens).min(report.cap - report.accepted);
+                prop_assert!(chosen.contains(&at) || entry.tokens > room, "{:?}", entry.key);
+            }
         }
         // The order of the given entries does not matter, only their sequence numbers.
         let mut reversed = entries.clone();
@@ -134,6 +143,37 @@ proptest! {
         let other = plan(&reversed, total, &rules, None, &words);
         let keys = |p: &Plan, es: &[Entry]| p.accepted.iter().map(|a| es[a.index].key.clone()).collect::<Vec<_>>();
         prop_assert_eq!(keys(&first, &entries), keys(&other, &reversed));
+    }
+
+    #[test]
+    fn controller_shifts_stay_within_what_zones_want_and_can_be_allocated(
+        entries in arb_entries(),
+        limits in arb_limits(),
+        max_cap in 200_i64..3_000,
+        turns in 3_usize..30,
+    ) {
+        let mut state = ControllerState::new(&limits);
+        let start = state.caps;
+        let planned = run_controller(&mut state, &limits, &entries, max_cap, turns);
+        prop_assert_eq!(state.caps.iter().sum::<i64>(), start.iter().sum::<i64>());
+        let zones = &planned.zones;
+        let floors: Vec<i64> = Zone::ALL
+            .iter()
+            .map(|z| limits[z.index()].floor.min(zones[z.index()].demand))
+            .collect();
+        for zone in Zone::ALL {
+            let z = zone.index();
+            let wanted = zones[z].demand + zones[z].cut_at_write;
+            let cap = state.caps[z];
+            if cap > start[z] {
+                let reachable = max_cap - (floors.iter().sum::<i64>() - floors[z]);
+                prop_assert!(cap <= wanted.min(reachable), "{:?}: {:?}", zone, state.caps);
+            }
+            if cap < start[z] {
+                prop_assert!(!zone.is_critical());
+                prop_assert!(cap >= limits[z].floor.max(wanted), "{:?}: {:?}", zone, state.caps);
+            }
+        }
     }
 
     #[test]
@@ -331,6 +371,9 @@ fn the_ceiling_accepts_updates_and_applies_each_policy() {
     ] {
         let decision = decide(&full, "k0", Zone::Truth, Priority::Low, 3, policy);
         assert!(decision.accepted && !decision.enforced);
+        // The same key in another zone is a new entry.
+        let other = decide(&full, "k0", Zone::TaskState, Priority::Low, 3, policy);
+        assert!(other.enforced);
     }
     let drop_recall = decide(
         &full,
@@ -342,7 +385,7 @@ fn the_ceiling_accepts_updates_and_applies_each_policy() {
     );
     assert_eq!(
         (drop_recall.accepted, drop_recall.evicted.as_slice()),
-        (true, &["k1".to_string()][..])
+        (true, &[(Zone::MemoryRecall, "k1".to_string())][..])
     );
     let recall_in = decide(
         &full,
@@ -361,7 +404,7 @@ fn the_ceiling_accepts_updates_and_applies_each_policy() {
         3,
         CeilingPolicy::DropLowPriority,
     );
-    assert_eq!(low.evicted, ["k1"]);
+    assert_eq!(low.evicted, [(Zone::MemoryRecall, "k1".to_string())]);
     let low_in = decide(
         &full,
         "new",
@@ -380,7 +423,13 @@ fn the_ceiling_accepts_updates_and_applies_each_policy() {
         CeilingPolicy::ForceCompact,
     );
     assert!(compact.accepted && compact.compact);
-    assert_eq!(compact.evicted, ["k1", "k2"]);
+    assert_eq!(
+        compact.evicted,
+        [
+            (Zone::MemoryRecall, "k1".to_string()),
+            (Zone::RagExternal, "k2".to_string())
+        ]
+    );
     // Under the ceiling nothing is enforced.
     assert!(
         !decide(
@@ -393,4 +442,205 @@ fn the_ceiling_accepts_updates_and_applies_each_policy() {
         )
         .enforced
     );
+}
+
+#[test]
+fn an_allocation_too_small_for_its_entry_goes_to_another_zone_s_entry_that_fits() {
+    let mut limits = [ZoneLimits { floor: 0, cap: 100 }; 7];
+    limits[Zone::Identity.index()].cap = 40;
+    let mut rules = rules(limits);
+    rules.min_cut_tokens = 64;
+    // Identity is allocated 40 tokens first, too few to cut its 300-token entry
+    // into; truth is allocated the 5 left, too few for its 10-token entry.
+    let entries = vec![
+        entry(1, Zone::Identity, Priority::High, 300),
+        entry(2, Zone::Truth, Priority::High, 10),
+    ];
+    let planned = plan(&entries, 45, &rules, None, &words);
+    let keys: Vec<&str> = planned
+        .accepted
+        .iter()
+        .map(|a| entries[a.index].key.as_str())
+        .collect();
+    assert_eq!(keys, ["k2"]);
+    let truth = &planned.zones[Zone::Truth.index()];
+    assert_eq!((truth.accepted, truth.allocated), (10, 10));
+    let identity = &planned.zones[Zone::Identity.index()];
+    assert_eq!((identity.accepted, identity.dropped_count), (0, 1));
+}
+
+fn controlled(max_cap: i64) -> ControllerRules {
+    ControllerRules {
+        max_cap,
+        ..ControllerRules::default()
+    }
+}
+
+fn run_controller(
+    state: &mut ControllerState,
+    limits: &PerZone<ZoneLimits>,
+    entries: &[Entry],
+    max_cap: i64,
+    turns: usize,
+) -> Plan {
+    let mut planned = plan(entries, max_cap, &rules(*limits), Some(&state.caps), &words);
+    for _ in 0..turns {
+        state.observe(&controlled(max_cap), limits, &planned.zones);
+        planned = plan(entries, max_cap, &rules(*limits), Some(&state.caps), &words);
+    }
+    planned
+}
+
+#[test]
+fn a_receiver_never_gets_more_cap_than_it_wants() {
+    let limits = [ZoneLimits { floor: 0, cap: 200 }; 7];
+    let mut state = ControllerState::new(&limits);
+    let entries = vec![entry(1, Zone::TaskState, Priority::High, 700)];
+    let planned = run_controller(&mut state, &limits, &entries, 2_000, 40);
+    assert_eq!(state.caps[Zone::TaskState.index()], 700, "{:?}", state.caps);
+    assert_eq!(planned.zones[Zone::TaskState.index()].accepted, 700);
+}
+
+#[test]
+fn a_receiver_never_gets_more_cap_than_it_could_ever_be_allocated() {
+    let mut limits = [ZoneLimits { floor: 0, cap: 200 }; 7];
+    limits[Zone::Truth.index()] = ZoneLimits {
+        floor: 300,
+        cap: 400,
+    };
+    let mut state = ControllerState::new(&limits);
+    // The global cap is 600 and truth's floor takes 300 of it first: task state can
+    // never be allocated more than 300, whatever its cap.
+    let entries = vec![
+        entry(1, Zone::Truth, Priority::High, 300),
+        entry(2, Zone::TaskState, Priority::High, 2_000),
+    ];
+    run_controller(&mut state, &limits, &entries, 600, 40);
+    assert_eq!(state.caps[Zone::TaskState.index()], 300, "{:?}", state.caps);
+}
+
+#[test]
+fn a_donor_keeps_the_cap_its_entries_need() {
+    let limits = [ZoneLimits { floor: 0, cap: 200 }; 7];
+    let mut state = ControllerState::new(&limits);
+    // Working memory holds one 50-token entry and leaves most of its cap unused;
+    // task state wants far more than it has.
+    let entries = vec![
+        entry(1, Zone::MemoryWorking, Priority::High, 50),
+        entry(2, Zone::TaskState, Priority::High, 5_000),
+    ];
+    let planned = run_controller(&mut state, &limits, &entries, 4_000, 40);
+    assert_eq!(
+        state.caps[Zone::MemoryWorking.index()],
+        50,
+        "{:?}",
+        state.caps
+    );
+    assert_eq!(planned.zones[Zone::MemoryWorking.index()].accepted, 50);
+    assert!(state.caps[Zone::TaskState.index()] > 200);
+}
+
+#[test]
+fn an_entry_cut_when_it_was_written_counts_as_truncated() {
+    let limits = [ZoneLimits { floor: 0, cap: 200 }; 7];
+    let mut state = ControllerState::new(&limits);
+    // Stored cut to the zone's cap of 200, from 600 tokens.
+    let mut cut = entry(1, Zone::MemoryWorking, Priority::High, 200);
+    cut.full_tokens = 600;
+    let planned = plan(
+        std::slice::from_ref(&cut),
+        2_000,
+        &rules(limits),
+        None,
+        &words,
+    );
+    let working = &planned.zones[Zone::MemoryWorking.index()];
+    assert_eq!(
+        (working.demand, working.accepted, working.cut_at_write),
+        (200, 200, 400)
+    );
+    run_controller(&mut state, &limits, &[cut], 2_000, 10);
+    let cap = state.caps[Zone::MemoryWorking.index()];
+    assert!(cap > 200 && cap <= 600, "{:?}", state.caps);
+}
+
+#[test]
+fn a_once_entry_rewritten_is_offered_once_more() {
+    let arena_rules = ArenaRules {
+        plan: rules([ZoneLimits { floor: 0, cap: 200 }; 7]),
+        controller: ControllerRules::default(),
+        max_entries: 100,
+        policy: CeilingPolicy::DropRecall,
+    };
+    let mut note = entry(1, Zone::MemoryWorking, Priority::High, 5);
+    note.once = true;
+    let mut state = ArenaState::default();
+    let first = plan_turn(
+        std::slice::from_ref(&note),
+        &[],
+        &state,
+        &arena_rules,
+        500,
+        &words,
+    );
+    assert_eq!(first.once, [(Zone::MemoryWorking, "k1".to_string(), 1)]);
+    observe_turn(&mut state, &arena_rules, &first.plan.zones, &first.once);
+    let again = plan_turn(
+        std::slice::from_ref(&note),
+        &[],
+        &state,
+        &arena_rules,
+        500,
+        &words,
+    );
+    assert!(again.injected.is_empty(), "shown once");
+    // The same key in another zone is another entry.
+    let mut other = note.clone();
+    other.zone = Zone::TaskState;
+    other.seq = 2;
+    let beside = plan_turn(
+        std::slice::from_ref(&other),
+        &[],
+        &state,
+        &arena_rules,
+        500,
+        &words,
+    );
+    assert_eq!(beside.injected, ["k1"]);
+    // A rewrite is a new version: shown once more, then no more.
+    note.seq = 3;
+    note.text = "rewritten".into();
+    let rewritten = plan_turn(
+        std::slice::from_ref(&note),
+        &[],
+        &state,
+        &arena_rules,
+        500,
+        &words,
+    );
+    assert_eq!(rewritten.injected, ["k1"]);
+    observe_turn(
+        &mut state,
+        &arena_rules,
+        &rewritten.plan.zones,
+        &rewritten.once,
+    );
+    let after = plan_turn(
+        std::slice::from_ref(&note),
+        &[],
+        &state,
+        &arena_rules,
+        500,
+        &words,
+    );
+    assert!(after.injected.is_empty());
+}
+
+#[test]
+fn a_state_of_an_older_build_still_hides_the_once_keys_it_showed() {
+    let state: ArenaState =
+        serde_json::from_str(r#"{"controller": null, "presented": ["k1"]}"#).unwrap();
+    let mut note = entry(1, Zone::MemoryWorking, Priority::High, 5);
+    note.once = true;
+    assert!(state.was_shown(&note));
 }

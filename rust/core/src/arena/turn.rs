@@ -6,7 +6,7 @@ use super::ceiling::CeilingPolicy;
 use super::controller::{ArenaState, ControllerRules, ControllerState, Shift};
 use super::plan::{plan_refs, Plan, PlanRules, ZoneReport};
 use super::render::{render_refs, Rendered};
-use super::zones::{Entry, PerZone};
+use super::zones::{Entry, PerZone, Zone};
 
 /// Everything a session's arena is configured with.
 #[derive(Clone, Debug)]
@@ -24,8 +24,8 @@ pub struct TurnPlan {
     pub rendered: Rendered,
     /// Keys of the injected entries, in the order the plan chose them.
     pub injected: Vec<String>,
-    /// Keys of the once-per-session entries injected.
-    pub once_keys: Vec<String>,
+    /// The once-per-session entries injected, as (zone, key, sequence number).
+    pub once: Vec<(Zone, String, i64)>,
 }
 
 /// The caps the controller holds for `state`, fitted to the configured limits;
@@ -54,7 +54,7 @@ pub fn plan_turn(
 ) -> TurnPlan {
     let mut candidates: Vec<&Entry> = live
         .iter()
-        .filter(|entry| !(entry.once && state.presented.contains(&entry.key)))
+        .filter(|entry| !(entry.once && state.was_shown(entry)))
         .collect();
     candidates.extend(transient);
     let caps = current_caps(state, rules);
@@ -66,28 +66,30 @@ pub fn plan_turn(
             .map(|accepted| candidates[accepted.index])
     };
     let injected = chosen().map(|entry| entry.key.clone()).collect();
-    let once_keys = chosen()
+    let once = chosen()
         .filter(|entry| entry.once)
-        .map(|entry| entry.key.clone())
+        .map(|entry| (entry.zone, entry.key.clone(), entry.seq))
         .collect();
     TurnPlan {
         plan,
         rendered,
         injected,
-        once_keys,
+        once,
     }
 }
 
 /// Takes in a turn that was sent: the controller observes its zones and the
-/// once-per-session entries it injected are not offered again. Returns the cap
-/// shifts for the next turn.
+/// once-per-session entries it injected, as (zone, key, sequence number), are not
+/// offered again until they are rewritten. Returns the cap shifts for the next turn.
 pub fn observe_turn(
     state: &mut ArenaState,
     rules: &ArenaRules,
     zones: &PerZone<ZoneReport>,
-    once_keys: &[String],
+    once: &[(Zone, String, i64)],
 ) -> Vec<Shift> {
-    state.presented.extend(once_keys.iter().cloned());
+    for (zone, key, seq) in once {
+        state.mark_shown(*zone, key, *seq);
+    }
     if !rules.controller.enabled {
         return Vec::new();
     }

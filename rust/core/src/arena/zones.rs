@@ -133,7 +133,8 @@ impl Priority {
     }
 }
 
-/// One live entry: the newest text of its key.
+/// One live entry: the newest text of its key in its zone. A key names an entry
+/// within one zone: the same key in two zones is two entries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     /// The arena's own sequence number in the session: orders entries, never a clock.
@@ -146,6 +147,10 @@ pub struct Entry {
     pub text: String,
     /// Counted once, when the entry was written.
     pub tokens: i64,
+    /// Tokens of the text as it was handed over: more than [`Entry::tokens`] when it
+    /// was cut to its zone's cap at write time, so the controller sees that zone as
+    /// truncated although the plan injects the stored text whole.
+    pub full_tokens: i64,
     /// Injected in one turn only, then kept but no longer offered.
     pub once: bool,
     /// Came from an external retriever (written back after it was injected).

@@ -12,9 +12,15 @@ use crate::error::{Error, Result};
 const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
-/// The PostgreSQL backend starts at version 8, so there is none yet; a release that
-/// changes the SQLite schema adds its step here under the same version number.
-const STEPS: [(i64, &str); 0] = [];
+/// The PostgreSQL backend starts at version 8; a release that changes the SQLite
+/// schema adds its step here under the same version number.
+const STEPS: [(i64, &str); 1] = [
+    // Version 9: what an arena entry's text counted before it was cut at write time.
+    (
+        8,
+        "ALTER TABLE arena_entries ADD COLUMN full_tokens BIGINT;",
+    ),
+];
 
 /// The first schema version the PostgreSQL backend wrote: a lower one was never
 /// written by lossless.

@@ -24,7 +24,7 @@
 
 /// The schema version these tables are: the SQLite schema's, whose tables they
 /// translate (a test compares the two).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The version row and the function every append-only trigger calls.
 pub(super) const META: &str = r"
@@ -169,6 +169,7 @@ CREATE TABLE arena_entries (
     token_count BIGINT NOT NULL,
     created_at  BIGINT NOT NULL,
     text        TEXT COLLATE "C" NOT NULL,
+    full_tokens BIGINT,
     PRIMARY KEY (session_id, seq)
 );
 CREATE TABLE arena_state (

@@ -1,5 +1,5 @@
 //! The arena's rows: every entry ever written to a session's arena (append-only; the
-//! newest row of a key is its live value, a removal row takes the key out), and the
+//! newest row of a key in a zone is its live value, a removal row takes it out), and the
 //! controller's state per session. Planning is in `crate::arena`.
 
 use std::collections::HashMap;
@@ -28,14 +28,19 @@ pub struct ArenaWrite {
     pub text: Option<String>,
     pub once: bool,
     pub external: bool,
-    /// The zone's configured cap: longer text is cut to it.
+    /// The zone's cap, or a smaller limit of this entry: longer text is cut to it.
     pub cap_tokens: i64,
+    /// `cap_tokens` is the zone's cap (not a limit of the entry's own): a cut to it
+    /// counts as the zone truncated, which the controller answers with more cap.
+    pub zone_cap: bool,
 }
 
 /// What became of one write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteOutcome {
     pub key: String,
+    /// The entry's sequence number when it was written (0 otherwise).
+    pub seq: i64,
     /// Written (for a removal: the key was live).
     pub accepted: bool,
     pub tokens: i64,
@@ -62,7 +67,8 @@ pub(super) struct ArenaCache {
     sessions: HashMap<String, (i64, Arc<Vec<Entry>>)>,
 }
 
-const ENTRY_COLUMNS: &str = "seq, zone, key, source, priority, text, token_count, once, external";
+const ENTRY_COLUMNS: &str = "seq, zone, key, source, priority, text, token_count, once, external,
+                             COALESCE(full_tokens, token_count)";
 
 impl Store {
     /// The live entries of a session's arena (the newest row of each key that was
@@ -121,9 +127,12 @@ impl Store {
             let mut outcomes = Vec::with_capacity(writes.len());
             for write in writes {
                 let outcome = match &write.text {
-                    None => remove(tx, session_id, &mut seq, &mut live, &write.key)?,
+                    None => remove(tx, session_id, &mut seq, &mut live, write.zone, &write.key)?,
                     Some(text) => {
-                        let (text, tokens, cut_from) = fit_to_cap(text, write.cap_tokens, &count);
+                        // Surrounding whitespace is not content: it would cost tokens
+                        // and make two writes of one text differ.
+                        let (text, tokens, cut_from) =
+                            fit_to_cap(text.trim(), write.cap_tokens, &count);
                         let decision = ceiling::decide(
                             &live,
                             &write.key,
@@ -132,8 +141,8 @@ impl Store {
                             ceiling.max_entries,
                             ceiling.policy,
                         );
-                        for key in &decision.evicted {
-                            remove(tx, session_id, &mut seq, &mut live, key)?;
+                        for (zone, key) in &decision.evicted {
+                            remove(tx, session_id, &mut seq, &mut live, *zone, key)?;
                         }
                         if decision.accepted {
                             seq += 1;
@@ -145,19 +154,24 @@ impl Store {
                                 priority: write.priority,
                                 text,
                                 tokens,
+                                full_tokens: match cut_from {
+                                    Some(full) if write.zone_cap => full,
+                                    _ => tokens,
+                                },
                                 once: write.once,
                                 external: write.external,
                             };
                             insert(tx, session_id, &entry, false)?;
-                            live.retain(|old| old.key != entry.key);
+                            live.retain(|old| !(old.zone == entry.zone && old.key == entry.key));
                             live.push(entry);
                         }
                         WriteOutcome {
                             key: write.key.clone(),
+                            seq: if decision.accepted { seq } else { 0 },
                             accepted: decision.accepted,
                             tokens,
                             cut_from,
-                            evicted: decision.evicted,
+                            evicted: decision.evicted.into_iter().map(|(_, key)| key).collect(),
                             enforced: decision.enforced,
                             compact: decision.compact,
                         }
@@ -249,11 +263,16 @@ fn remove(
     session_id: &str,
     seq: &mut i64,
     live: &mut Vec<Entry>,
+    zone: Zone,
     key: &str,
 ) -> Result<WriteOutcome> {
-    let Some(at) = live.iter().position(|entry| entry.key == key) else {
+    let Some(at) = live
+        .iter()
+        .position(|entry| entry.zone == zone && entry.key == key)
+    else {
         return Ok(WriteOutcome {
             key: key.to_string(),
+            seq: 0,
             accepted: false,
             tokens: 0,
             cut_from: None,
@@ -267,9 +286,11 @@ fn remove(
     gone.seq = *seq;
     gone.text = String::new();
     gone.tokens = 0;
+    gone.full_tokens = 0;
     insert(tx, session_id, &gone, true)?;
     Ok(WriteOutcome {
         key: key.to_string(),
+        seq: *seq,
         accepted: true,
         tokens: 0,
         cut_from: None,
@@ -282,8 +303,9 @@ fn remove(
 fn insert(tx: &Conn, session_id: &str, entry: &Entry, removed: bool) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO arena_entries (session_id, seq, zone, key, source, priority, text,
-                                    token_count, once, external, removed, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                    token_count, once, external, removed, created_at,
+                                    full_tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(args![
         session_id,
@@ -298,6 +320,8 @@ fn insert(tx: &Conn, session_id: &str, entry: &Entry, removed: bool) -> Result<(
         entry.external,
         removed,
         now_ms(),
+        // Stored only for a text cut at write time; a whole one reads its own count.
+        (entry.full_tokens > entry.tokens).then_some(entry.full_tokens),
     ])?;
     Ok(())
 }
@@ -307,12 +331,12 @@ fn newest_seq(conn: &Conn, session_id: &str) -> Result<i64> {
         .query_row(args![session_id], |row| row.get(0))
 }
 
-/// The newest row of each key, without the removed ones, oldest first.
+/// The newest row of each key in each zone, without the removed ones, oldest first.
 fn read_live(conn: &Conn, session_id: &str) -> Result<Vec<Entry>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {ENTRY_COLUMNS}, removed FROM arena_entries
          WHERE session_id = ?1 AND seq IN (
-             SELECT max(seq) FROM arena_entries WHERE session_id = ?1 GROUP BY key)
+             SELECT max(seq) FROM arena_entries WHERE session_id = ?1 GROUP BY zone, key)
          ORDER BY seq"
     ))?;
     let rows = stmt.query_map(args![session_id], |row| {
@@ -326,12 +350,13 @@ fn read_live(conn: &Conn, session_id: &str) -> Result<Vec<Entry>> {
             row.get::<i64>(6)?,
             row.get::<bool>(7)?,
             row.get::<bool>(8)?,
-            row.get::<bool>(9)?,
+            row.get::<i64>(9)?,
+            row.get::<bool>(10)?,
         ))
     })?;
     let mut entries = Vec::new();
     for row in rows {
-        let (seq, zone, key, source, priority, text, tokens, once, external, removed) = row;
+        let (seq, zone, key, source, priority, text, tokens, once, external, full, removed) = row;
         if removed {
             continue;
         }
@@ -343,6 +368,7 @@ fn read_live(conn: &Conn, session_id: &str) -> Result<Vec<Entry>> {
             priority: Priority::parse(&priority)?,
             text,
             tokens,
+            full_tokens: full,
             once,
             external,
         });

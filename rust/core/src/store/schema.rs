@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -190,9 +190,10 @@ CREATE TABLE IF NOT EXISTS stream_chunks (
 ";
 
 /// The context arena (as of version 8): every entry written to a session's arena,
-/// append-only (the newest row of a key is its live value; a `removed` row takes the
-/// key out), and the adaptive controller's state per session, which changes every
-/// turn and is bookkeeping, not content.
+/// append-only (the newest row of a key in a zone is its live value; a `removed` row
+/// takes it out), and the adaptive controller's state per session, which changes
+/// every turn and is bookkeeping, not content. As of version 9, `full_tokens` holds
+/// the count of a text cut to its zone's cap when written (NULL when it was not).
 const ARENA: &str = r"
 CREATE TABLE IF NOT EXISTS arena_entries (
     session_id  TEXT NOT NULL REFERENCES sessions(id),
@@ -208,6 +209,7 @@ CREATE TABLE IF NOT EXISTS arena_entries (
     token_count INTEGER NOT NULL,
     created_at  INTEGER NOT NULL,
     text        TEXT NOT NULL,
+    full_tokens INTEGER,
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS arena_entries_by_key ON arena_entries (session_id, key, seq);
@@ -524,6 +526,10 @@ fn add_files_and_maps(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     append_only_triggers(tx)
 }
 
+/// Version 9 on a version 8 file: the arena's entries remember what a text cut at
+/// write time counted (older ones read as whole).
+const MIGRATE_FROM_8: &str = "ALTER TABLE arena_entries ADD COLUMN full_tokens INTEGER;";
+
 /// Creates the schema on an empty database, upgrades an older one in one
 /// transaction, accepts the current one, and refuses one written by a newer build.
 pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
@@ -549,8 +555,9 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
             rebuild_search_index(&tx)?;
         }
         3..=5 => rebuild_search_index(&tx)?,
+        8 => tx.execute_batch(MIGRATE_FROM_8)?,
         // From versions 6 and 7, the new tables (files and maps as of 7, the arena
-        // as of 8) are all that is new; they follow.
+        // as of 8, in its version 9 layout) are all that is new; they follow.
         _ => {}
     }
     if again < SCHEMA_VERSION {
