@@ -95,7 +95,10 @@ def _output(rng: random.Random) -> str:
 
 def _config(server: LocalLLMServer, soft_threshold: float = 0.6) -> Config:
     return Config(
-        model=ModelConfig(context_limit=WINDOW, max_output_tokens=1_000, token_correction=1.0),
+        # The local server stands in for a hosted provider: rendered as for one.
+        model=ModelConfig(
+            context_limit=WINDOW, max_output_tokens=1_000, token_correction=1.0, profile="default"
+        ),
         llm=LLMConfig(api_base=server.base_url, api_key="test", num_retries=0),
         compaction=CompactionConfig(output_budget=1_000, soft_threshold=soft_threshold),
     )

@@ -214,7 +214,10 @@ def server() -> Iterator[Server]:
 
 def llm_config(server: Server) -> Config:
     return Config(
-        model=ModelConfig(context_limit=CONTEXT_LIMIT, max_output_tokens=MAX_OUTPUT_TOKENS),
+        # The local server stands in for a hosted provider: rendered as for one.
+        model=ModelConfig(
+            context_limit=CONTEXT_LIMIT, max_output_tokens=MAX_OUTPUT_TOKENS, profile="default"
+        ),
         llm=LLMConfig(api_base=server.base_url, api_key="test", num_retries=0),
     )
 

@@ -65,6 +65,12 @@ def make_config(server: LocalLLMServer, **sections: Any) -> Config:
         "compaction": CompactionConfig(output_budget=1_000),
     }
     values.update(sections)
+    # The local server stands in for every provider, hosted ones included: requests
+    # are rendered as for them unless a test chooses a profile (``auto`` would pick
+    # the alternating one for a server behind an ``api_base``).
+    model = values["model"]
+    if "profile" not in model.model_fields_set:
+        values["model"] = model.model_copy(update={"profile": "default"})
     return Config(**values)
 
 

@@ -217,7 +217,10 @@ async def test_load_restores_the_config_snapshot_without_the_api_key(
     async with await Session.load(session_id, db=db) as loaded:
         # The model is not in litellm's map: loading works only because the overrides came back.
         assert loaded.config.model == ModelConfig(
-            context_limit=CONTEXT_LIMIT, max_output_tokens=MAX_OUTPUT_TOKENS, token_correction=1.0
+            context_limit=CONTEXT_LIMIT,
+            max_output_tokens=MAX_OUTPUT_TOKENS,
+            token_correction=1.0,
+            profile="default",
         )
         assert loaded.config.llm.api_base == server.base_url
         assert loaded.config.llm.api_key is None

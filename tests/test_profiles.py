@@ -59,6 +59,50 @@ def test_auto_chooses_by_family_on_servers_that_run_the_models_template(
     assert profile_for(model, "strict") == "strict"
 
 
+LOCAL = "http://127.0.0.1:8080/v1"
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "profile"),
+    [
+        # A server's own name says nothing of the template it runs: alternate.
+        ("openai/local", LOCAL, "strict"),
+        ("openai/SmolLM2-135M-Instruct", LOCAL, "strict"),
+        ("hosted_vllm/my-finetune", None, "strict"),
+        ("ollama/phi3", None, "strict"),
+        ("lm_studio/qwen2.5-7b-instruct", None, "strict"),
+        ("llamafile/local", None, "strict"),
+        ("openai/gpt-oss-20b", LOCAL, "strict"),
+        # A known family keeps its own profile behind any endpoint.
+        ("openai/mistral-nemo-instruct-2407", LOCAL, "mistral"),
+        ("openai/llama-3.3-70b-instruct", LOCAL, "llama3"),
+        # Hosted providers pay nothing: no endpoint, or a hosted family behind a proxy.
+        ("openai/gpt-4o", None, "default"),
+        ("gpt-4o", None, "default"),
+        ("gpt-4o", LOCAL, "default"),
+        ("openai/gpt-4o", LOCAL, "default"),
+        ("openai/o3-mini", LOCAL, "default"),
+        ("openai/local", None, "default"),
+        ("anthropic/claude-sonnet-4-5", LOCAL, "default"),
+    ],
+)
+def test_auto_alternates_for_an_unknown_family_behind_an_openai_compatible_server(
+    model: str, api_base: str | None, profile: str
+) -> None:
+    assert profile_for(model, api_base=api_base) == profile
+    assert profile_for(model, "default", api_base=api_base) == "default"
+
+
+async def test_a_session_behind_a_local_server_chooses_strict(
+    config_for: Callable[..., Config], tmp_path: Path
+) -> None:
+    config = config_for(
+        model=ModelConfig(context_limit=8_000, max_output_tokens=500, profile="auto")
+    )
+    async with Session.open(model="openai/local", db=tmp_path / "a.db", config=config) as session:
+        assert session.profile == "strict"
+
+
 async def agent_turns(session: Session) -> None:
     await session.record("assistant", "Hello, what shall we do?")
     await session.record("user", "Fix the payout client.")

@@ -247,8 +247,9 @@ class Store:
         """Opens ``path``; with ``read_only`` an existing database only, which is
         neither created, migrated nor written (``DatabaseNotFoundError`` when missing)."""
     def close(self) -> None:
-        """Ends a PostgreSQL store's connection once the call using it (if any)
-        returns; a later call connects again. A SQLite store stays open."""
+        """Ends the connection once the call using it (if any) returns; a later call
+        connects again. The last store of this process on a SQLite file first empties
+        the write-ahead log into the file. A private ``:memory:`` database stays open."""
     @property
     def path(self) -> str: ...
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "AccessDeniedError",
     "ArenaFullError",
+    "ChatTemplateError",
     "CompactionBusyError",
     "ConfigError",
     "CorruptDatabaseError",
@@ -141,3 +142,9 @@ class MapConflictError(LosslessError):
 
 class LLMError(LosslessError):
     """The model call failed after its retries; the user turn stays stored."""
+
+
+class ChatTemplateError(LLMError):
+    """The server refused the request while rendering it with the model's chat
+    template (roles that do not alternate, a tool-call id or a number of calls the
+    template does not take). Sending it again unchanged would fail the same way."""

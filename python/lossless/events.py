@@ -30,6 +30,7 @@ class EventName(StrEnum):
     STREAM_INCOMPLETE = "stream_incomplete"
     LLM_RETRY = "llm_retry"
     LLM_FAILED = "llm_failed"
+    PROFILE_ESCALATED = "profile_escalated"
     COMPACTION_TRIGGERED = "compaction_triggered"
     COMPACTION_COMPLETED = "compaction_completed"
     COMPACTION_FAILED = "compaction_failed"

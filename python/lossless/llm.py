@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 import anyio
 
 from lossless.config import LLMConfig
-from lossless.errors import LLMError
+from lossless.errors import ChatTemplateError, LLMError
 from lossless.parts import ToolPart, identifier_problem, storable_name, storable_text
 
 __all__ = [
@@ -211,6 +212,29 @@ def _is_retryable(err: BaseException) -> bool:
     return False
 
 
+# What a server says when the model's chat template refused a request. llama.cpp
+# (400): "Unable to generate parser for this template ... Jinja Exception:
+# Conversation roles must alternate ..." (Gemma 2), "... Tool call IDs should be
+# alphanumeric strings with length 9!" (Mistral), "This model only supports single
+# tool-calls at once!" (Llama 3.x); vLLM and others pass jinja2's
+# TemplateError text on ("... raise_exception ...", "chat template").
+_TEMPLATE_ERROR = re.compile(
+    r"jinja|chat[ _-]?template|for this template|raise_exception|roles must alternate"
+    r"|tool call ids? should|single tool[ -]calls?",
+    re.IGNORECASE,
+)
+
+
+def _is_template_error(err: BaseException) -> bool:
+    """Whether ``err`` is a server refusing a request its chat template cannot render:
+    a client error (or a server error, as some servers report template exceptions)
+    whose text names the template."""
+    status = getattr(err, "status_code", None)
+    if isinstance(status, int) and status not in (400, 422, 500):
+        return False
+    return _TEMPLATE_ERROR.search(str(err)) is not None
+
+
 async def _with_retries(
     call: Callable[[], Awaitable[_T]], llm: LLMConfig, on_retry: Callable[[int, str], None]
 ) -> _T:
@@ -221,6 +245,11 @@ async def _with_retries(
         except (PartialReply, CallbackError):
             raise
         except Exception as err:
+            if _is_template_error(err):
+                # The same request would be refused again: the caller must change it.
+                raise ChatTemplateError(
+                    f"the chat template refused the request: {type(err).__name__}: {err}"
+                ) from err
             if attempt >= llm.num_retries or not _is_retryable(err):
                 raise LLMError(f"model call failed: {type(err).__name__}: {err}") from err
             on_retry(attempt + 1, f"{type(err).__name__}: {err}")

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -37,6 +38,7 @@ from lossless.calibration import TokenCalibration
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config, ModelConfig
 from lossless.errors import (
+    ChatTemplateError,
     InvalidInputError,
     LLMError,
     LosslessError,
@@ -60,7 +62,7 @@ from lossless.parts import (
     part_from_wire,
     parts_to_wire,
 )
-from lossless.profiles import profile_for
+from lossless.profiles import STRICTEST, ProfileName, profile_for
 from lossless.prompt_cache import CacheHints, with_cache_hints
 from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
@@ -244,7 +246,9 @@ class Session:
         self._limits = limits
         self._count = counter.count
         self._system_tokens = counter.count(system_prompt) + 4 if system_prompt else 0
-        self.profile = profile_for(model, config.model.profile)
+        self.profile: ProfileName = profile_for(
+            model, config.model.profile, api_base=config.llm.api_base
+        )
         self._calibration = TokenCalibration(model, config.model.token_correction)
         self.budget = Budget.of(limits, config, self._system_tokens, self._calibration.correction)
         self.events = EventBus(tape=store)
@@ -278,17 +282,20 @@ class Session:
         summariser = Summariser(
             compaction_store, config, count=self._count, compaction_window=compaction_window
         )
-        summariser.conversation = self._conversation_for_summary
+        # The parts a session owns call back into it through weak references: a cycle
+        # would keep the session, and its connections, alive until a full collection,
+        # which a heap frozen after litellm's import may never run on it.
+        summariser.conversation = _weakly(self._conversation_for_summary)
         self.compaction = CompactionEngine(
             store=compaction_store,
             session_id=session_id,
             config=config,
-            budget=lambda: self.budget,
+            budget=_weakly(self._current_budget),
             bus=self.events,
             summariser=summariser,
         )
-        self.arena = SessionArena(self)
-        self.compaction.measure_invalidated = self._invalidated_since_last_request
+        self.arena = SessionArena(weakref.proxy(self))
+        self.compaction.measure_invalidated = _weakly(self._invalidated_since_last_request)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -476,8 +483,11 @@ class Session:
         self.events.publish(EventName.SESSION_CLOSED, self.id)
         await self._background.wait()
         self.events.attach(None)
-        for store in self._opened:
-            store.close()
+        # Off the loop: the last connection to a file copies its write-ahead log
+        # into it, which takes as long as the log is large.
+        opened, self._opened = self._opened, ()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_close_all, opened)
 
     async def __aenter__(self) -> Self:
         return self
@@ -488,6 +498,9 @@ class Session:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def _current_budget(self) -> Budget:
+        return self.budget
 
     @property
     def store(self) -> _native.Store:
@@ -941,7 +954,7 @@ class Session:
         same request without waiting or recording anything.
         """
         self._check_open()
-        context, planned = await self._prepare_request(tools)
+        (context, planned), _ = await self._prepare_request(tools)
         self._awaiting_usage = context.tokens
         await self.arena.after_turn(planned)
         return context
@@ -971,30 +984,36 @@ class Session:
 
     async def _prepare_request(
         self, tools: Sequence[dict[str, Any]] | None
-    ) -> tuple[BuiltContext, Planned | None]:
+    ) -> tuple[tuple[BuiltContext, Planned | None], Prepared | None]:
         """What a model turn does before calling the model: waits at the hard limit,
         recalls, plans and assembles the request, and records it as sent. Returns
-        the request (with cache hints when configured) and the arena's plan."""
+        the request (with cache hints when configured) with the arena's plan, and
+        the turn's recall."""
         known, self._view_after_write = self._view_after_write, None
         if await self._compact_if_cache_expired():
             known = None
         await self._respect_hard_threshold(known)
         prepared = await self.arena.prepare() if self.arena.enabled else None
-        context, planned, request = self._build(tools, prepared)
+        return self._request_for(tools, prepared), prepared
+
+    def _request_for(
+        self,
+        tools: Sequence[dict[str, Any]] | None,
+        prepared: Prepared | None,
+        planned: tuple[BuiltContext, Planned | None, _Request] | None = None,
+    ) -> tuple[BuiltContext, Planned | None]:
+        """The request as it is sent (``planned``, or built now), recorded as sent."""
+        context, plan, request = planned or self._build(tools, prepared)
         stable_prefix = self._observe_request(request)
-        messages = context.messages
-        if self.config.llm.cache_hints:
-            messages = with_cache_hints(messages, request.hints)
-        self._last_messages = messages
-        context = replace(context, messages=messages, stable_prefix_tokens=stable_prefix)
-        return context, planned
+        messages = self._sendable(context, request)
+        return replace(context, messages=messages, stable_prefix_tokens=stable_prefix), plan
 
     async def _model_turn(
         self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
-        context, planned = await self._prepare_request(tools)
-        messages, stable_prefix = context.messages, context.stable_prefix_tokens
+        (context, planned), prepared = await self._prepare_request(tools)
+        messages = context.messages
         owner = owner_token()
         message_id = await write_now_or_in_thread(
             partial(self._store.begin_message, self.id, "assistant", self.model, owner)
@@ -1003,16 +1022,16 @@ class Session:
             self._store, message_id, owner, self.config.store, self._background
         )
         try:
-            reply = await stream_completion(
-                self.model,
-                messages,
-                llm=self.config.llm,
-                tools=tools,
-                max_tokens=self.budget.max_output_tokens,
-                on_text=_text_forwarder(on_part),
-                on_progress=checkpoint.update,
-                on_retry=self._on_retry,
-            )
+            try:
+                reply = await self._stream(messages, tools, on_part, checkpoint)
+            except ChatTemplateError as err:
+                if not self._escalate_profile(err):
+                    raise
+                # Nothing streamed: the same turn is sent once more, rendered anew.
+                self._last_request = None
+                context, planned = self._request_for(tools, prepared)
+                messages = context.messages
+                reply = await self._stream(messages, tools, on_part, checkpoint)
         except CallbackError as err:
             await self._store_incomplete(
                 message_id,
@@ -1053,7 +1072,7 @@ class Session:
                 "message_id": message_id,
                 "role": "assistant",
                 "request_tokens": context.tokens,
-                "stable_prefix_tokens": stable_prefix,
+                "stable_prefix_tokens": context.stable_prefix_tokens,
                 "cached_input_tokens": reply.cached_input_tokens,
                 "cache_write_input_tokens": reply.cache_write_input_tokens,
             },
@@ -1080,10 +1099,50 @@ class Session:
             finish_reason=reply.finish_reason,
             context_tokens=context.tokens,
             compaction_triggered=triggered,
-            stable_prefix_tokens=stable_prefix,
+            stable_prefix_tokens=context.stable_prefix_tokens,
             cached_input_tokens=reply.cached_input_tokens,
             cache_write_input_tokens=reply.cache_write_input_tokens,
         )
+
+    def _sendable(self, context: BuiltContext, request: _Request) -> list[dict[str, Any]]:
+        """The messages of ``context`` as they are sent (with cache hints when
+        configured), kept as the last messages sent."""
+        messages = context.messages
+        if self.config.llm.cache_hints:
+            messages = with_cache_hints(messages, request.hints)
+        self._last_messages = messages
+        return messages
+
+    async def _stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        on_part: PartCallback | None,
+        checkpoint: StreamCheckpoint,
+    ) -> StreamedReply:
+        return await stream_completion(
+            self.model,
+            messages,
+            llm=self.config.llm,
+            tools=tools,
+            max_tokens=self.budget.max_output_tokens,
+            on_text=_text_forwarder(on_part),
+            on_progress=checkpoint.update,
+            on_retry=self._on_retry,
+        )
+
+    def _escalate_profile(self, err: ChatTemplateError) -> bool:
+        """After a server's chat template refused a request: the session renders with
+        the strictest profile from now on, and says so. False when it already did
+        (the refusal is then the caller's to see)."""
+        if self.profile == STRICTEST:
+            return False
+        previous, self.profile = self.profile, STRICTEST
+        log.warning("the chat template refused a request; rendering %s from now on", STRICTEST)
+        self.events.publish(
+            EventName.PROFILE_ESCALATED, self.id, old=previous, new=STRICTEST, error=str(err)
+        )
+        return True
 
     def _conversation_for_summary(self) -> list[dict[str, Any]] | None:
         """The last request's messages, for a summarisation call of the same model
@@ -1138,6 +1197,11 @@ class Session:
         anew anyway) or until they no longer fit in ``room`` beside the history."""
         last = self._last_request
         if last is None or last.stamp[2] != self.compaction.changes:
+            return ()
+        if self.profile != "default":
+            # A profile merges and splits messages: the places the view's items give
+            # are not where the messages end up (a block would go astray or past the
+            # end), and merged into a user message a block moves the front anyway.
             return ()
         earlier = last.parts.earlier
         if last.parts.block and last.newest_user_id and last.stamp[0] != self._user_turns:
@@ -1336,6 +1400,26 @@ def _opened_by_session(
         if store is not db and all(store is not seen for seen in opened):
             opened.append(store)
     return tuple(opened)
+
+
+def _close_all(stores: Sequence[_native.Store]) -> None:
+    """Closes ``stores`` in order (the last one on a file empties its log)."""
+    for store in stores:
+        store.close()
+
+
+def _weakly(method: Callable[[], _T]) -> Callable[[], _T]:
+    """``method`` (a bound method of a session) called through a weak reference: the
+    caller does not keep the session alive."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> _T:
+        bound = ref()
+        if bound is None:
+            raise SessionClosedError("the session this belongs to is gone")
+        return bound()
+
+    return call
 
 
 def flush_search_index(store: _native.Store) -> None:

@@ -3,9 +3,10 @@
 The trajectory's opening is run again, this time as most agents run: the loop asks
 the session for each request with ``await session.context()``, sends it to the
 project's local server on 127.0.0.1 with its own litellm call, records the reply
-and the tool results, and reports the usage back. Every request is checked for the instruction it works on, the
-pinned fact and the system prompt, and against the budget, and the share of its
-input that repeats the previous request's opening is told as for ``send``.
+and the tool results, and reports the usage back. Every request is checked for the
+instruction it works on, the pinned fact and the system prompt, and against the
+budget; the share of its input that repeats the previous request's opening is told
+as for ``send``.
 """
 
 from __future__ import annotations

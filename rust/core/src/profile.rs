@@ -23,7 +23,8 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The profile named `name`: `default`, `strict`, `mistral` or `llama3`.
+    /// The profile named `name`: `default`, `strict`, `mistral`, `llama3` or
+    /// `strictest` (every rule at once: what a template refuses least).
     #[must_use]
     pub fn named(name: &str) -> Option<Profile> {
         let strict = Profile {
@@ -40,6 +41,11 @@ impl Profile {
             "llama3" => Some(Profile {
                 one_call_per_message: true,
                 ..strict
+            }),
+            "strictest" => Some(Profile {
+                alternate: true,
+                call_id_chars: Some(9),
+                one_call_per_message: true,
             }),
             _ => None,
         }
@@ -239,6 +245,36 @@ mod tests {
 
     fn roles(messages: &[ChatMessage]) -> Vec<&str> {
         messages.iter().map(|message| message.role).collect()
+    }
+
+    #[test]
+    fn strictest_alternates_with_short_ids_and_one_call_per_message() {
+        let sent = Profile::named("strictest").unwrap().apply(vec![
+            text("user", "a"),
+            text("user", "b"),
+            calls(&["call_1", "call_2"]),
+            result("call_1"),
+            result("call_2"),
+            text("user", "next"),
+        ]);
+        assert_eq!(
+            roles(&sent),
+            [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "tool",
+                "assistant",
+                "user"
+            ]
+        );
+        for pair in sent[1..5].chunks(2) {
+            let id = &pair[0].tool_calls[0].id;
+            assert_eq!(pair[0].tool_calls.len(), 1);
+            assert_eq!(id.len(), 9);
+            assert_eq!(pair[1].tool_call_id.as_ref(), Some(id));
+        }
     }
 
     #[test]

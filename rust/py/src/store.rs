@@ -25,7 +25,9 @@ use crate::tokens::utf8;
 use crate::turn_memo::TurnMemo;
 
 /// A connection to a lossless database.
-#[pyclass(frozen)]
+// `weakref`: whoever keeps track of stores (a test that nothing holds one after
+// closing, a pool) can without keeping them open.
+#[pyclass(frozen, weakref)]
 pub struct Store {
     /// The core store; `None` once a PostgreSQL store is closed, until its next call
     /// connects again.
@@ -169,20 +171,25 @@ impl Store {
         })
     }
 
-    /// Ends a PostgreSQL store's connection once the call using it (if any)
-    /// returns, giving its slot on the server back; a later call connects again.
-    /// A SQLite store stays open (a private in-memory database would be lost).
+    /// Ends the connection once the call using it (if any) returns; a later call
+    /// connects again. On PostgreSQL that gives a slot on the server back; the last
+    /// store of this process on a SQLite file first empties the write-ahead log
+    /// into the file, so the file alone holds everything. A private in-memory
+    /// database stays open: closing it would lose it.
     fn close(&self, py: Python<'_>) {
-        if !lossless_core::pg::is_postgres_url(&self.path) {
+        if self.path == ":memory:" || self.path.is_empty() {
             return;
         }
-        let store = py.detach(|| {
-            self.inner
+        py.detach(|| {
+            let store = self
+                .inner
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .take()
+                .take();
+            if let Some(store) = store {
+                store.close();
+            }
         });
-        drop(store);
     }
 
     #[getter]

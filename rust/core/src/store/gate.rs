@@ -84,6 +84,12 @@ impl Writer {
         }
     }
 
+    /// Whether this is the only store of this process on its file: one gate is
+    /// shared by them all, so its count is theirs.
+    pub(super) fn is_last_on_file(&self) -> bool {
+        Arc::strong_count(&self.gate) == 1
+    }
+
     pub(super) fn set_checkpoint_pages(&mut self, pages: u32) {
         self.checkpoint_pages = pages;
     }

@@ -308,9 +308,43 @@ impl Store {
         self.writer.set_checkpoint_pages(pages);
     }
 
+    /// Closes the connection (and its reader). The last store of this process on a
+    /// database file first copies the write-ahead log into the file and empties it,
+    /// so the file alone holds every committed write: a copy of it taken after
+    /// closing is complete. Best effort: a reader or writer of another process
+    /// makes the copy stop where it would wait, without an error, and that
+    /// process's own close finishes it.
+    pub fn close(mut self) {
+        // The reader is idle between calls; closed first, it holds no snapshot the
+        // checkpoint would wait for.
+        self.reader = None;
+        if self.read_only || !self.writer.is_last_on_file() {
+            return;
+        }
+        if let backend::Conn::Sqlite(conn) = &self.conn {
+            truncate_log(conn);
+        }
+    }
+
     /// The token counter of a session's model.
     pub fn counter(&mut self, session_id: &str) -> Result<TokenCounter> {
         Ok(self.session(session_id)?.counter.clone())
+    }
+}
+
+/// Copies the write-ahead log of `conn`'s file into the file and cuts it to zero
+/// bytes (`PRAGMA wal_checkpoint(TRUNCATE)`), without waiting on another
+/// connection: where another process reads or writes, SQLite copies what it can
+/// and reports busy, which is no failure here. An in-memory database has no log.
+fn truncate_log(conn: &Connection) {
+    if conn.path().is_none_or(str::is_empty) {
+        return;
+    }
+    // A busy handler would hold `close` for up to the busy timeout (30 s by
+    // default) behind another process's transaction; a copy that stops early is
+    // completed by whichever connection closes last.
+    if conn.busy_timeout(Duration::ZERO).is_ok() {
+        let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
 }
 
