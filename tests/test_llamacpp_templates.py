@@ -244,3 +244,24 @@ async def test_a_forced_default_profile_is_sent_again_once_as_strictest(
         assert stored.count(EventName.PROFILE_ESCALATED.value) == 1
         assert EventName.LLM_FAILED.value not in stored
         assert [m.role for m in session.history()] == ["user", "user", "assistant"]
+
+
+async def test_gemma_2_accepts_tool_turns_as_text(gemma_2: str, tmp_path: Path) -> None:
+    """Gemma 2's template takes no tool message at all: a tool turn is refused as
+    ``strict`` and ``strictest`` render it, and accepted once the session sends tool
+    exchanges as text (``plain``), which it then keeps."""
+    async with _session(gemma_2, tmp_path) as session:
+        escalated = _escalations(session)
+        await _tool_turns(session, 2)
+        await session.record("user", "Summarise them.")
+        assert _refusal(gemma_2, session.build_context().messages) != ""
+        result = await session.send("Go on.")
+        assert result.message_id
+        assert [(e.payload["old"], e.payload["new"]) for e in escalated] == [
+            ("strict", "strictest"),
+            ("strictest", "plain"),
+        ]
+        assert session.profile == "plain"
+        sent = session.build_context().messages
+        assert _refusal(gemma_2, sent) == ""
+        assert any("[result of tool call" in str(m.get("content")) for m in sent)

@@ -27,7 +27,7 @@ from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.errors import InvalidInputError
 from lossless.events import Event, EventName
 from lossless.session import BuiltContext
-from lossless.testing import LocalLLMServer
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
 from lossless.testing.conformance import check_request
 
 pytestmark = pytest.mark.anyio
@@ -109,6 +109,38 @@ async def test_a_tool_run_after_one_instruction_keeps_every_promise(
     # The front of the request moves in steps, not on every request.
     moves = sum(1 for a, b in itertools.pairwise(fronts) if a != b)
     assert moves < 100, f"the front of the request moved {moves} times in 300 requests"
+
+
+async def test_a_tool_run_through_respond_keeps_the_same_promises(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """The same run through ``send`` and ``respond``: every request the server
+    received held the instruction, the pin and the identity, within the window."""
+    rng = random.Random(28)
+    config = _config(server, 8_000)
+    calls = 60
+    for call in range(calls):
+        server.enqueue(Reply(text="", tool_calls=[ToolCallSpec("read_file", {"n": call})]))
+    server.enqueue(Reply(text="Every module is migrated."))
+    async with Session.open(
+        model=MODEL, db=tmp_path / "send.db", config=config, system_prompt=IDENTITY
+    ) as session:
+        await session.pin(PIN)
+        result = await session.send(INSTRUCTION)
+        while result.tool_calls:
+            output = _output(rng, rng.randint(50, 300))
+            await session.update_tool(
+                result.tool_calls[0].call_id, status="completed", output=output
+            )
+            result = await session.respond()
+            assert result.context_tokens <= session.budget.usable + session._system_tokens
+    received = server.requests
+    assert len(received) == calls + 1
+    for body in received:
+        messages = body["messages"]
+        texts = [str(message.get("content") or "") for message in messages]
+        assert any(INSTRUCTION in text for text in texts)
+        assert IDENTITY in texts[0] and PIN in texts[0]
 
 
 async def test_pins_are_sent_when_the_history_fills_the_window(

@@ -33,16 +33,18 @@ class ModelConfig(_Section):
     max_output_tokens: int | None = Field(
         default=None, gt=0, description="Tokens reserved for the reply."
     )
-    profile: Literal["auto", "default", "strict", "mistral", "llama3", "strictest"] = Field(
-        default="auto",
-        description=(
-            "How requests are rendered: 'default' suits every hosted provider; 'strict' "
-            "alternates roles, 'mistral' adds 9-character call ids, 'llama3' one call per "
-            "message, 'strictest' all three. 'auto' chooses by the model's name on "
-            "OpenAI-compatible servers, and 'strict' there for a family it does not know. "
-            "A request a server refuses with a chat-template error is sent again once "
-            "with 'strictest', which the session then keeps."
-        ),
+    profile: Literal["auto", "default", "strict", "mistral", "llama3", "strictest", "plain"] = (
+        Field(
+            default="auto",
+            description=(
+                "How requests are rendered: 'default' suits every hosted provider; 'strict' "
+                "alternates roles, 'mistral' adds 9-character call ids, 'llama3' one call per "
+                "message, 'strictest' all three, 'plain' also tool exchanges as text. 'auto' "
+                "chooses by the model's name on OpenAI-compatible servers, and 'strict' there "
+                "for a family it does not know. A request a server refuses with a chat-template "
+                "error is sent again with 'strictest', then 'plain', which the session then keeps."
+            ),
+        )
     )
     token_correction: float | None = Field(
         default=None,

@@ -6,21 +6,40 @@ open models are stricter: ``strict`` makes user and assistant turns alternate,
 ``mistral`` also gives tool calls ids of exactly nine letters and digits, and
 ``llama3`` also sends one tool call per assistant message, and ``strictest`` does
 all three (what a session falls back to when a server refuses a request with a
-chat-template error). ``auto`` picks one from the model's name and from how it is
-served: a model of unknown family behind an OpenAI-compatible server (which applies
-the model's own template) gets ``strict``.
+chat-template error); ``plain`` also sends tool exchanges as text, for templates
+without tool support (the last fallback). ``auto`` picks one from the model's name
+and from how it is served: a model of unknown family behind an OpenAI-compatible
+server (which applies the model's own template) gets ``strict``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["PROFILES", "STRICTEST", "ProfileName", "profile_for"]
+__all__ = ["PROFILES", "STRICTEST", "ProfileName", "profile_for", "stricter_profile"]
 
-ProfileName = Literal["default", "strict", "mistral", "llama3", "strictest"]
-PROFILES: tuple[ProfileName, ...] = ("default", "strict", "mistral", "llama3", "strictest")
-#: The profile that meets every rule of the others at once.
+ProfileName = Literal["default", "strict", "mistral", "llama3", "strictest", "plain"]
+PROFILES: tuple[ProfileName, ...] = (
+    "default",
+    "strict",
+    "mistral",
+    "llama3",
+    "strictest",
+    "plain",
+)
+#: The profile that meets every rule of the others at once, tool calls kept.
 STRICTEST: ProfileName = "strictest"
+#: ``strictest`` with tool exchanges as text: what a template without tools takes.
+PLAIN: ProfileName = "plain"
+
+
+def stricter_profile(profile: ProfileName) -> ProfileName | None:
+    """The profile a session falls back to when a chat template refused what
+    ``profile`` rendered: ``strictest``, then ``plain``; None after ``plain``."""
+    if profile == PLAIN:
+        return None
+    return PLAIN if profile == STRICTEST else STRICTEST
+
 
 # Name fragments of model families whose usual chat templates need a profile, most
 # specific first. Hosted APIs of these families (through their own providers) take

@@ -62,7 +62,7 @@ from lossless.parts import (
     part_from_wire,
     parts_to_wire,
 )
-from lossless.profiles import STRICTEST, ProfileName, profile_for
+from lossless.profiles import ProfileName, profile_for, stricter_profile
 from lossless.prompt_cache import CacheHints, with_cache_hints
 from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
@@ -1022,16 +1022,17 @@ class Session:
             self._store, message_id, owner, self.config.store, self._background
         )
         try:
-            try:
-                reply = await self._stream(messages, tools, on_part, checkpoint)
-            except ChatTemplateError as err:
-                if not self._escalate_profile(err):
-                    raise
-                # Nothing streamed: the same turn is sent once more, rendered anew.
+            while True:
+                try:
+                    reply = await self._stream(messages, tools, on_part, checkpoint)
+                    break
+                except ChatTemplateError as err:
+                    if not self._escalate_profile(err):
+                        raise
+                # Nothing streamed: the same turn is sent again, rendered anew.
                 self._last_request = None
                 context, planned = self._request_for(tools, prepared)
                 messages = context.messages
-                reply = await self._stream(messages, tools, on_part, checkpoint)
         except CallbackError as err:
             await self._store_incomplete(
                 message_id,
@@ -1133,14 +1134,16 @@ class Session:
 
     def _escalate_profile(self, err: ChatTemplateError) -> bool:
         """After a server's chat template refused a request: the session renders with
-        the strictest profile from now on, and says so. False when it already did
-        (the refusal is then the caller's to see)."""
-        if self.profile == STRICTEST:
+        the next stricter profile from now on (``strictest``, then ``plain``, whose
+        tool exchanges are text), and says so. False when none is left (the refusal
+        is then the caller's to see)."""
+        stricter = stricter_profile(self.profile)
+        if stricter is None:
             return False
-        previous, self.profile = self.profile, STRICTEST
-        log.warning("the chat template refused a request; rendering %s from now on", STRICTEST)
+        previous, self.profile = self.profile, stricter
+        log.warning("the chat template refused a request; rendering %s from now on", stricter)
         self.events.publish(
-            EventName.PROFILE_ESCALATED, self.id, old=previous, new=STRICTEST, error=str(err)
+            EventName.PROFILE_ESCALATED, self.id, old=previous, new=stricter, error=str(err)
         )
         return True
 

@@ -1,7 +1,8 @@
 //! Rendering profiles: what stricter targets need beyond the request every
 //! provider accepts. Chat templates of open models (run by llama.cpp, vLLM and
 //! others) refuse what hosted APIs take: roles that do not alternate, tool-call
-//! ids not of one exact form, several calls in one assistant message.
+//! ids not of one exact form, several calls in one assistant message, and (Gemma
+//! 2's) any tool message at all.
 //!
 //! A profile rewrites an assembled request; the default profile leaves it as is.
 
@@ -20,11 +21,16 @@ pub struct Profile {
     pub call_id_chars: Option<usize>,
     /// Each assistant message carries one tool call at most (Llama 3).
     pub one_call_per_message: bool,
+    /// Tool exchanges go as text: a call as a line of its assistant turn, a result
+    /// as a user turn (templates without tool support, Gemma 2's among them).
+    pub tools_as_text: bool,
 }
 
 impl Profile {
-    /// The profile named `name`: `default`, `strict`, `mistral`, `llama3` or
-    /// `strictest` (every rule at once: what a template refuses least).
+    /// The profile named `name`: `default`, `strict`, `mistral`, `llama3`,
+    /// `strictest` (every rule at once: what a template with tool support refuses
+    /// least) or `plain` (`strictest` with tool exchanges as text, for a template
+    /// without tool support).
     #[must_use]
     pub fn named(name: &str) -> Option<Profile> {
         let strict = Profile {
@@ -46,6 +52,11 @@ impl Profile {
                 alternate: true,
                 call_id_chars: Some(9),
                 one_call_per_message: true,
+                tools_as_text: false,
+            }),
+            "plain" => Some(Profile {
+                tools_as_text: true,
+                ..Profile::named("strictest")?
             }),
             _ => None,
         }
@@ -74,10 +85,43 @@ impl Profile {
                 }
             }
         }
+        if self.tools_as_text {
+            messages = messages.into_iter().map(tool_exchange_as_text).collect();
+        }
         if self.alternate {
             messages = alternate(messages);
         }
         messages
+    }
+}
+
+/// A tool exchange's message as plain text: an assistant turn's calls become lines
+/// of its text, a result becomes a user turn that names the call it answers.
+fn tool_exchange_as_text(message: ChatMessage) -> ChatMessage {
+    if let Some(id) = message.tool_call_id {
+        let result = message.content.unwrap_or_default();
+        return ChatMessage {
+            role: "user",
+            content: Some(format!("[result of tool call {id}]\n{result}")),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        };
+    }
+    if message.tool_calls.is_empty() {
+        return message;
+    }
+    let mut lines: Vec<String> = message.content.into_iter().collect();
+    for call in &message.tool_calls {
+        lines.push(format!(
+            "[tool call {}: {}({})]",
+            call.id, call.name, call.arguments
+        ));
+    }
+    ChatMessage {
+        role: message.role,
+        content: Some(lines.join("\n")),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
     }
 }
 
@@ -275,6 +319,26 @@ mod tests {
             assert_eq!(id.len(), 9);
             assert_eq!(pair[1].tool_call_id.as_ref(), Some(id));
         }
+    }
+
+    #[test]
+    fn plain_sends_tool_exchanges_as_alternating_text() {
+        let sent = Profile::named("plain").unwrap().apply(vec![
+            text("user", "a"),
+            calls(&["call_1", "call_2"]),
+            result("call_1"),
+            result("call_2"),
+        ]);
+        assert_eq!(
+            roles(&sent),
+            ["user", "assistant", "user", "assistant", "user"]
+        );
+        assert!(sent.iter().all(|message| message.tool_calls.is_empty()));
+        assert!(sent.iter().all(|message| message.tool_call_id.is_none()));
+        let call = sent[1].content.as_deref().unwrap();
+        assert!(call.starts_with("working\n[tool call ") && call.ends_with(": t({})]"));
+        let answer = sent[2].content.as_deref().unwrap();
+        assert!(answer.starts_with("[result of tool call ") && answer.ends_with("out call_1"));
     }
 
     #[test]
