@@ -29,6 +29,8 @@ from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, SummaryResponder
 from lossless.tokens import TokenCounter
 
+SUMMARY_FRAMING_TOKENS = _native.SUMMARY_FRAMING_TOKENS
+
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.filterwarnings("ignore::UserWarning"),
@@ -182,7 +184,10 @@ async def test_level1_is_a_structured_summary_from_the_compaction_model(
         assert summary["text"].startswith("## Goal")
         # The model never saw a footer to copy: the file ids were appended to its reply.
         assert set(footer_ids(summary["text"])) == {file_id(turn) for turn in range(0, 18, 4)}
-        assert result.messages_covered == 36
+        # A round on demand over a view within the soft limit covers the oldest
+        # messages the goal needs, not always all 36 before the tail.
+        assert 30 <= result.messages_covered <= 36
+        assert session.view_tokens() <= session.compaction.goal
 
 
 async def test_a_reply_bigger_than_its_input_escalates_to_level2_then_the_built_in_summary(
@@ -584,7 +589,11 @@ async def test_condensation_runs_while_over_budget_with_two_or_more_summaries(
         condensed = [row for row in live if row["kind"] == "condensed"]
         assert len(condensed) == 1
         assert 3 in result.levels, "without a model, condensation is deterministic"
-        assert condensed[0]["token_count"] <= 512 + 64
+        # Cut to the round's own target: what the goal leaves, at most the largest
+        # summary (the header the summary renders with comes on top).
+        largest = session.config.compaction.summary_max_tokens
+        assert condensed[0]["token_count"] <= largest + SUMMARY_FRAMING_TOKENS
+        assert session.view_tokens() <= session.compaction.goal
         # A parent over at most `condense_max_children` summaries, the oldest first.
         children = session.store.describe(None, condensed[0]["id"])
         assert len([node for node in children if node["depth"] == 0]) <= 8
@@ -811,7 +820,8 @@ async def test_events_carry_level_tokens_messages_and_duration(
         assert payload["status"] == "completed"
         assert payload["level"] == max(result.levels)
         assert payload["tokens_before"] > payload["tokens_after"] == session.view_tokens()
-        assert payload["messages_covered"] == result.messages_covered == 36
+        assert payload["messages_covered"] == result.messages_covered
+        assert 30 <= result.messages_covered <= 36
         assert payload["duration_s"] > 0
         assert payload["summary_ids"] == result.summary_ids
         # The event is on the store's tape too.

@@ -87,10 +87,27 @@ pub fn span_indices(
 /// aimed just under the limit would run again on nearly every turn.
 pub const GOAL_PERCENT: i64 = 50;
 /// What a summary costs in the view beyond its text: the header that names it and
-/// the message framing (see [`crate::render`]).
+/// the message framing (see [`crate::render`]). Measured: the header of a summary
+/// id and a four-digit message count is 42 tokens, plus the message overhead. It is
+/// a real cost in every window, so it does not scale.
 pub const SUMMARY_FRAMING_TOKENS: i64 = 48;
-/// Below this a summary cannot say anything useful next to its file-id footer.
+/// Below this a summary cannot say anything useful next to its file-id footer, in a
+/// window that affords it; smaller windows get a smaller floor (see
+/// [`RoundRules::min_summary`]).
 pub const MIN_SUMMARY_TOKENS: i64 = 128;
+/// The floor of a summary in the smallest windows: a line of goal and a line of
+/// state. Below about 512 usable tokens no summary fits beside its framing anyway.
+pub const SMALLEST_SUMMARY_TOKENS: i64 = 32;
+/// A leaf of a round that can condense afterwards may take this fraction (one part
+/// in this many) of its own run, whatever its share of the round's room: a bulk
+/// import of 18 runs of 20,000 tokens otherwise gives each run 1/18 of a room that
+/// `summary_max_tokens` already capped, about 128 tokens, and a model summary of a
+/// few hundred tokens fell to truncation.
+pub const LEAF_RUN_DIVISOR: i64 = 10;
+/// A model summary at most this fraction (one part in this many) of its input
+/// shrinks it well: it is accepted above its nominal target when the round can
+/// condense afterwards, rather than replaced by a truncation that keeps less.
+pub const WELL_SHRUNK_DIVISOR: i64 = 4;
 
 /// The limits one compaction round works within: where it aims, what it leaves
 /// alone, how much a prune must save and how large a summary may be.
@@ -98,6 +115,9 @@ pub const MIN_SUMMARY_TOKENS: i64 = 128;
 pub struct RoundRules {
     /// Past this many view tokens compaction is due.
     pub soft_limit: i64,
+    /// The usable budget: a view past it is not the steady state (turns were recorded
+    /// faster than rounds summarised them), see [`RoundRules::covered_messages`].
+    pub usable: i64,
     /// The protected tail; its token bound defaults to an eighth of the soft limit
     /// (see [`RoundRules::default_tail_tokens`]).
     pub tail: Tail,
@@ -157,12 +177,119 @@ impl RoundRules {
     /// under the soft limit.
     #[must_use]
     pub fn leaf_target(&self, span_tokens: i64, view_tokens: i64, summary_tokens: i64) -> i64 {
+        let room = self.leaf_room(span_tokens, view_tokens, summary_tokens);
+        self.summary_max_tokens.min(room).max(self.min_summary())
+    }
+
+    /// The text tokens the summaries of a span may take together (see
+    /// [`RoundRules::leaf_target`]), not capped by `summary_max_tokens`: a span of
+    /// several runs writes one summary per run, each capped on its own.
+    fn leaf_room(&self, span_tokens: i64, view_tokens: i64, summary_tokens: i64) -> i64 {
         let goal = self.goal();
         let rest = view_tokens - span_tokens;
         let tail = rest - summary_tokens;
         let room = (goal - rest).max((goal - tail).div_euclid(2));
-        let room = room.min(self.soft_limit - rest) - SUMMARY_FRAMING_TOKENS;
-        self.summary_max_tokens.min(room).max(MIN_SUMMARY_TOKENS)
+        room.min(self.soft_limit - rest) - SUMMARY_FRAMING_TOKENS
+    }
+
+    /// The smallest summary a round asks for: [`MIN_SUMMARY_TOKENS`], or a quarter of
+    /// the goal when that is less (never below [`SMALLEST_SUMMARY_TOKENS`]). A fixed
+    /// floor of 128 tokens is most of the goal of a 512-token window, and a view
+    /// holding it cannot land under the soft limit.
+    #[must_use]
+    pub fn min_summary(&self) -> i64 {
+        (self.goal() / 4).clamp(SMALLEST_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS)
+    }
+
+    /// The summary budget of each run of a span, given the view tokens of the runs
+    /// (oldest first), of the whole view and of its summaries.
+    ///
+    /// One run alone, in a view without summaries, gets the round's target: nothing
+    /// could condense it afterwards. Otherwise each run gets its share of the room
+    /// the goal leaves, or a [`LEAF_RUN_DIVISOR`]th of its own size when that is
+    /// more, within [`RoundRules::min_summary`] and `summary_max_tokens`: the round
+    /// aims at its goal, and condensation takes the view the rest of the way.
+    #[must_use]
+    pub fn run_targets(&self, runs: &[i64], view_tokens: i64, summary_tokens: i64) -> Vec<i64> {
+        let span_tokens: i64 = runs.iter().sum();
+        if runs.len() < 2 && summary_tokens <= 0 {
+            let target = self.leaf_target(span_tokens, view_tokens, summary_tokens);
+            return runs.iter().map(|_| target).collect();
+        }
+        let room = self.leaf_room(span_tokens, view_tokens, summary_tokens);
+        runs.iter()
+            .map(|&run| {
+                let share = if span_tokens > 0 {
+                    (i128::from(room.max(0)) * i128::from(run) / i128::from(span_tokens)) as i64
+                } else {
+                    room
+                };
+                share
+                    .max(run / LEAF_RUN_DIVISOR)
+                    .min(self.summary_max_tokens)
+                    .max(self.min_summary())
+            })
+            .collect()
+    }
+
+    /// How many of a span's oldest messages (their view tokens, in order) a round
+    /// covers in a view of `view_tokens`.
+    ///
+    /// Past the soft limit and within the usable budget (the steady state: a round
+    /// started as a turn crossed the soft limit), all of them: the round cuts to the
+    /// protected tail, as decision 115 chose for the prompt cache. A round over a
+    /// view within the soft limit and above the goal (one asked for on demand) or
+    /// past the usable budget (a history recorded at once, faster than rounds could
+    /// summarise it) aims at the goal instead of far below it: it
+    /// covers the oldest messages until the view, each run's summary counted at
+    /// its largest, would land at the goal, and leaves the newer ones as they are.
+    #[must_use]
+    pub fn covered_messages(&self, message_tokens: &[i64], view_tokens: i64) -> usize {
+        let goal = self.goal();
+        let steady = view_tokens > self.soft_limit && view_tokens <= self.usable;
+        if steady || view_tokens <= goal {
+            return message_tokens.len();
+        }
+        let chunk = self.leaf_chunk_tokens.max(1);
+        // A run's summary at its largest: what a model's may take (decision 187).
+        let largest = self.summary_max_tokens.min(chunk / WELL_SHRUNK_DIVISOR);
+        let per_run = largest.max(self.min_summary()) + SUMMARY_FRAMING_TOKENS;
+        let mut covered = 0_i64;
+        for (count, &tokens) in message_tokens.iter().enumerate() {
+            let runs = covered.div_euclid(chunk) + 1;
+            if view_tokens - covered + runs * per_run <= goal {
+                return count;
+            }
+            covered += tokens;
+        }
+        message_tokens.len()
+    }
+
+    /// The most text tokens (file-id footer aside) a model's leaf summary of
+    /// `input_tokens` may hold when asked for `target`: the target, or, when the
+    /// round can condense afterwards, up to a [`WELL_SHRUNK_DIVISOR`]th of its
+    /// input (never above `summary_max_tokens`). A summary that shrinks its input
+    /// that well keeps far more than a truncation to the target would.
+    #[must_use]
+    pub fn leaf_ceiling(&self, target: i64, input_tokens: i64, condensable: bool) -> i64 {
+        if !condensable {
+            return target;
+        }
+        let well_shrunk = (input_tokens / WELL_SHRUNK_DIVISOR).min(self.summary_max_tokens);
+        target.max(well_shrunk)
+    }
+
+    /// The text tokens a condensed summary of live summaries holding `merged_tokens`
+    /// of a view of `view_tokens` may take: what the goal leaves beside the rest of
+    /// the view, at most half of what it merges (each condensation must make
+    /// progress) and `summary_max_tokens`, never below [`RoundRules::min_summary`].
+    #[must_use]
+    pub fn condense_target(&self, view_tokens: i64, merged_tokens: i64) -> i64 {
+        let rest = view_tokens - merged_tokens;
+        let room = self.goal() - rest - SUMMARY_FRAMING_TOKENS;
+        room.min(self.summary_max_tokens)
+            .min(merged_tokens / 2)
+            .max(self.min_summary())
     }
 
     /// Whether a summary of `summary_tokens` is worth committing in place of
@@ -198,17 +325,6 @@ pub fn leaf_chunks(message_tokens: &[i64], max_tokens: i64) -> Vec<std::ops::Ran
     }
     chunks.push(start..message_tokens.len());
     chunks
-}
-
-/// The summary budget of each run of a span of `span_tokens`: `target` shared in
-/// proportion to the tokens each run holds, never below [`MIN_SUMMARY_TOKENS`].
-#[must_use]
-pub fn chunk_target(target: i64, chunk_tokens: i64, span_tokens: i64) -> i64 {
-    if span_tokens <= 0 {
-        return target.max(MIN_SUMMARY_TOKENS);
-    }
-    let share = (i128::from(target) * i128::from(chunk_tokens) / i128::from(span_tokens)) as i64;
-    share.max(MIN_SUMMARY_TOKENS)
 }
 
 #[cfg(test)]
@@ -326,6 +442,7 @@ mod tests {
     fn rules(soft_limit: i64) -> RoundRules {
         RoundRules {
             soft_limit,
+            usable: soft_limit * 5 / 3,
             tail: Tail {
                 user_turns: 2,
                 max_tokens: RoundRules::default_tail_tokens(soft_limit),
@@ -369,6 +486,58 @@ mod tests {
     }
 
     #[test]
+    fn the_smallest_summary_scales_down_with_the_window() {
+        assert_eq!(rules(100_000).min_summary(), MIN_SUMMARY_TOKENS);
+        // 512 usable tokens, a soft limit of 307: a goal of 153.
+        assert_eq!(rules(307).min_summary(), SMALLEST_SUMMARY_TOKENS + 6);
+        assert_eq!(rules(100).min_summary(), SMALLEST_SUMMARY_TOKENS);
+        assert_eq!(rules(307).leaf_target(100, 400, 0), 38);
+    }
+
+    #[test]
+    fn a_round_within_the_soft_limit_covers_what_the_goal_needs() {
+        let small = RoundRules {
+            summary_max_tokens: 500,
+            leaf_chunk_tokens: 2_000,
+            ..rules(10_000)
+        };
+        let span = vec![1_000; 6];
+        // Past the soft limit (the steady state), or within the goal: the whole span.
+        assert_eq!(small.covered_messages(&span, 11_000), 6);
+        assert_eq!(small.covered_messages(&span, 5_000), 6);
+        // 8,000 tokens in view: 3,000 above the goal, and 548 for each run's summary
+        // (three runs of 2,000 tokens).
+        assert_eq!(small.covered_messages(&span, 8_000), 5);
+        // Past the usable budget: the oldest runs down to the goal, not the tail. A
+        // view of 60,000 tokens, 50,000 of them the span, three runs of 20,000 at most.
+        let large = RoundRules {
+            summary_max_tokens: 500,
+            ..rules(30_000)
+        };
+        assert_eq!(large.covered_messages(&vec![1_000; 50], 60_000), 47);
+        // Never more than the span holds.
+        assert_eq!(small.covered_messages(&span[..2], 9_000), 2);
+    }
+
+    #[test]
+    fn a_model_summary_that_shrinks_its_input_well_may_pass_its_target() {
+        let bulk = rules(66_000);
+        assert_eq!(bulk.leaf_ceiling(128, 20_000, true), 4_000);
+        assert_eq!(bulk.leaf_ceiling(128, 20_000, false), 128);
+        assert_eq!(bulk.leaf_ceiling(128, 400, true), 128);
+    }
+
+    #[test]
+    fn condensation_aims_at_the_goal_and_halves_at_least() {
+        let small = rules(10_000);
+        // 2,000 tokens beside the summaries: 2,952 tokens of room.
+        assert_eq!(small.condense_target(8_000, 6_000), 2_952);
+        assert_eq!(small.condense_target(5_000, 1_000), 500);
+        // No room at all: the smallest summary of the window.
+        assert_eq!(small.condense_target(20_000, 1_000), small.min_summary());
+    }
+
+    #[test]
     fn a_summary_must_cost_less_than_what_it_covers_framing_included() {
         assert!(RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS + 1));
         assert!(!RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS));
@@ -395,9 +564,38 @@ mod tests {
     }
 
     #[test]
-    fn chunk_targets_share_the_target_by_size() {
-        assert_eq!(chunk_target(4_000, 10_000, 40_000), 1_000);
-        assert_eq!(chunk_target(4_000, 100, 40_000), MIN_SUMMARY_TOKENS);
-        assert_eq!(chunk_target(4_000, 0, 0), 4_000);
+    fn one_run_alone_gets_the_rounds_target() {
+        let small = rules(10_000);
+        assert_eq!(
+            small.run_targets(&[6_000], 9_000, 0),
+            vec![small.leaf_target(6_000, 9_000, 0)]
+        );
+        assert!(small.run_targets(&[], 9_000, 0).is_empty());
+    }
+
+    #[test]
+    fn runs_share_the_goals_room_or_take_a_part_of_their_own_size() {
+        // A bulk import: 18 runs of 19,000 tokens in a view with a soft limit of
+        // 66,000; the tail holds 8,000. Each run gets far more than the 128 tokens
+        // a shared `summary_max_tokens` left it, and no more than the maximum.
+        let bulk = RoundRules {
+            summary_max_tokens: 2_048,
+            ..rules(66_000)
+        };
+        let runs = vec![19_000; 18];
+        let view = 18 * 19_000 + 8_000;
+        for target in bulk.run_targets(&runs, view, 0) {
+            assert_eq!(target, 1_900);
+        }
+        // The room the goal leaves, shared by size, when that is more: a view of
+        // 6,000 tokens of which 4,000 are the span leaves 2,952 tokens of room.
+        let small = rules(10_000);
+        assert_eq!(
+            small.run_targets(&[3_000, 1_000], 6_000, 0),
+            vec![2_214, 738]
+        );
+        // A summary already in the view can be condensed with the new leaf: one run
+        // takes its own part too.
+        assert_eq!(small.run_targets(&[20_000], 29_000, 3_000), vec![2_000]);
     }
 }
