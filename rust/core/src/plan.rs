@@ -235,25 +235,25 @@ impl RoundRules {
     /// How many of a span's oldest messages (their view tokens, in order) a round
     /// covers in a view of `view_tokens`.
     ///
-    /// Past the soft limit and within the usable budget (the steady state: a round
-    /// started as a turn crossed the soft limit), all of them: the round cuts to the
-    /// protected tail, as decision 115 chose for the prompt cache. A round over a
-    /// view within the soft limit and above the goal (one asked for on demand) or
-    /// past the usable budget (a history recorded at once, faster than rounds could
-    /// summarise it) aims at the goal instead of far below it: it
+    /// Within the usable budget, all of them: the round cuts to the protected tail,
+    /// as decision 115 chose for the prompt cache (a round starts as a turn crosses
+    /// the soft limit, or on demand). A round over a view past the usable budget (a
+    /// history recorded at once, faster than rounds could summarise it) aims at the
+    /// goal instead of far below it: it
     /// covers the oldest messages until the view, each run's summary counted at
-    /// its largest, would land at the goal, and leaves the newer ones as they are.
+    /// its smallest, would land at the goal, and leaves the newer ones as they are.
     #[must_use]
     pub fn covered_messages(&self, message_tokens: &[i64], view_tokens: i64) -> usize {
         let goal = self.goal();
-        let steady = view_tokens > self.soft_limit && view_tokens <= self.usable;
-        if steady || view_tokens <= goal {
+        if view_tokens <= self.usable.max(goal) {
             return message_tokens.len();
         }
         let chunk = self.leaf_chunk_tokens.max(1);
-        // A run's summary at its largest: what a model's may take (decision 187).
-        let largest = self.summary_max_tokens.min(chunk / WELL_SHRUNK_DIVISOR);
-        let per_run = largest.max(self.min_summary()) + SUMMARY_FRAMING_TOKENS;
+        // A run's summary at its smallest: the leaves may come out larger, and
+        // condensation then takes the view the rest of the way; counting them at
+        // their largest left a bulk import at a fifth of its goal when the model
+        // wrote short summaries.
+        let per_run = self.min_summary() + SUMMARY_FRAMING_TOKENS;
         let mut covered = 0_i64;
         for (count, &tokens) in message_tokens.iter().enumerate() {
             let runs = covered.div_euclid(chunk) + 1;
@@ -495,26 +495,23 @@ mod tests {
     }
 
     #[test]
-    fn a_round_within_the_soft_limit_covers_what_the_goal_needs() {
+    fn a_round_past_the_usable_budget_covers_what_the_goal_needs() {
         let small = RoundRules {
-            summary_max_tokens: 500,
             leaf_chunk_tokens: 2_000,
+            usable: 7_000,
             ..rules(10_000)
         };
         let span = vec![1_000; 6];
-        // Past the soft limit (the steady state), or within the goal: the whole span.
-        assert_eq!(small.covered_messages(&span, 11_000), 6);
+        // Within the usable budget: the whole span, down to the tail.
+        assert_eq!(small.covered_messages(&span, 6_500), 6);
         assert_eq!(small.covered_messages(&span, 5_000), 6);
-        // 8,000 tokens in view: 3,000 above the goal, and 548 for each run's summary
-        // (three runs of 2,000 tokens).
-        assert_eq!(small.covered_messages(&span, 8_000), 5);
+        // 8,000 tokens in view: 3,000 above the goal, and 176 for each run's
+        // smallest summary (two runs of 2,000 tokens).
+        assert_eq!(small.covered_messages(&span, 8_000), 4);
         // Past the usable budget: the oldest runs down to the goal, not the tail. A
-        // view of 60,000 tokens, 50,000 of them the span, three runs of 20,000 at most.
-        let large = RoundRules {
-            summary_max_tokens: 500,
-            ..rules(30_000)
-        };
-        assert_eq!(large.covered_messages(&vec![1_000; 50], 60_000), 47);
+        // view of 60,000 tokens, 50,000 of them the span, in runs of 20,000 at most.
+        let large = rules(30_000);
+        assert_eq!(large.covered_messages(&vec![1_000; 50], 60_000), 46);
         // Never more than the span holds.
         assert_eq!(small.covered_messages(&span[..2], 9_000), 2);
     }
