@@ -206,7 +206,7 @@ class Summariser:
         if said > target:
             attempts.append(
                 f"level {level}: {said} tokens of text for {given} tokens in, over the target "
-                f"of {target} but a 1/{WELL_SHRUNK_DIVISOR} of its input at most: accepted, "
+                f"of {target} but at most 1/{WELL_SHRUNK_DIVISOR} of its input: accepted, "
                 "condensation follows"
             )
         return Candidate(text, tokens, level, "llm", covered, attempts=tuple(attempts))
