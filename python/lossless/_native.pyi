@@ -11,6 +11,7 @@ __all__ = [
     "MARKER_TOKENS",
     "MIN_SUMMARY_TOKENS",
     "SUMMARY_FRAMING_TOKENS",
+    "WELL_SHRUNK_DIVISOR",
     "ArenaRules",
     "ItemUnits",
     "LexicalIndex",
@@ -51,6 +52,7 @@ MARKER_TOKENS: int
 # its text (its header and message framing).
 MIN_SUMMARY_TOKENS: int
 SUMMARY_FRAMING_TOKENS: int
+WELL_SHRUNK_DIVISOR: int
 
 def count_tokens(text: str, model: str) -> int:
     """Tokens in ``text`` under the encoding of ``model``."""
@@ -102,6 +104,7 @@ class RoundRules:
         protected_tools: list[str],
         summary_max_tokens: int,
         leaf_chunk_tokens: int = 20_000,
+        usable: int | None = None,
     ) -> Self: ...
     @property
     def soft_limit(self) -> int: ...
@@ -116,6 +119,22 @@ class RoundRules:
     def tail_messages(self) -> int: ...
     @property
     def user_turns(self) -> int: ...
+    @property
+    def min_summary(self) -> int:
+        """The smallest summary a round of these rules asks for: 128 tokens, or a
+        quarter of the goal in a smaller window (at least 32)."""
+    def leaf_runs(self, span: Span) -> list[tuple[Span, int]]:
+        """The runs of ``span`` that leaf summaries cover (at most
+        ``leaf_chunk_tokens`` of messages each), oldest first, each with its summary
+        budget: its share of the room the goal leaves, or a tenth of its own size."""
+    def leaf_ceiling(self, target: int, input_tokens: int, condensable: bool) -> int:
+        """The most text tokens (file-id footer aside) a model's leaf summary of
+        ``input_tokens`` may hold when asked for ``target``: more than the target
+        when it shrinks its input to a quarter and the round can condense after."""
+    def condense_target(self, view_tokens: int, merged_tokens: int) -> int:
+        """The text tokens a condensed summary of live summaries holding
+        ``merged_tokens`` of a ``view_tokens`` view may take: what the goal leaves,
+        at most half of what it merges."""
     @staticmethod
     def shrinks(summary_tokens: int, covered_tokens: int) -> bool:
         """Whether a summary of ``summary_tokens`` costs the view less than the

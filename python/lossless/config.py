@@ -152,7 +152,14 @@ class CompactionConfig(_Section):
     level2_message_chars: int = Field(
         default=500, gt=0, description="Level 2 cuts each message to this."
     )
-    condense_level3_max_tokens: int = Field(default=512, gt=0)
+    condense_level3_max_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Most tokens a deterministic (level-3) condensation keeps; None: the round's "
+            "own target, what the goal leaves beside the rest of the view."
+        ),
+    )
     max_rounds: int = Field(default=4, ge=1, description="Rounds one compaction may run.")
     protect_user_turns: int = Field(
         default=2,

@@ -342,6 +342,7 @@ class CompactionEngine:
             protected_tools=list(compaction.protected_tools),
             summary_max_tokens=compaction.summary_max_tokens,
             leaf_chunk_tokens=compaction.leaf_chunk_tokens,
+            usable=self._budget().usable,
         )
 
     def _goal(self) -> int:
@@ -527,7 +528,7 @@ class CompactionEngine:
         span = steps.span
         pruned = bool(steps.outcome["pruned"]["pruned_parts"])
         if span is not None:
-            saved += await self._model_leaf(span, int(steps.outcome["target"]), result)
+            saved += await self._model_leaf(span, rules, result)
         elif steps.view_after is not None and (
             pruned or steps.view_after <= rules.goal or self._abort
         ):
@@ -552,26 +553,33 @@ class CompactionEngine:
             self._record(committed, committed["level"], committed["messages"], result)
         return int(outcome["saved"])
 
-    async def _model_leaf(self, span: _native.Span, target: int, result: CompactionResult) -> int:
+    async def _model_leaf(
+        self, span: _native.Span, rules: _native.RoundRules, result: CompactionResult
+    ) -> int:
         """The model's summaries of ``span``, one leaf per run of at most
         ``leaf_chunk_tokens`` of messages (the calls run at once, within
-        ``leaf_concurrency``), each committed, oldest first, when it shrinks the view.
-        Returns the tokens taken out of the view."""
-        runs = span.chunks(self._config.compaction.leaf_chunk_tokens)
+        ``leaf_concurrency``), each within its own run's budget and committed, oldest
+        first, when it shrinks the view. Returns the tokens taken out of the view."""
+        planned = rules.leaf_runs(span)
+        runs = [run for run, _ in planned]
+        # Two summaries or more live after the leaves: condensation can take the view
+        # the rest of the way to the goal, so a summary that shrinks its run well is
+        # worth more than a truncation to the run's budget.
+        condensable = len(planned) > 1 or span.summary_tokens > 0
         limiter = anyio.CapacityLimiter(self._config.compaction.leaf_concurrency)
 
         async def summarise_all() -> list[Candidate | None]:
             candidates: list[Candidate | None] = [None] * len(runs)
 
-            async def summarise(index: int, run: _native.Span) -> None:
+            async def summarise(index: int, run: _native.Span, target: int) -> None:
                 async with limiter:
-                    share = max(1, target * run.tokens // max(span.tokens, 1))
-                    candidates[index] = await self._summariser.summarise(run, share)
+                    ceiling = rules.leaf_ceiling(target, run.tokens, condensable)
+                    candidates[index] = await self._summariser.summarise(run, target, ceiling)
 
             try:
                 async with anyio.create_task_group() as group:
-                    for index, run in enumerate(runs):
-                        group.start_soon(summarise, index, run)
+                    for index, (run, target) in enumerate(planned):
+                        group.start_soon(summarise, index, run, target)
             except BaseExceptionGroup as failed:
                 # One run's failure, as itself: callers handle errors by type.
                 raise failed.exceptions[0] from None
@@ -611,20 +619,29 @@ class CompactionEngine:
         return _FirstSteps(outcome)
 
     async def _condense(self, result: CompactionResult) -> int:
-        """Merge the live summaries while the view is above the goal and two or more are
-        live. Returns the tokens taken out of the view."""
+        """Merge the live summaries while the view is above the goal, aiming at it.
+        One live summary is condensed alone when the rest of the view is within the
+        goal (in a small window, a summary written before the view grew around it).
+        Returns the tokens taken out of the view."""
         saved = 0
+        rules = self._rules()
         for _ in range(self._config.compaction.max_rounds):
-            if self._abort or await self._view_tokens() <= self._goal():
+            view = await self._view_tokens()
+            if self._abort or view <= rules.goal:
                 break
             live = await self._call(self._store.live_summaries, self._session_id)
-            if len(live) < 2:
-                break
             # A parent over a bounded number of children, the oldest first: expanding
             # any summary to its direct children stays a modest read.
             live = live[: self._config.compaction.condense_max_children]
             total = sum(int(row["token_count"]) for row in live)
-            target = min(self._config.compaction.summary_max_tokens, total // 2)
+            target = rules.condense_target(view, total)
+            # A lone summary is worth condensing only when it is what keeps the view
+            # above the goal, and only if it can shrink.
+            alone = len(live) == 1 and (
+                view - total >= rules.goal or not _native.RoundRules.shrinks(target, total)
+            )
+            if not live or alone:
+                break
             candidate = await self._abortable(self._summariser.condense, live, target)
             if candidate is None or self._abort:
                 break

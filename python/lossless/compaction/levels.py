@@ -22,10 +22,14 @@ __all__ = ["Candidate", "Summariser"]
 
 SummariserKind = Literal["llm", "extractive", "truncation"]
 
-# Below this a summary cannot say anything useful next to its file-id footer.
+# Below this a summary cannot say anything useful next to its file-id footer, in a
+# window that affords it; a round's rules give smaller windows a smaller floor
+# (``RoundRules.min_summary``), and the targets it hands here respect it.
 MIN_SUMMARY_TOKENS = _native.MIN_SUMMARY_TOKENS
 # Each condensed summary is cut to this before a level-2 merge.
 CONDENSE2_SUMMARY_CHARS = 800
+# A model summary at most this fraction of its input shrinks it well (the core's rule).
+WELL_SHRUNK_DIVISOR = _native.WELL_SHRUNK_DIVISOR
 # A model summary is checked against the built-in summary of the same messages,
 # written within at least this many tokens: instructions claim that budget first.
 CHECK_SOURCE_TOKENS = 2_000
@@ -84,13 +88,22 @@ class Summariser:
     async def _native_call(self, func: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(partial(func, *args))
 
-    async def summarise(self, span: _native.Span, target: int) -> Candidate:
-        """A leaf summary of ``span`` within ``target`` tokens and smaller than the span."""
-        target = max(target, MIN_SUMMARY_TOKENS)
+    async def summarise(
+        self, span: _native.Span, target: int, ceiling: int | None = None
+    ) -> Candidate:
+        """A leaf summary of ``span`` within ``target`` tokens and smaller than the span.
+
+        A model's summary is held to ``target`` without its file-id footer (which the
+        model was not asked to write), and is accepted up to ``ceiling`` (default
+        ``target``) when it shrinks its input to a quarter or less: the round then
+        condenses, which keeps more than a truncation to the target would.
+        """
+        target = max(target, 1)
+        ceiling = max(target, ceiling or target)
         attempts: list[str] = []
         if self.model is not None:
             for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
-                candidate = await self._llm_leaf(level, span, target, attempts)
+                candidate = await self._llm_leaf(level, span, (target, ceiling), attempts)
                 if candidate is not None:
                     return candidate
         # The built-in summary keeps every instruction it finds: a better fallback for
@@ -124,7 +137,7 @@ class Summariser:
 
     async def truncate(self, span: _native.Span, target: int, attempts: list[str]) -> Candidate:
         """Level 3: the newest messages of ``span`` that fit ``target``; always fits."""
-        target = max(target, MIN_SUMMARY_TOKENS)
+        target = max(target, 1)
         result = await self._native_call(self._store.truncate_summary, span, target)
         return Candidate(
             result["text"],
@@ -136,9 +149,10 @@ class Summariser:
         )
 
     async def _llm_leaf(
-        self, level: int, span: _native.Span, target: int, attempts: list[str]
+        self, level: int, span: _native.Span, limits: tuple[int, int], attempts: list[str]
     ) -> Candidate | None:
         assert self.model is not None
+        target, ceiling = limits
         window = self._compaction_window
         # The window is the provider's count; the cap is in ours (see lossless.calibration).
         correction = TokenCalibration(self.model).correction
@@ -146,8 +160,12 @@ class Summariser:
         chars = self._config.compaction.level2_message_chars if level == 2 else None
         transcript = await self._native_call(self._store.transcript, span, chars, cap)
         instructions = prompts.LEVEL1 if level == 1 else prompts.LEVEL2
+        # The most the summary may hold: a model cut off at the target would write less
+        # than a summary the round accepts.
         max_tokens = min(
-            target, self._config.compaction.output_budget or target, 4_000 if level == 2 else target
+            ceiling,
+            self._config.compaction.output_budget or ceiling,
+            4_000 if level == 2 else ceiling,
         )
         messages = self._after_conversation(instructions, transcript["text"]) or [
             {"role": "system", "content": instructions},
@@ -174,12 +192,23 @@ class Summariser:
             return None
         text = merge_file_id_footer(checked, transcript["file_ids"])
         tokens = self._count(text)
-        if tokens >= transcript["token_count"] or tokens > target:
+        # The footer is the store's, not the model's: only the text is held to the target.
+        said = self._count(checked)
+        given = transcript["token_count"]
+        well_shrunk = said * WELL_SHRUNK_DIVISOR <= given and said <= ceiling
+        if tokens >= given or (said > target and not well_shrunk):
             attempts.append(
-                f"level {level}: {tokens} tokens for {transcript['token_count']} tokens in "
-                f"(target {target}): not smaller than its input or over the target"
+                f"level {level}: {said} tokens of text ({tokens} with its file-id footer) for "
+                f"{given} tokens in (target {target}): not smaller than its input or over "
+                "the target"
             )
             return None
+        if said > target:
+            attempts.append(
+                f"level {level}: {said} tokens of text for {given} tokens in, over the target "
+                f"of {target} but at most 1/{WELL_SHRUNK_DIVISOR} of its input: accepted, "
+                "condensation follows"
+            )
         return Candidate(text, tokens, level, "llm", covered, attempts=tuple(attempts))
 
     def _after_conversation(
@@ -225,7 +254,7 @@ class Summariser:
                             {"role": "user", "content": "\n\n---\n\n".join(pieces)},
                         ],
                         llm=self._config.llm,
-                        max_tokens=max(target, MIN_SUMMARY_TOKENS),
+                        max_tokens=max(target, 1),
                     )
                 except Exception as err:
                     attempts.append(f"condense level {level}: the model call failed: {err}")
@@ -240,13 +269,18 @@ class Summariser:
                     continue
                 text = merge_file_id_footer(checked, file_ids)
                 tokens = self._count(text)
-                if tokens < total and tokens <= max(target, MIN_SUMMARY_TOKENS):
+                # The footer carries every file id forward whatever the target: only the
+                # model's own text is held to it.
+                if tokens < total and self._count(checked) <= target:
                     return Candidate(
                         text, tokens, level, "llm", summary_ids=ids, attempts=tuple(attempts)
                     )
                 attempts.append(f"condense level {level}: {tokens} tokens for {total} tokens in")
+        # The round's own target: a fixed size larger than what the goal leaves would
+        # keep a small window's view over its soft limit for good.
         limit = self._config.compaction.condense_level3_max_tokens
-        result = await self._native_call(self._store.condense_truncate, ids, limit)
+        limit = target if limit is None else min(target, limit)
+        result = await self._native_call(self._store.condense_truncate, ids, max(limit, 1))
         return Candidate(
             result["text"],
             result["token_count"],

@@ -22,6 +22,7 @@ fn open(url: &str) -> Store {
 fn rules(soft_limit: i64) -> RoundRules {
     RoundRules {
         soft_limit,
+        usable: i64::MAX,
         tail: Tail {
             user_turns: 2,
             max_tokens: RoundRules::default_tail_tokens(soft_limit),

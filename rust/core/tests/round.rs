@@ -12,6 +12,7 @@ use support::{append, file_id, temp_store, text, tool, words, MODEL};
 fn rules(soft_limit: i64) -> RoundRules {
     RoundRules {
         soft_limit,
+        usable: i64::MAX,
         tail: Tail {
             user_turns: 2,
             max_tokens: RoundRules::default_tail_tokens(soft_limit),

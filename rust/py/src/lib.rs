@@ -58,6 +58,10 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         "SUMMARY_FRAMING_TOKENS",
         lossless_core::plan::SUMMARY_FRAMING_TOKENS,
     )?;
+    module.add(
+        "WELL_SHRUNK_DIVISOR",
+        lossless_core::plan::WELL_SHRUNK_DIVISOR,
+    )?;
     module.add_class::<tokens::TokenCounter>()?;
     module.add_function(wrap_pyfunction!(tokens::count_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::encoding_for_model, module)?)?;

@@ -2,7 +2,10 @@
 //! session's budget and configuration; the arithmetic on them is the core's.
 
 use lossless_core::plan::{self, Tail};
+use lossless_core::store::leaf_runs;
 use pyo3::prelude::*;
+
+use crate::span::Span;
 
 #[pyclass(frozen, module = "lossless._native")]
 pub struct RoundRules {
@@ -15,7 +18,7 @@ impl RoundRules {
     #[pyo3(signature = (
         soft_limit, *, tail_tokens = None, tail_messages, user_turns,
         prune_protect_tokens, prune_minimum_tokens, protected_tools, summary_max_tokens,
-        leaf_chunk_tokens = 20_000,
+        leaf_chunk_tokens = 20_000, usable = None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -31,6 +34,7 @@ impl RoundRules {
         protected_tools: Vec<String>,
         summary_max_tokens: i64,
         leaf_chunk_tokens: i64,
+        usable: Option<i64>,
     ) -> Self {
         let tail = Tail {
             user_turns,
@@ -41,6 +45,7 @@ impl RoundRules {
         Self {
             inner: plan::RoundRules {
                 soft_limit,
+                usable: usable.unwrap_or(i64::MAX),
                 tail,
                 prune_protect_tokens,
                 prune_minimum_tokens,
@@ -81,6 +86,30 @@ impl RoundRules {
     #[getter]
     fn user_turns(&self) -> usize {
         self.inner.tail.user_turns
+    }
+
+    /// The smallest summary a round of these rules asks for.
+    #[getter]
+    fn min_summary(&self) -> i64 {
+        self.inner.min_summary()
+    }
+
+    /// The runs of `span` that leaf summaries cover, each with its summary budget.
+    fn leaf_runs(&self, span: &Span) -> Vec<(Span, i64)> {
+        leaf_runs(&self.inner, &span.inner)
+            .into_iter()
+            .map(|(inner, target)| (Span { inner }, target))
+            .collect()
+    }
+
+    /// The most text tokens a model's leaf summary may hold when asked for `target`.
+    fn leaf_ceiling(&self, target: i64, input_tokens: i64, condensable: bool) -> i64 {
+        self.inner.leaf_ceiling(target, input_tokens, condensable)
+    }
+
+    /// The text tokens a condensed summary of `merged_tokens` of live summaries may take.
+    fn condense_target(&self, view_tokens: i64, merged_tokens: i64) -> i64 {
+        self.inner.condense_target(view_tokens, merged_tokens)
     }
 
     /// Whether a summary of `summary_tokens` is worth committing in place of

@@ -746,10 +746,11 @@ impl Store {
         let file_ids = self.members_file_ids(&session_id, &members)?;
         let counter = self.counter(&session_id)?;
         let total = message_ids.len();
+        // Short, since in a small window it is most of the summary: the header the
+        // summary renders with already says it can be expanded.
         let notice_for = |cut: usize| {
             format!(
-                "[deterministic truncation: the {cut} oldest of {total} messages were cut from this summary; \
-                 every original stays stored: grep or expand this summary to read them]"
+                "[deterministic truncation: the {cut} oldest of {total} messages were cut; all stay stored]"
             )
         };
         let footer = merge_file_id_footer("", &file_ids);

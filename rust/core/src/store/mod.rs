@@ -54,7 +54,7 @@ pub use messages::{AppendResult, MessageRecord, Usage};
 pub use read::MessageRead;
 pub use readonly::OLDEST_READABLE_SCHEMA;
 pub use recall::{DagNode, StoreStats};
-pub use round::{LeafWriter, RoundOutcome};
+pub use round::{leaf_runs, LeafWriter, RoundOutcome};
 pub use search::BACKLOG_LIMIT;
 pub use sessions::{SessionInfo, SessionSummary};
 pub use streams::{StreamRow, INTERRUPTED};

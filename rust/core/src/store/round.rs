@@ -6,7 +6,7 @@ use super::commit::CommitResult;
 use super::compaction::{PruneResult, SpanInfo};
 use super::Store;
 use crate::error::Result;
-use crate::plan::{self, RoundRules};
+use crate::plan::RoundRules;
 
 /// Who writes a round's leaf summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +52,17 @@ impl RoundOutcome {
     }
 }
 
+/// The runs of `span` that leaf summaries cover (at most `leaf_chunk_tokens` of
+/// messages each), oldest first, each with its summary budget (see
+/// [`RoundRules::run_targets`]).
+#[must_use]
+pub fn leaf_runs(rules: &RoundRules, span: &SpanInfo) -> Vec<(SpanInfo, i64)> {
+    let runs = span.chunks(rules.leaf_chunk_tokens);
+    let tokens: Vec<i64> = runs.iter().map(|run| run.tokens).collect();
+    let targets = rules.run_targets(&tokens, span.view_tokens, span.summary_tokens);
+    runs.into_iter().zip(targets).collect()
+}
+
 impl Store {
     /// A compaction round up to its first model call, for a view of `before`
     /// tokens: prune stale tool output (ending the round when it writes), read the
@@ -86,7 +97,11 @@ impl Store {
             outcome.view_after = Some(self.view_stats(session_id)?.tokens);
             return Ok(outcome);
         }
-        let span = self.compaction_span(session_id, rules.tail)?;
+        let mut span = self.compaction_span(session_id, rules.tail)?;
+        let covered = rules.covered_messages(&span.message_tokens, span.view_tokens);
+        if covered < span.message_ids.len() {
+            span = span.head(covered);
+        }
         outcome.span_messages = span.message_ids.len();
         if span.message_ids.is_empty() {
             outcome.view_after = Some(self.view_stats(session_id)?.tokens);
@@ -103,7 +118,7 @@ impl Store {
     }
 
     /// The built-in summary of each run of `span` (at most `leaf_chunk_tokens` of
-    /// messages), within its share of `outcome.target`, else its truncation,
+    /// messages), within the run's own budget (see [`leaf_runs`]), else its truncation,
     /// committed when it fits and shrinks the view: one leaf per run.
     fn deterministic_leaf(
         &mut self,
@@ -111,8 +126,7 @@ impl Store {
         rules: &RoundRules,
         outcome: &mut RoundOutcome,
     ) -> Result<()> {
-        for run in span.chunks(rules.leaf_chunk_tokens) {
-            let target = plan::chunk_target(outcome.target, run.tokens, span.tokens);
+        for (run, target) in leaf_runs(rules, span) {
             self.deterministic_run(&run, target, outcome)?;
         }
         Ok(())

@@ -87,10 +87,27 @@ pub fn span_indices(
 /// aimed just under the limit would run again on nearly every turn.
 pub const GOAL_PERCENT: i64 = 50;
 /// What a summary costs in the view beyond its text: the header that names it and
-/// the message framing (see [`crate::render`]).
+/// the message framing (see [`crate::render`]). Measured: the header of a summary
+/// id and a four-digit message count is 42 tokens, plus the message overhead. It is
+/// a real cost in every window, so it does not scale.
 pub const SUMMARY_FRAMING_TOKENS: i64 = 48;
-/// Below this a summary cannot say anything useful next to its file-id footer.
+/// Below this a summary cannot say anything useful next to its file-id footer, in a
+/// window that affords it; smaller windows get a smaller floor (see
+/// [`RoundRules::min_summary`]).
 pub const MIN_SUMMARY_TOKENS: i64 = 128;
+/// The floor of a summary in the smallest windows: a line of goal and a line of
+/// state. Below about 512 usable tokens no summary fits beside its framing anyway.
+pub const SMALLEST_SUMMARY_TOKENS: i64 = 32;
+/// A leaf of a round that can condense afterwards may take this fraction (one part
+/// in this many) of its own run, whatever its share of the round's room: a bulk
+/// import of 18 runs of 20,000 tokens otherwise gives each run 1/18 of a room that
+/// `summary_max_tokens` already capped, about 128 tokens, and a model summary of a
+/// few hundred tokens fell to truncation.
+pub const LEAF_RUN_DIVISOR: i64 = 10;
+/// A model summary at most this fraction (one part in this many) of its input
+/// shrinks it well: it is accepted above its nominal target when the round can
+/// condense afterwards, rather than replaced by a truncation that keeps less.
+pub const WELL_SHRUNK_DIVISOR: i64 = 4;
 
 /// The limits one compaction round works within: where it aims, what it leaves
 /// alone, how much a prune must save and how large a summary may be.
@@ -98,6 +115,9 @@ pub const MIN_SUMMARY_TOKENS: i64 = 128;
 pub struct RoundRules {
     /// Past this many view tokens compaction is due.
     pub soft_limit: i64,
+    /// The usable budget: a view past it is not the steady state (turns were recorded
+    /// faster than rounds summarised them), see [`RoundRules::covered_messages`].
+    pub usable: i64,
     /// The protected tail; its token bound defaults to an eighth of the soft limit
     /// (see [`RoundRules::default_tail_tokens`]).
     pub tail: Tail,
@@ -157,12 +177,119 @@ impl RoundRules {
     /// under the soft limit.
     #[must_use]
     pub fn leaf_target(&self, span_tokens: i64, view_tokens: i64, summary_tokens: i64) -> i64 {
+        let room = self.leaf_room(span_tokens, view_tokens, summary_tokens);
+        self.summary_max_tokens.min(room).max(self.min_summary())
+    }
+
+    /// The text tokens the summaries of a span may take together (see
+    /// [`RoundRules::leaf_target`]), not capped by `summary_max_tokens`: a span of
+    /// several runs writes one summary per run, each capped on its own.
+    fn leaf_room(&self, span_tokens: i64, view_tokens: i64, summary_tokens: i64) -> i64 {
         let goal = self.goal();
         let rest = view_tokens - span_tokens;
         let tail = rest - summary_tokens;
         let room = (goal - rest).max((goal - tail).div_euclid(2));
-        let room = room.min(self.soft_limit - rest) - SUMMARY_FRAMING_TOKENS;
-        self.summary_max_tokens.min(room).max(MIN_SUMMARY_TOKENS)
+        room.min(self.soft_limit - rest) - SUMMARY_FRAMING_TOKENS
+    }
+
+    /// The smallest summary a round asks for: [`MIN_SUMMARY_TOKENS`], or a quarter of
+    /// the goal when that is less (never below [`SMALLEST_SUMMARY_TOKENS`]). A fixed
+    /// floor of 128 tokens is most of the goal of a 512-token window, and a view
+    /// holding it cannot land under the soft limit.
+    #[must_use]
+    pub fn min_summary(&self) -> i64 {
+        (self.goal() / 4).clamp(SMALLEST_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS)
+    }
+
+    /// The summary budget of each run of a span, given the view tokens of the runs
+    /// (oldest first), of the whole view and of its summaries.
+    ///
+    /// One run alone, in a view without summaries, gets the round's target: nothing
+    /// could condense it afterwards. Otherwise each run gets its share of the room
+    /// the goal leaves, or a [`LEAF_RUN_DIVISOR`]th of its own size when that is
+    /// more, within [`RoundRules::min_summary`] and `summary_max_tokens`: the round
+    /// aims at its goal, and condensation takes the view the rest of the way.
+    #[must_use]
+    pub fn run_targets(&self, runs: &[i64], view_tokens: i64, summary_tokens: i64) -> Vec<i64> {
+        let span_tokens: i64 = runs.iter().sum();
+        if runs.len() < 2 && summary_tokens <= 0 {
+            let target = self.leaf_target(span_tokens, view_tokens, summary_tokens);
+            return runs.iter().map(|_| target).collect();
+        }
+        let room = self.leaf_room(span_tokens, view_tokens, summary_tokens);
+        runs.iter()
+            .map(|&run| {
+                let share = if span_tokens > 0 {
+                    (i128::from(room.max(0)) * i128::from(run) / i128::from(span_tokens)) as i64
+                } else {
+                    room
+                };
+                share
+                    .max(run / LEAF_RUN_DIVISOR)
+                    .min(self.summary_max_tokens)
+                    .max(self.min_summary())
+            })
+            .collect()
+    }
+
+    /// How many of a span's oldest messages (their view tokens, in order) a round
+    /// covers in a view of `view_tokens`.
+    ///
+    /// Within the usable budget, all of them: the round cuts to the protected tail,
+    /// as decision 115 chose for the prompt cache (a round starts as a turn crosses
+    /// the soft limit, or on demand). A round over a view past the usable budget (a
+    /// history recorded at once, faster than rounds could summarise it) aims at the
+    /// goal instead of far below it: it
+    /// covers the oldest messages until the view, each run's summary counted at
+    /// its smallest, would land at the goal, and leaves the newer ones as they are.
+    #[must_use]
+    pub fn covered_messages(&self, message_tokens: &[i64], view_tokens: i64) -> usize {
+        let goal = self.goal();
+        if view_tokens <= self.usable.max(goal) {
+            return message_tokens.len();
+        }
+        let chunk = self.leaf_chunk_tokens.max(1);
+        // A run's summary at its smallest: the leaves may come out larger, and
+        // condensation then takes the view the rest of the way; counting them at
+        // their largest left a bulk import at a fifth of its goal when the model
+        // wrote short summaries.
+        let per_run = self.min_summary() + SUMMARY_FRAMING_TOKENS;
+        let mut covered = 0_i64;
+        for (count, &tokens) in message_tokens.iter().enumerate() {
+            let runs = covered.div_euclid(chunk) + 1;
+            if view_tokens - covered + runs * per_run <= goal {
+                return count;
+            }
+            covered += tokens;
+        }
+        message_tokens.len()
+    }
+
+    /// The most text tokens (file-id footer aside) a model's leaf summary of
+    /// `input_tokens` may hold when asked for `target`: the target, or, when the
+    /// round can condense afterwards, up to a [`WELL_SHRUNK_DIVISOR`]th of its
+    /// input (never above `summary_max_tokens`). A summary that shrinks its input
+    /// that well keeps far more than a truncation to the target would.
+    #[must_use]
+    pub fn leaf_ceiling(&self, target: i64, input_tokens: i64, condensable: bool) -> i64 {
+        if !condensable {
+            return target;
+        }
+        let well_shrunk = (input_tokens / WELL_SHRUNK_DIVISOR).min(self.summary_max_tokens);
+        target.max(well_shrunk)
+    }
+
+    /// The text tokens a condensed summary of live summaries holding `merged_tokens`
+    /// of a view of `view_tokens` may take: what the goal leaves beside the rest of
+    /// the view, at most half of what it merges (each condensation must make
+    /// progress) and `summary_max_tokens`, never below [`RoundRules::min_summary`].
+    #[must_use]
+    pub fn condense_target(&self, view_tokens: i64, merged_tokens: i64) -> i64 {
+        let rest = view_tokens - merged_tokens;
+        let room = self.goal() - rest - SUMMARY_FRAMING_TOKENS;
+        room.min(self.summary_max_tokens)
+            .min(merged_tokens / 2)
+            .max(self.min_summary())
     }
 
     /// Whether a summary of `summary_tokens` is worth committing in place of
@@ -200,204 +327,5 @@ pub fn leaf_chunks(message_tokens: &[i64], max_tokens: i64) -> Vec<std::ops::Ran
     chunks
 }
 
-/// The summary budget of each run of a span of `span_tokens`: `target` shared in
-/// proportion to the tokens each run holds, never below [`MIN_SUMMARY_TOKENS`].
-#[must_use]
-pub fn chunk_target(target: i64, chunk_tokens: i64, span_tokens: i64) -> i64 {
-    if span_tokens <= 0 {
-        return target.max(MIN_SUMMARY_TOKENS);
-    }
-    let share = (i128::from(target) * i128::from(chunk_tokens) / i128::from(span_tokens)) as i64;
-    share.max(MIN_SUMMARY_TOKENS)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn message(role: Role, tokens: i64) -> ViewItem {
-        ViewItem {
-            position: 0,
-            kind: ItemKind::Message,
-            id: String::new(),
-            tokens,
-            role: Some(role),
-            seq: 0,
-        }
-    }
-
-    fn summary(tokens: i64) -> ViewItem {
-        ViewItem {
-            kind: ItemKind::Summary,
-            role: None,
-            ..message(Role::User, tokens)
-        }
-    }
-
-    fn tool_run(calls: usize, tokens: i64) -> Vec<ViewItem> {
-        let mut items = vec![message(Role::User, 20)];
-        items.extend((0..calls).map(|_| message(Role::Assistant, tokens)));
-        items
-    }
-
-    #[test]
-    fn a_tool_run_after_one_instruction_has_a_bounded_tail() {
-        let items = tool_run(30, 500);
-        let tail = Tail {
-            user_turns: 2,
-            max_tokens: 1_600,
-            max_messages: 40,
-        };
-        assert_eq!(tail.start(&items), 28);
-        let span = span_indices(&items, tail, |_| false);
-        assert_eq!(
-            span,
-            (1..28).collect::<Vec<_>>(),
-            "the instruction stays out"
-        );
-    }
-
-    #[test]
-    fn the_newest_message_is_always_in_the_tail() {
-        let items = tool_run(3, 5_000);
-        let tail = Tail {
-            user_turns: 2,
-            max_tokens: 100,
-            max_messages: 1,
-        };
-        assert_eq!(tail.start(&items), 3);
-    }
-
-    #[test]
-    fn the_message_bound_holds() {
-        let items = tool_run(10, 1);
-        let tail = Tail {
-            user_turns: 0,
-            max_tokens: i64::MAX,
-            max_messages: 4,
-        };
-        assert_eq!(tail.start(&items), 7);
-    }
-
-    #[test]
-    fn user_turns_alone_reach_back_to_the_nth_newest_user_message() {
-        let mut items = Vec::new();
-        for _ in 0..4 {
-            items.push(message(Role::User, 10));
-            items.push(message(Role::Assistant, 10));
-        }
-        assert_eq!(Tail::user_turns(2).start(&items), 4);
-        assert_eq!(Tail::user_turns(9).start(&items), 0);
-    }
-
-    #[test]
-    fn a_summary_ends_the_tail() {
-        let mut items = vec![summary(100)];
-        items.extend(tool_run(2, 10));
-        assert_eq!(Tail::user_turns(0).start(&items), 1);
-    }
-
-    #[test]
-    fn unfinished_calls_stay_and_the_rest_is_summarised_around_them() {
-        let mut items = tool_run(6, 100);
-        items[2].seq = 7;
-        let tail = Tail {
-            user_turns: 2,
-            max_tokens: 250,
-            max_messages: 40,
-        };
-        let span = span_indices(&items, tail, |item| item.seq == 7);
-        assert_eq!(span, vec![1, 3, 4]);
-    }
-
-    #[test]
-    fn an_older_user_turn_is_summarised_but_the_newest_is_not() {
-        let mut items = vec![message(Role::User, 10), message(Role::Assistant, 10)];
-        items.extend(tool_run(5, 100));
-        let tail = Tail {
-            user_turns: 2,
-            max_tokens: 150,
-            max_messages: 40,
-        };
-        let span = span_indices(&items, tail, |_| false);
-        assert_eq!(span, vec![0, 1, 3, 4, 5, 6]);
-    }
-
-    fn rules(soft_limit: i64) -> RoundRules {
-        RoundRules {
-            soft_limit,
-            tail: Tail {
-                user_turns: 2,
-                max_tokens: RoundRules::default_tail_tokens(soft_limit),
-                max_messages: 40,
-            },
-            prune_protect_tokens: 40_000,
-            prune_minimum_tokens: 20_000,
-            protected_tools: Vec::new(),
-            summary_max_tokens: 4_000,
-            leaf_chunk_tokens: 20_000,
-        }
-    }
-
-    #[test]
-    fn a_round_aims_at_half_the_soft_limit_and_protects_no_more_than_the_tail() {
-        let small = rules(10_000);
-        assert_eq!(small.goal(), 5_000);
-        assert_eq!(small.prune_protect(), 1_250);
-        assert_eq!(small.prune_minimum(9_000), 20_000);
-        assert_eq!(rules(1_000_000).prune_minimum(900_000), 400_000);
-    }
-
-    #[test]
-    fn a_leaf_fills_the_room_the_goal_leaves_and_never_exceeds_the_soft_limit() {
-        let small = rules(10_000);
-        // A 6,000-token span in a 9,000-token view without summaries: 3,000 stay,
-        // the goal leaves 2,000 for the summary.
-        assert_eq!(
-            small.leaf_target(6_000, 9_000, 0),
-            2_000 - SUMMARY_FRAMING_TOKENS
-        );
-        // Summaries fill most of the room: the new one gets half of what the tail leaves.
-        assert_eq!(
-            small.leaf_target(2_000, 9_000, 4_500),
-            1_250 - SUMMARY_FRAMING_TOKENS
-        );
-        // No room at all: the smallest useful summary.
-        assert_eq!(small.leaf_target(100, 20_000, 0), MIN_SUMMARY_TOKENS);
-        // The configured maximum caps it.
-        assert_eq!(rules(100_000).leaf_target(80_000, 90_000, 0), 4_000);
-    }
-
-    #[test]
-    fn a_summary_must_cost_less_than_what_it_covers_framing_included() {
-        assert!(RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS + 1));
-        assert!(!RoundRules::shrinks(100, 100 + SUMMARY_FRAMING_TOKENS));
-    }
-
-    #[test]
-    fn a_span_within_the_bound_is_one_run() {
-        assert_eq!(leaf_chunks(&[100, 200, 300], 1_000), vec![0..3]);
-        assert!(leaf_chunks(&[], 1_000).is_empty());
-    }
-
-    #[test]
-    fn a_long_span_is_split_into_even_runs_within_the_bound() {
-        let tokens = vec![1_000; 50];
-        let chunks = leaf_chunks(&tokens, 20_000);
-        assert_eq!(chunks.len(), 3);
-        for chunk in &chunks {
-            let held: i64 = tokens[chunk.clone()].iter().sum();
-            assert!(held <= 20_000);
-            assert!(held >= 16_000, "{chunk:?} holds {held}");
-        }
-        // A message over the bound is a run of its own.
-        assert_eq!(leaf_chunks(&[10, 5_000, 10], 1_000), vec![0..1, 1..2, 2..3]);
-    }
-
-    #[test]
-    fn chunk_targets_share_the_target_by_size() {
-        assert_eq!(chunk_target(4_000, 10_000, 40_000), 1_000);
-        assert_eq!(chunk_target(4_000, 100, 40_000), MIN_SUMMARY_TOKENS);
-        assert_eq!(chunk_target(4_000, 0, 0), 4_000);
-    }
-}
+mod tests;
