@@ -161,14 +161,18 @@ async def _through_own_loop(server: LocalLLMServer, db: Path, script: list[Turn]
                     api_key="test",
                 )
                 await session.report_usage(response.usage)
+                # As an agent stores what it gets: the reply with its calls pending,
+                # then each call's result once the tool ran.
                 message = response.choices[0].message
                 calls = message.tool_calls or []
                 parts: list[Any] = [message.content] if message.content else []
                 parts += [
-                    ToolPart(c.function.name, c.id, c.function.arguments, output=output)
+                    ToolPart(c.function.name, c.id, c.function.arguments, status="pending")
                     for c in calls
                 ]
                 await session.record("assistant", parts)
+                for call in calls:
+                    await session.update_tool(call.id, status="completed", output=output)
             await session.set_task(turn.task)
     return figures
 
