@@ -182,7 +182,7 @@ class _Request:
     print: _native.RequestPrint
     hints: CacheHints
     #: What the arena's block was planned for (see ``Session._block_stamp``).
-    stamp: tuple[int, int, int]
+    stamp: tuple[int, int, int, int]
     #: The view item holding the newest user message, which the block follows.
     newest_user_id: str | None
 
@@ -1169,10 +1169,19 @@ class Session:
         await self.compaction.run_compaction(force=True)
         return True
 
-    def _block_stamp(self) -> tuple[int, int, int]:
+    def _block_stamp(self) -> tuple[int, int, int, int]:
         """What the arena's block depends on besides tool outcomes: the user turns
-        recorded, the arena's user writes and the compactions that changed the view."""
-        return (self._user_turns, self.arena.user_writes, self.compaction.changes)
+        recorded, the arena's user writes and the summaries in the view."""
+        return (self._user_turns, self.arena.user_writes, *self._summaries_stamp())
+
+    def _summaries_stamp(self) -> tuple[int, int]:
+        """The summaries in the view as stored (how many, and their tokens): what a
+        compaction changes that the arena's blocks depend on. Read from the store
+        rather than counted when a compaction ends, so that a request built between
+        a round's commit and its end sees the commit: the next request would
+        otherwise change the blocks again, a second invalidation for one round."""
+        stats = self._store.view_stats(self.id)
+        return int(stats["summary_items"]), int(stats["summary_tokens"])
 
     def _steady_block(self, block: str, block_tokens: int, free: int) -> tuple[str, int]:
         """The block to send: within a tool loop (no user turn, arena write or
@@ -1196,10 +1205,10 @@ class Session:
         turn places a new block after itself and leaves the last request's block
         after its own message, so the provider reads on from the end of the last
         request instead of reading that turn's tool loop again (decision 114). They
-        stay until a compaction changes the view (what follows its change is read
-        anew anyway) or until they no longer fit in ``room`` beside the history."""
+        stay until a summary changes the view (what follows its change is read anew
+        anyway) or until they no longer fit in ``room`` beside the history."""
         last = self._last_request
-        if last is None or last.stamp[2] != self.compaction.changes:
+        if last is None or last.stamp[2:] != self._summaries_stamp():
             return ()
         if self.profile != "default":
             # A profile merges and splits messages: the places the view's items give

@@ -485,7 +485,9 @@ class SessionArena:
             excess = rendered_tokens(raw) - allowance
             if excess <= 0 or cap == 0:
                 return raw
-            cap = max(0, cap - excess)
+            # Under the entries it took, less the excess: a cap the plan did not
+            # fill would give the same plan again.
+            cap = max(0, min(cap, int(raw["tokens"])) - excess)
         return session.store.arena_plan(session.id, self._rules, 0, prepared.transient())
 
     async def after_turn(self, planned: Planned | None) -> None:
@@ -574,6 +576,9 @@ _FIT_ATTEMPTS = 4
 _ESSENTIAL_ZONES = ("identity", "truth", "task_state")
 #: What a zone's tags cost around its entries (``<truth>\n`` … ``\n</truth>``).
 _ZONE_TAG_TOKENS = 12
+#: What the system part's joint and the block's message and ``<context>`` wrapper
+#: cost together, at most.
+_PART_FRAMING_TOKENS = 16
 #: The system message's joint and the block's message and ``<context>`` wrapper.
 STABLE_JOINT_TOKENS = 3
 BLOCK_FRAMING_TOKENS = 4
@@ -588,14 +593,15 @@ def rendered_tokens(raw: dict[str, Any]) -> int:
 
 
 def _essential_unmet(raw: dict[str, Any]) -> int:
-    """Tokens the essential zones asked for and were not given, with their tags."""
+    """Tokens the essential zones asked for and were not given, with their tags and
+    the framing of the parts they go in."""
     unmet = 0
     for zone in _ESSENTIAL_ZONES:
         report = raw["zones"][zone]
         missing = report["demand"] - report["accepted"]
         if missing > 0:
             unmet += missing + _ZONE_TAG_TOKENS
-    return int(unmet)
+    return int(unmet + _PART_FRAMING_TOKENS) if unmet else 0
 
 
 def _check_key(key: object) -> None:
