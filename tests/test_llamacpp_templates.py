@@ -152,9 +152,19 @@ def _escalations(session: Session) -> list[Event]:
 
 async def _compacted(session: Session) -> None:
     """A session whose view starts with a summary: a user message, then the turns."""
+    # Turns long enough that a summary of them costs less than they do: a summary's
+    # header and framing alone take about 48 tokens.
     for turn in range(6):
-        await session.record("user", f"Step {turn}: rename module m{turn} to the new API.")
-        await session.record("assistant", f"Renamed m{turn}.")
+        await session.record(
+            "user",
+            f"Step {turn}: rename module m{turn} to the new API, update every call site "
+            "and its imports, and run the module's tests before you go on.",
+        )
+        await session.record(
+            "assistant",
+            f"Renamed m{turn}: the imports, the four call sites in the payout client and "
+            "the fixtures of its tests now use the new API; the tests pass.",
+        )
     await session.record("user", "Never touch legacy_billing/.")
     result = await session.compact()
     assert result.summary_ids, result
