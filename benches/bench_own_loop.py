@@ -26,7 +26,8 @@ import anyio
 import litellm
 import pytest
 
-from conftest import FULL, SEED, prose, tool_output
+from bench_prompt_cache import _output
+from conftest import FULL, SEED, prose
 from lossless import Session, ToolPart
 from lossless.config import CompactionConfig, Config, LLMConfig, ModelConfig
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
@@ -35,8 +36,6 @@ TURNS = 2_000 if FULL else 60
 WINDOW = 32_000
 MODEL = "openai/bench-model"
 TOOLS = ["read_file", "grep", "run_tests", "list_dir", "git_diff"]
-# Output sizes in bytes (about four to a token): mostly small, some large.
-OUTPUT_SIZES = [(80, 800, 0.55), (800, 6_000, 0.35), (6_000, 20_000, 0.10)]
 
 
 @dataclass
@@ -79,15 +78,6 @@ class Turn:
     texts: list[str]
     answer: str
     task: str
-
-
-def _output(rng: random.Random) -> str:
-    pick, total = rng.random(), 0.0
-    for low, high, weight in OUTPUT_SIZES:
-        total += weight
-        if pick <= total:
-            return tool_output(rng, low, high)
-    return tool_output(rng, *OUTPUT_SIZES[-1][:2])
 
 
 def _script(turns: int) -> list[Turn]:

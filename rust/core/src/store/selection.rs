@@ -57,7 +57,7 @@ fn instruction(items: &[ViewItem]) -> Option<usize> {
 pub(super) fn select_items(
     items: &[ViewItem],
     summaries: &[usize],
-    summary_tokens: i64,
+    (view_tokens, summary_tokens): (i64, i64),
     budget: i64,
 ) -> Selection {
     let budget = budget.max(0);
@@ -81,10 +81,9 @@ pub(super) fn select_items(
     }
     let history =
         |index: &usize| items[*index].kind == ItemKind::Message && Some(*index) != instruction;
-    let history_tokens: i64 = (0..items.len())
-        .filter(history)
-        .map(|index| items[index].tokens)
-        .sum();
+    // Every item is a summary, the instruction or history.
+    let history_tokens =
+        view_tokens - summary_tokens - instruction.map_or(0, |at| items[at].tokens);
     let room = budget - used;
     let cut = if history_tokens <= room {
         0
@@ -101,7 +100,6 @@ pub(super) fn select_items(
         tail_start = index;
     }
     chosen.sort_unstable();
-    chosen.dedup();
     Selection {
         chosen,
         tokens: used,
@@ -141,7 +139,8 @@ pub(super) fn select_with_marker(
     budget: i64,
     reserve: i64,
 ) -> (Selection, Option<usize>) {
-    let select = |room| select_items(&view.items, &view.summaries, view.summary_tokens, room);
+    let totals = (view.tokens, view.summary_tokens);
+    let select = |room| select_items(&view.items, &view.summaries, totals, room);
     let mut selected = select(budget);
     if budget < reserve {
         open_with_user(&view.items, &mut selected);
@@ -207,6 +206,15 @@ mod tests {
     }
 
     /// One instruction, then `calls` tool-call messages of `tokens` each.
+    /// The view's tokens and its summaries' tokens, as the cached view keeps them.
+    fn totals(items: &[ViewItem]) -> (i64, i64) {
+        let summaries = items.iter().filter(|item| item.kind == ItemKind::Summary);
+        (
+            items.iter().map(|item| item.tokens).sum(),
+            summaries.map(|item| item.tokens).sum(),
+        )
+    }
+
     fn tool_run(calls: usize, tokens: i64) -> Vec<ViewItem> {
         let mut items = vec![message(Role::User, 20)];
         items.extend((0..calls).map(|_| message(Role::Assistant, tokens)));
@@ -221,7 +229,7 @@ mod tests {
             message(Role::Assistant, 50),
             message(Role::User, 5),
         ];
-        let selection = select_items(&items, &[0], 10, 30);
+        let selection = select_items(&items, &[0], totals(&items), 30);
         assert_eq!(selection.chosen, vec![0, 3]);
         assert_eq!(selection.tokens, 15);
     }
@@ -229,7 +237,7 @@ mod tests {
     #[test]
     fn oversized_summaries_keep_the_newest_that_fit() {
         let items = vec![summary(20), summary(20), message(Role::User, 1)];
-        let selection = select_items(&items, &[0, 1], 40, 25);
+        let selection = select_items(&items, &[0, 1], totals(&items), 25);
         assert_eq!(selection.chosen, vec![1, 2]);
         assert!(selection.tokens <= 25);
     }
@@ -237,7 +245,7 @@ mod tests {
     #[test]
     fn the_instruction_stays_when_a_tool_run_outgrows_the_budget() {
         let items = tool_run(40, 100);
-        let selection = select_items(&items, &[], 0, 1_000);
+        let selection = select_items(&items, &[], totals(&items), 1_000);
         assert_eq!(selection.chosen[0], 0, "the instruction is kept");
         assert!(selection.tokens <= 1_000);
         assert_eq!(
@@ -260,7 +268,7 @@ mod tests {
         let mut cuts = Vec::new();
         for calls in 30..80 {
             let items = tool_run(calls, 37);
-            let selection = select_items(&items, &[], 0, budget);
+            let selection = select_items(&items, &[], totals(&items), budget);
             assert!(selection.tokens <= budget);
             cuts.push(selection.tail_start);
         }
@@ -276,7 +284,7 @@ mod tests {
     #[test]
     fn an_instruction_larger_than_the_budget_is_left_out() {
         let items = vec![message(Role::User, 500), message(Role::Assistant, 10)];
-        let selection = select_items(&items, &[], 0, 100);
+        let selection = select_items(&items, &[], totals(&items), 100);
         assert_eq!(selection.chosen, vec![1]);
     }
 
