@@ -125,6 +125,52 @@ fn workers_opening_a_new_database_together_create_its_schema_once() {
     assert_eq!(versions, 1);
 }
 
+/// Workers that found no schema and then waited for the migration lock: each must
+/// see the schema the first one created once the lock is theirs, however long it
+/// waited, and never take it for another application's tables.
+#[test]
+fn workers_that_waited_for_the_migration_lock_find_the_schema_created_meanwhile() {
+    let db = database();
+    let url = db.url();
+    let mut holder = db.admin();
+    holder
+        .execute("SELECT pg_advisory_lock($1)", &[&pg::MIGRATION_LOCK])
+        .expect("hold the migration lock");
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || Database::open(&url).map(|_| ()))
+        })
+        .collect();
+    wait_for_lock_waiters(&mut holder, 4);
+    holder
+        .execute("SELECT pg_advisory_unlock($1)", &[&pg::MIGRATION_LOCK])
+        .expect("release the migration lock");
+    for worker in workers {
+        worker.join().expect("worker").expect("open");
+    }
+}
+
+/// Waits until `count` other connections wait for an advisory lock.
+fn wait_for_lock_waiters(client: &mut postgres::Client, count: i64) {
+    for _ in 0..500 {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_locks
+                 WHERE locktype = 'advisory' AND NOT granted
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                &[],
+            )
+            .expect("pg_locks")
+            .get(0);
+        if waiting >= count {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the workers never waited for the migration lock");
+}
+
 fn session_and_message(client: &mut postgres::Client) {
     client
         .batch_execute(

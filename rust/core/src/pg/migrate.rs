@@ -6,10 +6,10 @@ use super::connect::error_at;
 use super::schema::{self, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 
-/// The advisory lock that migrations take inside their transaction, so that many
+/// The advisory lock that migrations hold around their transaction, so that many
 /// workers starting together create the schema once: the others wait, then find it.
 /// The number is arbitrary; it only has to differ from the keys of `lease.rs`.
-const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
+pub const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
 /// The PostgreSQL backend starts at version 8; a release that changes the SQLite
@@ -37,9 +37,25 @@ pub fn migrate(client: &mut Client, shown: &str) -> Result<i64> {
         return Ok(SCHEMA_VERSION);
     }
     check_not_newer(found, shown)?;
-    let mut tx = client.transaction().map_err(named)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+    // The lock is taken before the transaction begins: a transaction that began
+    // before another worker committed the schema may still resolve table names
+    // from its stale catalog cache and miss the tables that worker created.
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .map_err(named)?;
+    let migrated = migrate_locked(client, shown);
+    let unlocked = client
+        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+        .map_err(named);
+    let version = migrated?;
+    unlocked?;
+    Ok(version)
+}
+
+/// Creates or upgrades the schema while this connection holds the migration lock.
+fn migrate_locked(client: &mut Client, shown: &str) -> Result<i64> {
+    let named = |err: postgres::Error| error_at(&err, shown);
+    let mut tx = client.transaction().map_err(named)?;
     // Another worker may have created or upgraded the schema while this one waited.
     let again = stored_version_in(&mut tx).map_err(named)?;
     check_not_newer(again, shown)?;
@@ -68,8 +84,16 @@ pub fn stored_version(client: &mut Client) -> std::result::Result<Option<i64>, p
 fn stored_version_in(
     tx: &mut Transaction<'_>,
 ) -> std::result::Result<Option<i64>, postgres::Error> {
+    // Read from pg_class under the statement's snapshot: `to_regclass` answers from
+    // the connection's catalog cache, which may not yet know a table that another
+    // connection has just committed.
     let exists: bool = tx
-        .query_one("SELECT to_regclass('lossless_schema') IS NOT NULL", &[])?
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_schema() AND c.relname = 'lossless_schema')",
+            &[],
+        )?
         .get(0);
     if !exists {
         return Ok(None);

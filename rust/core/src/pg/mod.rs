@@ -14,7 +14,7 @@ pub mod schema;
 pub mod url;
 
 pub use connect::{connect, error_at, from_postgres, named};
-pub use migrate::{migrate, stored_version};
+pub use migrate::{migrate, stored_version, MIGRATION_LOCK};
 pub use url::{is_postgres_url, redact};
 
 use crate::error::Result;
