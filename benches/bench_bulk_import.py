@@ -108,9 +108,13 @@ def import_history(db: Path, scale: int, automatic: bool) -> dict[str, Any]:
                 messages = conversation(265 // scale, 150, 850)
                 started = time.perf_counter()
                 await session.record_messages(messages)
-                result = await session.compact()
+                if automatic:
+                    # What the rounds the import started leave, once they are done.
+                    await session.compaction.wait_for_pending()
+                    figures["status"] = "rounds done"
+                else:
+                    figures["status"] = (await session.compact()).status
                 figures["seconds"] = time.perf_counter() - started
-                figures["status"] = result.status
                 figures["messages"] = len(messages)
                 figures["history_tokens"] = sum(
                     int(message.token_count or 0) for message in session.history()
@@ -152,9 +156,9 @@ def test_bulk_import_is_summarised_not_truncated(
     )
     assert figures["leaves"].get(3, 0) == 0
     assert figures["view"] <= figures["soft_limit"]
-    if not automatic:
-        # The whole history in one span: the round aims at its goal.
-        assert figures["goal"] // 2 <= figures["view"]
+    # Whether one compaction or the rounds the import started: a round aims at its
+    # goal, not far below it.
+    assert figures["goal"] // 2 <= figures["view"]
     record(
         benchmark,
         f"bulk import, {rounds}",

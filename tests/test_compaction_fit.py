@@ -17,6 +17,7 @@ from conftest import TEST_MODEL
 from lossless import _native
 from lossless.compaction import CompactionResult
 from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.events import EventName
 from lossless.parts import TextPart, ToolPart
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, SummaryResponder
@@ -205,3 +206,28 @@ async def test_a_long_history_recorded_at_once_gets_model_summaries(
         sent = json.dumps(context.messages)
         for turn in range(0, 265, 10):
             assert file_id(turn) in sent
+
+
+async def test_a_long_history_recorded_with_rounds_on_is_summarised_as_one_span(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    # The same import with automatic rounds on: the round starts once the whole list
+    # is stored, so it sees a history past the usable budget and aims at its goal,
+    # where rounds started part way through the list would each cut to the tail.
+    server.responder = SummaryResponder()
+    config = window_config(config_for, 11_100, model=True, leaf_chunk_tokens=2_000)
+    async with await Session.create(model=TEST_MODEL, db=db, config=config) as session:
+        triggered: list[int] = []
+        session.events.subscribe(
+            lambda event: triggered.append(event.payload["view_tokens"]),
+            EventName.COMPACTION_TRIGGERED,
+        )
+        results = await session.record_messages(conversation(265, 90))
+        await session.compaction.wait_for_pending()
+        assert len(triggered) == 1 and triggered[0] > 3 * session.budget.usable
+        assert results[-1].compaction_triggered
+        assert not any(result.compaction_triggered for result in results[:-1])
+        levels = leaves_by_level(session)
+        assert levels[3] <= sum(levels.values()) // 10, levels
+        goal = session.compaction.goal
+        assert goal // 2 <= session.view_tokens() <= session.budget.soft_limit

@@ -684,6 +684,12 @@ class Session:
     async def record(self, role: str, parts: PartsInput) -> RecordResult:
         """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
         self._check_open()
+        appended = await self._append_turn(role, parts)
+        view_tokens, triggered = await self._keep_within_budget(appended.view_tokens)
+        return replace(appended, view_tokens=view_tokens, compaction_triggered=triggered)
+
+    async def _append_turn(self, role: str, parts: PartsInput) -> RecordResult:
+        """Stores one turn; the caller keeps the view within the budget afterwards."""
         normalized = normalize_parts(parts)
         wire = parts_to_wire(normalized)
         if role == "user":
@@ -694,12 +700,14 @@ class Session:
         )
         created.payload["message_id"] = appended["id"]
         self.events.deliver(created)
-        view_tokens = int(appended["view_tokens"])
         self._watch_tool_calls(normalized)
         await self.arena.note_parts(normalized)
-        view_tokens, triggered = await self._keep_within_budget(view_tokens)
         return RecordResult(
-            appended["id"], appended["seq"], appended["token_count"], view_tokens, triggered
+            appended["id"],
+            appended["seq"],
+            appended["token_count"],
+            int(appended["view_tokens"]),
+            compaction_triggered=False,
         )
 
     async def _keep_within_budget(self, view_tokens: int) -> tuple[int, bool]:
@@ -744,7 +752,10 @@ class Session:
         field, a non-string ``arguments``, a non-text content part or a ``tool`` message
         that answers no call raises :class:`InvalidInputError` naming the message's
         index, and stores nothing. Each call appends: hand over only messages not
-        recorded yet. Returns one :class:`RecordResult` per stored turn.
+        recorded yet. Compaction starts, when due, once the whole list is stored, so
+        a long history handed over at once is summarised as one span. Returns one
+        :class:`RecordResult` per stored turn; the last one says whether the list
+        started a round.
         """
         self._check_open()
         steps = to_turns(
@@ -755,11 +766,26 @@ class Session:
             ),
         )
         results: list[RecordResult] = []
+        view_tokens: int | None = None
         for step in steps:
             if isinstance(step, Turn):
-                results.append(await self.record(step.role, step.parts))
+                appended = await self._append_turn(step.role, step.parts)
+                results.append(appended)
+                view_tokens = appended.view_tokens
             else:
-                await self.update_tool(step.call_id, status="completed", output=step.output)
+                view_tokens = await self._apply_tool_update(
+                    step.call_id, "completed", step.output, None
+                )
+        if view_tokens is None:
+            return results
+        # One round for the whole list, started once all of it is stored: a history
+        # handed over at once was never sent, and a round that sees all of it aims at
+        # the goal (decision 191) where rounds started part way cut to the tail.
+        view_tokens, triggered = await self._keep_within_budget(view_tokens)
+        if results:
+            results[-1] = replace(
+                results[-1], view_tokens=view_tokens, compaction_triggered=triggered
+            )
         return results
 
     async def update_tool(
@@ -772,6 +798,15 @@ class Session:
     ) -> None:
         """Move a recorded tool call along its lifecycle, setting its output or error once."""
         self._check_open()
+        view_tokens = await self._apply_tool_update(call_id, status, output, error)
+        # A result can be the largest thing a session stores.
+        await self._keep_within_budget(view_tokens)
+
+    async def _apply_tool_update(
+        self, call_id: str, status: str, output: str | None, error: str | None
+    ) -> int:
+        """Stores a tool call's new status; returns the view's size. The caller keeps
+        the view within the budget afterwards."""
         await self.arena.before_update(call_id)
         updated = Event(EventName.TOOL_UPDATED, self.id, {"call_id": call_id, "status": status})
         view_tokens = await self._write_turn(
@@ -788,8 +823,7 @@ class Session:
         )
         self.events.deliver(updated)
         await self.arena.note_update(call_id, status, output, error)
-        # A result can be the largest thing a session stores.
-        await self._keep_within_budget(view_tokens)
+        return view_tokens
 
     # -- files -----------------------------------------------------------------
 
