@@ -10,7 +10,7 @@ import pytest
 
 from lossless import errors
 from lossless.config import Config, LLMConfig, ModelConfig
-from lossless.demo.runner import demo_config
+from lossless.demo._config import demo_config
 from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
 from lossless.parts import ToolPart
 from lossless.recall import describe, expand, grep, group_by_summary

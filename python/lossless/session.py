@@ -17,9 +17,9 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -27,7 +27,7 @@ import anyio.lowlevel
 from lossless import _native
 from lossless._background import Background
 from lossless._writes import write_now_or_in_thread
-from lossless.arena import ArenaWriteResult, InjectionReport, Priority, SessionArena
+from lossless.arena import ArenaWriteResult, Priority, SessionArena
 from lossless.arena._session import (
     BLOCK_FRAMING_TOKENS,
     STABLE_JOINT_TOKENS,
@@ -64,6 +64,7 @@ from lossless.parts import (
 )
 from lossless.profiles import ProfileName, profile_for, stricter_profile
 from lossless.prompt_cache import CacheHints, with_cache_hints
+from lossless.results import BuiltContext, Message, PartCallback, RecordResult, TurnResult
 from lossless.store import database_path
 from lossless.streams import StreamCheckpoint, gone_streams, owner_token
 from lossless.usage import ReportedUsage, read_usage
@@ -79,51 +80,12 @@ __all__ = [
     "shared_session_parts",
 ]
 
-PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
 # What the core reserves for the line that says what a request left out
 # (`request::MARKER_TOKENS`).
 _LEFT_OUT_MARKER_TOKENS = 32
 log = logging.getLogger("lossless")
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True)
-class BuiltContext:
-    """What the next model call would send."""
-
-    messages: list[dict[str, Any]]
-    tokens: int
-    budget: int
-    item_ids: list[str]
-    omitted: int
-    #: What the context arena injected, zone by zone; None when it injected nothing.
-    injection: InjectionReport | None = None
-    #: Tokens from the start of this request identical to the previous request's
-    #: (what a provider's prompt cache can serve); set by :meth:`Session.context`,
-    #: 0 for a peek with :meth:`Session.build_context`.
-    stable_prefix_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """The outcome of :meth:`Session.send`."""
-
-    message_id: str
-    text: str
-    tool_calls: list[ToolPart]
-    input_tokens: int | None
-    output_tokens: int | None
-    cost: float | None
-    finish_reason: str | None
-    context_tokens: int
-    compaction_triggered: bool
-    #: Tokens from the start of this request identical to the previous request's
-    #: (what a provider's prompt cache can serve); 0 for a session's first request.
-    stable_prefix_tokens: int = 0
-    #: Input tokens the provider served from its cache, when it reports them.
-    cached_input_tokens: int | None = None
-    #: Input tokens the provider wrote to its cache, when it reports them.
-    cache_write_input_tokens: int | None = None
+_P = ParamSpec("_P")
 
 
 # Blocks sent with earlier user messages: (the user message's id, the block, its
@@ -185,35 +147,6 @@ class _Request:
     stamp: tuple[int, int, int, int]
     #: The view item holding the newest user message, which the block follows.
     newest_user_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class RecordResult:
-    """The outcome of :meth:`Session.record`."""
-
-    message_id: str
-    seq: int
-    token_count: int
-    view_tokens: int
-    compaction_triggered: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A stored message."""
-
-    id: str
-    seq: int
-    role: str
-    status: Literal["complete", "streaming", "incomplete"]
-    parts: list[Part]
-    token_count: int | None
-    created_at: int
-    usage: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        return "\n\n".join(part.text for part in self.parts if isinstance(part, TextPart))
 
 
 class Session:
@@ -294,7 +227,11 @@ class Session:
             bus=self.events,
             summariser=summariser,
         )
-        self.arena = SessionArena(weakref.proxy(self))
+        self.arena = SessionArena(
+            weakref.proxy(self),
+            check_open=_weakly(self._check_open),
+            request_compaction=_weakly(self._request_compaction),
+        )
         self.compaction.measure_invalidated = _weakly(self._invalidated_since_last_request)
 
     # -- lifecycle -------------------------------------------------------------
@@ -506,6 +443,11 @@ class Session:
     def store(self) -> _native.Store:
         """The native store handle this session writes to."""
         return self._store
+
+    def _request_compaction(self, reason: str) -> bool:
+        """Starts a background round even under the soft limit (the arena asks for
+        one when its floors cannot be met), unless one runs already."""
+        return self.compaction.request(reason, self._background)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -942,7 +884,7 @@ class Session:
             if tools == "recall":
                 from lossless.recall import answer_recall_turn
 
-                result = await answer_recall_turn(self, on_part)
+                result = await answer_recall_turn(self, self._model_turn, on_part)
             else:
                 result = await self._model_turn(on_part, tools)
         finally:
@@ -1454,16 +1396,16 @@ def _close_all(stores: Sequence[_native.Store]) -> None:
         store.close()
 
 
-def _weakly(method: Callable[[], _T]) -> Callable[[], _T]:
+def _weakly(method: Callable[_P, _T]) -> Callable[_P, _T]:
     """``method`` (a bound method of a session) called through a weak reference: the
     caller does not keep the session alive."""
     ref = weakref.WeakMethod(method)
 
-    def call() -> _T:
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
         bound = ref()
         if bound is None:
             raise SessionClosedError("the session this belongs to is gone")
-        return bound()
+        return bound(*args, **kwargs)
 
     return call
 

@@ -7,7 +7,7 @@ import inspect
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,7 @@ from lossless.events import Event, EventName
 from lossless.parts import Part, ToolPart
 
 if TYPE_CHECKING:
-    from lossless.session import Session
+    from lossless.ports import ArenaHost
 
 __all__ = ["Prepared", "SessionArena"]
 
@@ -131,15 +131,25 @@ class SessionArena:
     and ``memory_recall`` is filled each turn from the session's own store.
     """
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
-        self.config = session.config.arena
+    def __init__(
+        self,
+        host: ArenaHost,
+        *,
+        check_open: Callable[[], None],
+        request_compaction: Callable[[str], bool],
+    ) -> None:
+        self._host = host
+        #: Raises when the session is closed; the arena writes nothing then.
+        self._check_open = check_open
+        #: Asks the session for a background round (the reason names why).
+        self._request_compaction = request_compaction
+        self.config = host.config.arena
         self._rules = rules_of(self.config, self.config.injection_cap_tokens)
         self._calls: OrderedDict[str, str] = OrderedDict()
         self._failing: OrderedDict[str, None] | None = None
         self._open_calls_read = False
         if self.enabled and self.config.reset_on_compaction:
-            session.events.subscribe(self._after_compaction, EventName.COMPACTION_COMPLETED)
+            host.events.subscribe(self._after_compaction, EventName.COMPACTION_COMPLETED)
         self._default_port: RecallPort | None = None
         # The last recall and plan: the core hands back the same objects while
         # nothing they depend on changed, and so the turn reuses what it made of them.
@@ -177,7 +187,7 @@ class SessionArena:
         result = (await self._write([write]))[0]
         if not result.accepted:
             raise ArenaFullError(
-                f"arena of session {self._session.id} is at its ceiling of "
+                f"arena of session {self._host.id} is at its ceiling of "
                 f"{self.config.max_entries} entries; {key!r} was not added "
                 f"(policy {self.config.degradation_policy})"
             )
@@ -195,7 +205,7 @@ class SessionArena:
 
     def entries(self) -> list[ArenaEntry]:
         """The live entries, oldest first."""
-        return [ArenaEntry(**row) for row in self._session.store.arena_entries(self._session.id)]
+        return [ArenaEntry(**row) for row in self._host.store.arena_entries(self._host.id)]
 
     def _entry_write(
         self,
@@ -231,16 +241,16 @@ class SessionArena:
 
     async def _write_rows(self, writes: list[Write]) -> list[dict[str, Any]]:
         """The writes applied, as the core reports them (with each entry's ``seq``)."""
-        session = self._session
-        session._check_open()
+        host = self._host
+        self._check_open()
         rows = await anyio.to_thread.run_sync(
-            partial(session.store.arena_write, session.id, writes, self._rules)
+            partial(host.store.arena_write, host.id, writes, self._rules)
         )
         for write, row in zip(writes, rows, strict=True):
             if row["enforced"]:
-                await session.events.apublish(
+                await host.events.apublish(
                     EventName.ARENA_CEILING_ENFORCED,
-                    session.id,
+                    host.id,
                     policy=self.config.degradation_policy,
                     key=row["key"],
                     zone=write[0],
@@ -248,7 +258,7 @@ class SessionArena:
                     evicted=row["evicted"],
                 )
             if row["compact"]:
-                session.compaction.request("entry_ceiling", session._background)
+                self._request_compaction("entry_ceiling")
         if self._failing is not None:
             for write, row in zip(writes, rows, strict=True):
                 if write[0] == "tool_failures" and row["accepted"]:
@@ -259,18 +269,18 @@ class SessionArena:
         """With ``reset_on_compaction``: a round that committed a summary starts the
         arena's learned state afresh."""
         summaries = event.payload.get("summary_ids") or []
-        if event.session_id != self._session.id or not summaries:
+        if event.session_id != self._host.id or not summaries:
             return
-        session = self._session
-        reset = Event(EventName.ARENA_RESET, session.id, {"reason": "compaction"})
+        host = self._host
+        reset = Event(EventName.ARENA_RESET, host.id, {"reason": "compaction"})
         reset.payload["summary_ids"] = list(summaries)
         await anyio.to_thread.run_sync(
-            session.store.arena_reset,
-            session.id,
+            host.store.arena_reset,
+            host.id,
             reset.name.value,
             json.dumps(reset.payload),
         )
-        session.events.deliver(reset)
+        host.events.deliver(reset)
 
     # -- tool failures ---------------------------------------------------------
 
@@ -297,8 +307,8 @@ class SessionArena:
         if call_id in self._calls or self._open_calls_read or not self.enabled:
             return
         self._open_calls_read = True
-        session = self._session
-        calls = await anyio.to_thread.run_sync(session.store.open_tool_calls, session.id)
+        host = self._host
+        calls = await anyio.to_thread.run_sync(host.store.open_tool_calls, host.id)
         for open_id, name in calls:
             self._calls.setdefault(open_id, name)
 
@@ -376,9 +386,9 @@ class SessionArena:
         internal = config.recall and config.recall_hits > 0
         if not (self.enabled and (internal or self._external_on)):
             return Prepared()
-        session = self._session
-        found = session.store.recall_newest(
-            session.id, config.recall_hits if internal else 0, config.recall_hit_tokens
+        host = self._host
+        found = host.store.recall_newest(
+            host.id, config.recall_hits if internal else 0, config.recall_hit_tokens
         )
         if found is not self._recalled:
             question, hits = found
@@ -423,16 +433,16 @@ class SessionArena:
 
     async def _builtin_port(self) -> RecallPort:
         if self._default_port is None:
-            session = self._session
+            host = self._host
             self._default_port = await anyio.to_thread.run_sync(
-                partial(LexicalRecallPort.from_store, session.store, exclude_session=session.id)
+                partial(LexicalRecallPort.from_store, host.store, exclude_session=host.id)
             )
         return self._default_port
 
     async def _skipped(self, prepared: Prepared, reason: str, **extra: Any) -> None:
-        await self._session.events.apublish(
+        await self._host.events.apublish(
             EventName.EXTERNAL_RECALL_SKIPPED,
-            self._session.id,
+            self._host.id,
             reason=reason,
             query=prepared.question,
             internal_score=prepared.best_internal,
@@ -478,24 +488,24 @@ class SessionArena:
         come on top, so a plan that renders over its allowance is made again under
         a cap smaller by the excess (a few core calls at most, only when the window
         is that tight)."""
-        session = self._session
+        host = self._host
         cap = allowance
         for _ in range(_FIT_ATTEMPTS):
-            raw = session.store.arena_plan(session.id, self._rules, cap, prepared.transient())
+            raw = host.store.arena_plan(host.id, self._rules, cap, prepared.transient())
             excess = rendered_tokens(raw) - allowance
             if excess <= 0 or cap == 0:
                 return raw
             # Under the entries it took, less the excess: a cap the plan did not
             # fill would give the same plan again.
             cap = max(0, min(cap, int(raw["tokens"])) - excess)
-        return session.store.arena_plan(session.id, self._rules, 0, prepared.transient())
+        return host.store.arena_plan(host.id, self._rules, 0, prepared.transient())
 
     async def after_turn(self, planned: Planned | None) -> None:
         """Takes in a sent turn: external hits it injected are written back, the
         controller observes it, and the floor cascade's outcome is published."""
         if planned is None:
             return
-        session = self._session
+        host = self._host
         raw, prepared = planned.raw, planned.prepared
         injected = set(raw["injected"])
         shown = [hit for hit in prepared.external if external_key(hit) in injected]
@@ -516,9 +526,9 @@ class SessionArena:
             rows = await self._write_rows(writes)
             # Written after they were shown: the versions written are the ones shown.
             once.extend(("rag_external", row["key"], row["seq"]) for row in rows if row["accepted"])
-            await session.events.apublish(
+            await host.events.apublish(
                 EventName.EXTERNAL_RECALL_INJECTED,
-                session.id,
+                host.id,
                 query=prepared.question,
                 hits=len(prepared.external),
                 injected=len(shown),
@@ -534,8 +544,8 @@ class SessionArena:
         ]
         observed = await anyio.to_thread.run_sync(
             partial(
-                session.store.arena_observe,
-                session.id,
+                host.store.arena_observe,
+                host.id,
                 self._rules,
                 zones,
                 once,
@@ -544,10 +554,10 @@ class SessionArena:
         )
         if observed["shifts"]:
             shifts = [{"from": f, "to": t, "tokens": n} for f, t, n in observed["shifts"]]
-            session.events.deliver(
+            host.events.deliver(
                 Event(
                     EventName.ARENA_ZONE_ADAPTED,
-                    session.id,
+                    host.id,
                     {"shifts": shifts, "caps": observed["caps"], "turn": observed["turns"]},
                 )
             )
@@ -557,17 +567,17 @@ class SessionArena:
         stage = raw["stage"]
         if stage == "met":
             return
-        session = self._session
+        host = self._host
         name = (
             EventName.ARENA_FLOOR_UNMET_UNRECOVERABLE
             if stage == "unrecoverable"
             else EventName.ARENA_FLOOR_UNMET_RECOVERED
         )
-        await session.events.apublish(
-            name, session.id, stage=stage, relaxed=raw["relaxed"], cap=raw["cap"]
+        await host.events.apublish(
+            name, host.id, stage=stage, relaxed=raw["relaxed"], cap=raw["cap"]
         )
         if stage == "unrecoverable" and self.config.compact_on_floor_unmet:
-            session.compaction.request("floor_unmet", session._background)
+            self._request_compaction("floor_unmet")
 
 
 #: Plans made at most to fit a plan's rendered cost into its allowance.

@@ -60,7 +60,7 @@ class CacheReport:
 
 
 async def show_prompt_cache(db_path: str, console: Console) -> CacheReport:
-    from lossless.demo.runner import _SYSTEM_PROMPT, demo_config
+    from lossless.demo._config import SYSTEM_PROMPT, demo_config
     from lossless.events import EventName
     from lossless.session import Session
     from lossless.testing import LocalLLMServer
@@ -77,7 +77,7 @@ async def show_prompt_cache(db_path: str, console: Console) -> CacheReport:
             model="openai/demo-local",
             db=db_path,
             config=demo_config(None, server.base_url),
-            system_prompt=_SYSTEM_PROMPT,
+            system_prompt=SYSTEM_PROMPT,
         ) as session:
             session.events.subscribe(on_compaction, EventName.COMPACTION_COMPLETED)
             await session.set_task("Refactor the payhub payout client; keep tests green.")

@@ -47,7 +47,7 @@ class OwnLoopReport:
 
 
 async def show_own_loop(db_path: str, console: Console) -> OwnLoopReport:
-    from lossless.demo.runner import _SYSTEM_PROMPT, demo_config
+    from lossless.demo._config import SYSTEM_PROMPT, demo_config
     from lossless.session import Session
     from lossless.testing import LocalLLMServer
 
@@ -56,7 +56,7 @@ async def show_own_loop(db_path: str, console: Console) -> OwnLoopReport:
     with LocalLLMServer(report_cached_tokens=True) as server:
         config = demo_config(None, server.base_url)
         async with Session.open(
-            model="openai/demo-local", db=db_path, config=config, system_prompt=_SYSTEM_PROMPT
+            model="openai/demo-local", db=db_path, config=config, system_prompt=SYSTEM_PROMPT
         ) as session:
             await session.pin(PIN)
             await _loop(session, server, report)

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from lossless.demo._cache import CacheReport, show_prompt_cache
+from lossless.demo._config import SYSTEM_PROMPT, demo_config
 from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._own_loop import OwnLoopReport, show_own_loop
@@ -28,7 +29,6 @@ from lossless.demo.trajectory import (
 )
 
 if TYPE_CHECKING:
-    from lossless.config import Config
     from lossless.events import Event
     from lossless.session import Session
 
@@ -37,8 +37,6 @@ __all__ = ["DemoReport", "demo_config", "run_demo"]
 # The trajectory is replayed into a deliberately small window so that a run of a few
 # hundred turns compacts many times; the tokenizer is gpt-4o's.
 DEMO_MODEL = "gpt-4o"
-DEMO_CONTEXT_LIMIT = 32_000
-DEMO_MAX_OUTPUT = 4_000
 MIN_COMPACTIONS = 5
 # Every this many turns, the request the session would send is run through the
 # provider conformance check (the `openai` types and litellm's transformations).
@@ -74,24 +72,6 @@ class DemoReport:
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-
-def demo_config(model: str | None, api_base: str | None = None) -> Config:
-    """The demo's configuration: a 32k window, compaction scaled to it."""
-    from lossless.config import CompactionConfig, Config, LLMConfig, ModelConfig
-
-    return Config(
-        model=ModelConfig(context_limit=DEMO_CONTEXT_LIMIT, max_output_tokens=DEMO_MAX_OUTPUT),
-        llm=LLMConfig(api_base=api_base, api_key="unused" if api_base else None),
-        compaction=CompactionConfig(
-            model=model,
-            output_budget=4_000,
-            summary_max_tokens=1_500,
-            prune_protect_tokens=6_000,
-            prune_minimum_tokens=2_000,
-            model_context_limit=DEMO_CONTEXT_LIMIT if model else None,
-        ),
-    )
 
 
 def run_demo(
@@ -143,7 +123,7 @@ async def _replay(
         model=DEMO_MODEL,
         db=db_path,
         config=demo_config(model, api_base),
-        system_prompt=_SYSTEM_PROMPT,
+        system_prompt=SYSTEM_PROMPT,
     ) as session:
         report.session_id, report.budget = session.id, session.budget.usable
 
@@ -326,9 +306,3 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
-
-
-_SYSTEM_PROMPT = (
-    "You are a careful coding agent working on the payhub service. Follow every constraint "
-    "the user states, read before you edit, and run the tests after each change."
-)

@@ -11,7 +11,7 @@ from lossless.errors import InvalidInputError, NotFoundError
 from lossless.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from lossless.session import Session
+    from lossless.ports import SessionView
 
 __all__ = ["READ_FILE_TOOL", "answer_read_file"]
 
@@ -42,7 +42,7 @@ READ_FILE_TOOL: dict[str, Any] = {
 }
 
 
-def answer_read_file(session: Session, args: dict[str, Any], budget: int) -> str:
+def answer_read_file(session: SessionView, args: dict[str, Any], budget: int) -> str:
     """A page of the file's lines as JSON, within ``budget`` tokens. Only files that
     entered this session are read."""
     file_id = args.get("file_id")

@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import os
 import re
-import sys
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 from lossless import _native
 from lossless.errors import InvalidInputError
+from lossless.ports import SessionView
 from lossless.store import Store, database_path
-
-if TYPE_CHECKING:
-    from lossless.session import Session
 
 __all__ = ["Database", "SessionRef", "as_session", "is_id", "open_target", "session_id_of"]
 
-Database: TypeAlias = "str | os.PathLike[str] | Store | Session"
+Database: TypeAlias = "str | os.PathLike[str] | Store | SessionView"
 """A database to read: the path of its file, an open :class:`Store`, or a :class:`Session`."""
 
-SessionRef: TypeAlias = "str | Session"
+SessionRef: TypeAlias = "str | SessionView"
 """One session: its id (``ses_…``) or the :class:`Session` itself."""
 
 # The shape of every id the store writes: a type prefix and letters or digits. A
@@ -33,14 +30,10 @@ SessionRef: TypeAlias = "str | Session"
 _ID = re.compile(r"[a-z]+_[0-9A-Za-z]+")
 
 
-def as_session(value: object) -> Session | None:
-    """``value`` if it is a :class:`Session`. Without importing the session module
-    (pydantic, the compaction engine): while it is not imported, nothing is one."""
-    module = sys.modules.get("lossless.session")
-    if module is None:
-        return None
-    session_class: type[Session] = module.Session
-    return value if isinstance(value, session_class) else None
+def as_session(value: object) -> SessionView | None:
+    """``value`` if it is a session (a :class:`Session` or anything with its id,
+    model and store)."""
+    return value if isinstance(value, SessionView) else None
 
 
 def is_id(value: str, prefix: str) -> bool:

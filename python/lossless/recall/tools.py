@@ -9,8 +9,8 @@ take at most that budget and give cursors to page on.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lossless.errors import InvalidInputError, LosslessError, NotFoundError
 from lossless.files.tool import READ_FILE_TOOL, answer_read_file
@@ -19,8 +19,9 @@ from lossless.recall import describe, expand, grep, read
 from lossless.tokens import count_tokens
 
 if TYPE_CHECKING:
+    from lossless.ports import SessionView, ToolLoopHost
     from lossless.recall import DagNode, GrepHit
-    from lossless.session import PartCallback, Session, TurnResult
+    from lossless.results import PartCallback, TurnResult
 
 __all__ = ["ANSWER_TOKENS", "RECALL_TOOLS", "answer_recall_turn", "run_recall_tool"]
 
@@ -28,6 +29,16 @@ ANSWER_TOKENS = 4_000
 """Most tokens of one recall tool answer (a tenth of a small 40k window)."""
 
 T = TypeVar("T")
+
+
+class ModelTurn(Protocol):
+    """One model call on the session's current view, offering ``tools``, its reply
+    stored."""
+
+    def __call__(
+        self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
+    ) -> Awaitable[TurnResult]: ...
+
 
 _CURSOR_HELP = "a message id from before_cursor / after_cursor of an earlier expansion"
 
@@ -125,7 +136,7 @@ RECALL_TOOLS: list[dict[str, Any]] = [
 RECALL_TOOL_NAMES = frozenset(tool["function"]["name"] for tool in RECALL_TOOLS)
 
 
-def run_recall_tool(session: Session, name: str, arguments: str) -> str:
+def run_recall_tool(session: SessionView, name: str, arguments: str) -> str:
     """Answer one recall tool call; raises :class:`LosslessError` for bad arguments."""
     args = _arguments(arguments)
     answer = _ANSWERS.get(name)
@@ -148,14 +159,14 @@ def _arguments(arguments: str) -> dict[str, Any]:
     return args
 
 
-def _grep(session: Session, args: dict[str, Any]) -> str:
+def _grep(session: SessionView, args: dict[str, Any]) -> str:
     mode = args.get("mode", "text")
     limit = min(_integer(args, "limit", 10), 50)
     hits = grep(str(args.get("query", "")), session=session, mode=mode, limit=limit)
     return _fitted(session, hits, _hit_dict, "hits", "narrow the query or lower limit")
 
 
-def _describe(session: Session, args: dict[str, Any]) -> str:
+def _describe(session: SessionView, args: dict[str, Any]) -> str:
     summary_id = args.get("summary_id")
     if summary_id:
         nodes = describe(_text(args, "summary_id"), db=session)
@@ -170,7 +181,7 @@ def _describe(session: Session, args: dict[str, Any]) -> str:
     )
 
 
-def _expand(session: Session, args: dict[str, Any]) -> str:
+def _expand(session: SessionView, args: dict[str, Any]) -> str:
     summary_id = _text(args, "summary_id")
     expansion = expand(
         summary_id,
@@ -200,7 +211,7 @@ def _expand(session: Session, args: dict[str, Any]) -> str:
     )
 
 
-def _read(session: Session, args: dict[str, Any]) -> str:
+def _read(session: SessionView, args: dict[str, Any]) -> str:
     message_id = _text(args, "message_id")
     cursor = _integer(args, "cursor", 0)
     if cursor < 0:
@@ -222,11 +233,11 @@ def _read(session: Session, args: dict[str, Any]) -> str:
     )
 
 
-def _read_file(session: Session, args: dict[str, Any]) -> str:
+def _read_file(session: SessionView, args: dict[str, Any]) -> str:
     return answer_read_file(session, args, ANSWER_TOKENS)
 
 
-_ANSWERS: dict[str, Callable[[Session, dict[str, Any]], str]] = {
+_ANSWERS: dict[str, Callable[[SessionView, dict[str, Any]], str]] = {
     "lossless_read_file": _read_file,
     "lossless_grep": _grep,
     "lossless_describe": _describe,
@@ -236,7 +247,7 @@ _ANSWERS: dict[str, Callable[[Session, dict[str, Any]], str]] = {
 
 
 def _fitted(
-    session: Session,
+    session: SessionView,
     items: Sequence[T],
     as_dict: Callable[[T], dict[str, Any]],
     key: str,
@@ -313,20 +324,23 @@ def _node_dict(node: DagNode) -> dict[str, Any]:
     }
 
 
-async def answer_recall_turn(session: Session, on_part: PartCallback | None) -> TurnResult:
-    """Model turns with the recall tools, answering the model's recall calls, until it
-    replies without calling one (at most ``config.recall_max_rounds`` rounds)."""
+async def answer_recall_turn(
+    session: ToolLoopHost, model_turn: ModelTurn, on_part: PartCallback | None
+) -> TurnResult:
+    """Model turns (``model_turn``) with the recall tools, answering the model's recall
+    calls, until it replies without calling one (at most ``config.recall_max_rounds``
+    rounds)."""
     for _ in range(session.config.recall_max_rounds):
-        result = await session._model_turn(on_part, RECALL_TOOLS)
+        result = await model_turn(on_part, RECALL_TOOLS)
         recall_calls = [call for call in result.tool_calls if call.name in RECALL_TOOL_NAMES]
         if not recall_calls or len(recall_calls) != len(result.tool_calls):
             return result
         for call in recall_calls:
             await _answer(session, call)
-    return await session._model_turn(on_part, None)
+    return await model_turn(on_part, None)
 
 
-async def _answer(session: Session, call: ToolPart) -> None:
+async def _answer(session: ToolLoopHost, call: ToolPart) -> None:
     arguments = call.input if isinstance(call.input, str) else json.dumps(call.input)
     try:
         output = run_recall_tool(session, call.name, arguments)

@@ -1,0 +1,83 @@
+"""What a session's calls return: the request to send, a model turn's outcome, a
+recorded turn, a stored message; and the callback that receives streamed parts."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lossless.arena import InjectionReport
+from lossless.parts import Part, TextPart, ToolPart
+
+__all__ = ["BuiltContext", "Message", "PartCallback", "RecordResult", "TurnResult"]
+
+PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltContext:
+    """What the next model call would send."""
+
+    messages: list[dict[str, Any]]
+    tokens: int
+    budget: int
+    item_ids: list[str]
+    omitted: int
+    #: What the context arena injected, zone by zone; None when it injected nothing.
+    injection: InjectionReport | None = None
+    #: Tokens from the start of this request identical to the previous request's
+    #: (what a provider's prompt cache can serve); set by :meth:`Session.context`,
+    #: 0 for a peek with :meth:`Session.build_context`.
+    stable_prefix_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The outcome of :meth:`Session.send`."""
+
+    message_id: str
+    text: str
+    tool_calls: list[ToolPart]
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    finish_reason: str | None
+    context_tokens: int
+    compaction_triggered: bool
+    #: Tokens from the start of this request identical to the previous request's
+    #: (what a provider's prompt cache can serve); 0 for a session's first request.
+    stable_prefix_tokens: int = 0
+    #: Input tokens the provider served from its cache, when it reports them.
+    cached_input_tokens: int | None = None
+    #: Input tokens the provider wrote to its cache, when it reports them.
+    cache_write_input_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordResult:
+    """The outcome of :meth:`Session.record`."""
+
+    message_id: str
+    seq: int
+    token_count: int
+    view_tokens: int
+    compaction_triggered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A stored message."""
+
+    id: str
+    seq: int
+    role: str
+    status: Literal["complete", "streaming", "incomplete"]
+    parts: list[Part]
+    token_count: int | None
+    created_at: int
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(part.text for part in self.parts if isinstance(part, TextPart))
