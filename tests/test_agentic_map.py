@@ -181,7 +181,7 @@ async def test_the_items_of_a_run_share_its_connections_and_index_search_once_at
     # Decisions 102 and 121: sub-sessions open no connection of their own; the run
     # writes their turns through its own connection and opens one more, for
     # compaction, however many items it has.
-    import lossless.session as session_module
+    import lossless.session._open as session_module
 
     opened: list[str] = []
     open_store = session_module._open_store

@@ -36,7 +36,7 @@ import httpx
 import pytest
 
 import lossless.compaction.levels as levels_module
-import lossless.session as session_module
+import lossless.session._turn as session_module
 from lossless import Session, TextPart, ToolPart, TurnResult
 from lossless.config import CompactionConfig, Config, LLMConfig, ModelConfig
 from lossless.errors import LLMError

@@ -1,0 +1,167 @@
+"""The write path of a session: turns recorded from an agent's own loop, OpenAI
+chat messages, tool call updates, each followed by the budget step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Literal
+
+import anyio
+import anyio.lowlevel
+
+from lossless.events import Event, EventName
+from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
+from lossless.parts import PartsInput, normalize_parts, parts_to_wire
+from lossless.results import RecordResult
+from lossless.session._request import RequestComposer
+
+
+class Recorder(RequestComposer):
+    """How a session stores what happened elsewhere (an agent's own loop)."""
+
+    async def record(self, role: str, parts: PartsInput) -> RecordResult:
+        """Append a turn that happened elsewhere (your own agent loop), tool calls included."""
+        self._check_open()
+        appended = await self._append_turn(role, parts)
+        view_tokens, triggered = await self._keep_within_budget(appended.view_tokens)
+        return replace(appended, view_tokens=view_tokens, compaction_triggered=triggered)
+
+    async def _append_turn(self, role: str, parts: PartsInput) -> RecordResult:
+        """Stores one turn; the caller keeps the view within the budget afterwards."""
+        normalized = normalize_parts(parts)
+        wire = parts_to_wire(normalized)
+        if role == "user":
+            self._user_turns += 1
+        created = Event(EventName.MESSAGE_CREATED, self.id, {"role": role})
+        appended = await self._write_turn(
+            partial(self._store.append_turn, self.id, role, wire, created.name.value), created
+        )
+        created.payload["message_id"] = appended["id"]
+        self.events.deliver(created)
+        self._watch_tool_calls(normalized)
+        await self.arena.note_parts(normalized)
+        return RecordResult(
+            appended["id"],
+            appended["seq"],
+            appended["token_count"],
+            int(appended["view_tokens"]),
+            compaction_triggered=False,
+        )
+
+    async def _keep_within_budget(self, view_tokens: int) -> tuple[int, bool]:
+        """After a write that grew the view to ``view_tokens``: starts a background
+        round past the soft limit. A write does not wait for compaction at the hard
+        limit (the next model turn does); only a view twice the usable budget, turns
+        recorded faster than rounds summarise them, waits here so the view stays
+        bounded (decision 74). Returns the view's size and whether a round was
+        started."""
+        triggered = self.compaction.check_and_trigger(view_tokens, self._background)
+        if self.compaction.is_far_behind(view_tokens):
+            await self._respect_hard_threshold()
+            view_tokens = self.view_tokens()
+        else:
+            # Let a just-started background round begin while the caller carries on.
+            await anyio.lowlevel.checkpoint()
+        self._view_after_write = view_tokens
+        return view_tokens, triggered
+
+    async def record_messages(self, messages: Sequence[OpenAIMessage]) -> list[RecordResult]:
+        """Append turns an agent loop holds as OpenAI chat messages, in order.
+
+        ``messages`` are dicts (``openai.types.chat`` message params) or models with
+        ``model_dump()`` (openai or litellm message objects). Each ``user``, ``system``
+        and ``assistant`` message becomes one stored turn; list content keeps its text
+        parts as separate parts, and image, audio or file parts are rejected. An
+        assistant's ``tool_calls`` become :class:`ToolPart` s with the arguments text
+        exactly as given, completed with the content of the ``tool`` message that
+        answers each call later in the list, or left ``"pending"``. A ``tool`` message
+        that answers a call an earlier ``record_messages`` or :meth:`record` left open
+        sets that call's result through :meth:`update_tool` rather than storing a turn.
+
+        System messages: a leading one equal to this session's ``system_prompt`` is
+        skipped, since the session already sends that prompt first in every request.
+        Any other system message is stored as a ``system`` turn where it stands, so
+        nothing said is lost and the context shows it in its place. Unlike the session's
+        prompt, a stored system turn is history: compaction may summarise it like any
+        turn. To keep a prompt verbatim in every request, open the session with it as
+        ``system_prompt``.
+
+        The whole list is checked before anything is stored: an unknown role, a missing
+        field, a non-string ``arguments``, a non-text content part or a ``tool`` message
+        that answers no call raises :class:`InvalidInputError` naming the message's
+        index, and stores nothing. Each call appends: hand over only messages not
+        recorded yet. Compaction starts, when due, once the whole list is stored, so
+        a long history handed over at once is summarised as one span. Returns one
+        :class:`RecordResult` per stored turn; the last one says whether the list
+        started a round.
+        """
+        self._check_open()
+        steps = to_turns(
+            messages,
+            system_prompt=self.system_prompt,
+            open_calls=lambda: open_call_ids(
+                part for message in self.history() for part in message.parts
+            ),
+        )
+        results: list[RecordResult] = []
+        view_tokens: int | None = None
+        for step in steps:
+            if isinstance(step, Turn):
+                appended = await self._append_turn(step.role, step.parts)
+                results.append(appended)
+                view_tokens = appended.view_tokens
+            else:
+                view_tokens = await self._apply_tool_update(
+                    step.call_id, "completed", step.output, None
+                )
+        if view_tokens is None:
+            return results
+        # One round for the whole list, started once all of it is stored: a history
+        # handed over at once was never sent, and a round that sees all of it aims at
+        # the goal (decision 191) where rounds started part way cut to the tail.
+        view_tokens, triggered = await self._keep_within_budget(view_tokens)
+        if results:
+            results[-1] = replace(
+                results[-1], view_tokens=view_tokens, compaction_triggered=triggered
+            )
+        return results
+
+    async def update_tool(
+        self,
+        call_id: str,
+        *,
+        status: Literal["pending", "running", "completed", "error"],
+        output: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Move a recorded tool call along its lifecycle, setting its output or error once."""
+        self._check_open()
+        view_tokens = await self._apply_tool_update(call_id, status, output, error)
+        # A result can be the largest thing a session stores.
+        await self._keep_within_budget(view_tokens)
+
+    async def _apply_tool_update(
+        self, call_id: str, status: str, output: str | None, error: str | None
+    ) -> int:
+        """Stores a tool call's new status; returns the view's size. The caller keeps
+        the view within the budget afterwards."""
+        await self.arena.before_update(call_id)
+        updated = Event(EventName.TOOL_UPDATED, self.id, {"call_id": call_id, "status": status})
+        view_tokens = await self._write_turn(
+            partial(
+                self._store.update_tool_turn,
+                self.id,
+                call_id,
+                status,
+                output,
+                error,
+                updated.name.value,
+            ),
+            updated,
+        )
+        self.events.deliver(updated)
+        await self.arena.note_update(call_id, status, output, error)
+        return view_tokens

@@ -1,0 +1,397 @@
+"""Session: the object agents are written against.
+
+A session persists every turn before anything else happens, assembles its context
+in the native core, calls the model through litellm, and keeps its view inside the
+budget with background compaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+import anyio.lowlevel
+
+from lossless import _native
+from lossless._background import Background
+from lossless._writes import write_now_or_in_thread
+from lossless.arena import ArenaWriteResult, Priority, SessionArena
+from lossless.calibration import TokenCalibration
+from lossless.compaction import CompactionEngine, CompactionResult, Summariser
+from lossless.config import Config
+from lossless.events import EventBus, EventName
+
+if TYPE_CHECKING:
+    from lossless.files import FileHandleResult
+from lossless.models import Budget, ModelLimits, resolve_limits_async
+from lossless.profiles import ProfileName, profile_for
+from lossless.session._open import (
+    SharedSessionParts,
+    _check_stored,
+    _close_all,
+    _close_gone_streams,
+    _compaction_window,
+    _open_store,
+    _opened_by_session,
+    _second_store,
+    _weakly,
+    flush_search_index,
+    shared_session_parts,
+)
+from lossless.session._request_parts import _Request
+from lossless.session._turn import ModelTurns
+
+
+class Session(ModelTurns):
+    """One conversation, stored in full, sent to the model within its budget.
+
+    Create it with :meth:`open`, :meth:`create` or :meth:`load`, ideally as
+    ``async with Session.open(...) as session``. Background compaction runs as a
+    task of the event loop that the session waits for when it closes, so sessions
+    open and close in any order and from any task.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: _native.Store,
+        session_id: str,
+        model: str,
+        config: Config,
+        system_prompt: str | None,
+        limits: ModelLimits,
+        compaction_window: int,
+        counter: _native.TokenCounter,
+        compaction_store: _native.Store | None = None,
+    ) -> None:
+        self._store = store
+        self.id = session_id
+        self.model = model
+        self.config = config
+        self.system_prompt = system_prompt
+        self._limits = limits
+        self._count = counter.count
+        self._system_tokens = counter.count(system_prompt) + 4 if system_prompt else 0
+        self.profile: ProfileName = profile_for(
+            model, config.model.profile, api_base=config.llm.api_base
+        )
+        self._calibration = TokenCalibration(model, config.model.token_correction)
+        self.budget = Budget.of(limits, config, self._system_tokens, self._calibration.correction)
+        self.events = EventBus(tape=store)
+        self._background = Background()
+        self._closed = False
+        self._owns_store = True
+        # The connections this session opened itself, ended when it closes: on a
+        # database server each holds one of its limited connection slots.
+        self._opened: tuple[_native.Store, ...] = ()
+        # The view's size right after this session's last write (a turn, a tool
+        # result, a reply), taken by the next model turn; None once anything else
+        # may have written.
+        self._view_after_write: int | None = None
+        # The last request sent, to count how much of the next one repeats it.
+        self._last_request: _Request | None = None
+        self._last_request_at: float | None = None
+        # The messages of the last request, as sent.
+        self._last_messages: list[dict[str, Any]] | None = None
+        # The last tool definitions sent (as JSON) and their tokens.
+        self._counted_tools: tuple[str, int] = ("", 0)
+        # User turns recorded by this object: a new one re-plans the arena's block.
+        self._user_turns = 0
+        self._sending = False
+        # The tokens of the last request :meth:`context` gave, until its usage is
+        # reported.
+        self._awaiting_usage: int | None = None
+        self._recent_calls: deque[str] = deque(maxlen=config.doom_loop_threshold)
+        # Compaction works on a connection of its own (when the database is a file), so
+        # no call of a turn waits for a round's native work to let go of a connection.
+        compaction_store = compaction_store or store
+        summariser = Summariser(
+            compaction_store, config, count=self._count, compaction_window=compaction_window
+        )
+        # The parts a session owns call back into it through weak references: a cycle
+        # would keep the session, and its connections, alive until a full collection,
+        # which a heap frozen after litellm's import may never run on it.
+        summariser.conversation = _weakly(self._conversation_for_summary)
+        self.compaction = CompactionEngine(
+            store=compaction_store,
+            session_id=session_id,
+            config=config,
+            budget=_weakly(self._current_budget),
+            bus=self.events,
+            summariser=summariser,
+        )
+        self.arena = SessionArena(
+            weakref.proxy(self),
+            check_open=_weakly(self._check_open),
+            request_compaction=_weakly(self._request_compaction),
+        )
+        self.compaction.measure_invalidated = _weakly(self._invalidated_since_last_request)
+
+    @classmethod
+    async def create(
+        cls,
+        *,
+        model: str,
+        db: str | os.PathLike[str] = "lossless.db",
+        config: Config | None = None,
+        system_prompt: str | None = None,
+    ) -> Session:
+        """Start a new session stored in ``db``."""
+        return await cls._new(model=model, db=db, config=config, system_prompt=system_prompt)
+
+    @classmethod
+    async def _new(
+        cls,
+        *,
+        model: str,
+        db: str | os.PathLike[str],
+        config: Config | None,
+        system_prompt: str | None,
+        link: tuple[str, str, int] | None = None,
+        shared: SharedSessionParts | None = None,
+    ) -> Session:
+        """:meth:`create`; with ``link`` (parent id, map id, item index) the session is
+        created linked to its parent, in the same transaction (an AgenticMap item).
+        With ``shared`` (made once by :func:`shared_session_parts` for ``model`` and
+        ``config``) the session works on its connections, counter and limits instead
+        of making its own; whoever made them indexes the search backlog."""
+        config = config or Config()
+        if shared is None:
+            shared = await shared_session_parts(model, db, config)
+            owns_store = True
+        else:
+            owns_store = False
+        store = shared.store
+        if link is None:
+            session_id = store.create_session(model, shared.snapshot, system_prompt)
+        else:
+            session_id = await write_now_or_in_thread(
+                partial(
+                    _native.create_child_session,
+                    store,
+                    model,
+                    shared.snapshot,
+                    system_prompt,
+                    *link,
+                )
+            )
+        session = cls(
+            store=store,
+            session_id=session_id,
+            model=model,
+            config=config,
+            system_prompt=system_prompt,
+            limits=shared.limits,
+            compaction_window=shared.compaction_window,
+            counter=shared.counter,
+            compaction_store=shared.compaction_store,
+        )
+        session._owns_store = owns_store
+        if owns_store:
+            session._opened = _opened_by_session(db, shared)
+        await session._start()
+        session.events.publish(
+            EventName.SESSION_CREATED, session_id, model=model, usable=session.budget.usable
+        )
+        return session
+
+    @classmethod
+    async def load(
+        cls,
+        session_id: str,
+        *,
+        db: str | os.PathLike[str] = "lossless.db",
+        config: Config | None = None,
+    ) -> Session:
+        """Reopen a stored session.
+
+        Replies left streaming by a process that is gone (a process on this host that
+        no longer runs, or one elsewhere silent for ``store.stream_stale_s``) are
+        closed as incomplete with the text they had checkpointed; replies another
+        live process is streaming are left to it.
+        """
+        return await cls._load(session_id, db=db, config=config)
+
+    @classmethod
+    async def _load(
+        cls,
+        session_id: str,
+        *,
+        db: str | os.PathLike[str],
+        config: Config | None,
+        expected: tuple[str, str | None] | None = None,
+    ) -> Session:
+        """:meth:`load`; with ``expected`` (model, system prompt or None), a session
+        stored otherwise is refused before anything is written or published."""
+        store = await _open_store(db, config or Config())
+        row = store.get_session(session_id)
+        if expected is not None:
+            _check_stored(row, session_id, *expected)
+        stored = (
+            Config.model_validate_json(row["config_json"])
+            if row["config_json"] != "{}"
+            else Config()
+        )
+        config = config or stored
+
+        limits = await resolve_limits_async(row["model"], config.model)
+        compaction_window = await _compaction_window(config, limits)
+        counter = _native.TokenCounter(row["model"])
+        compaction_store = await _second_store(store, config)
+        session = cls(
+            store=store,
+            session_id=session_id,
+            model=row["model"],
+            config=config,
+            system_prompt=row["system_prompt"],
+            limits=limits,
+            compaction_window=compaction_window,
+            counter=counter,
+            compaction_store=compaction_store,
+        )
+        session._opened = (store,) if compaction_store is store else (store, compaction_store)
+        flagged = await anyio.to_thread.run_sync(
+            _close_gone_streams, store, session_id, config.store.stream_stale_s
+        )
+        await session._start()
+        session.events.publish(EventName.SESSION_LOADED, session_id, interrupted_flagged=flagged)
+        return session
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        *,
+        model: str,
+        db: str | os.PathLike[str] = "lossless.db",
+        session_id: str | None = None,
+        config: Config | None = None,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[Session]:
+        """Create a session (``session_id=None``) or load a stored one, closed on exit.
+
+        ``async with Session.open(model=..., db=..., session_id=saved_id) as session:``.
+        When loading, ``config=None`` keeps the stored configuration, and ``model`` and
+        a given ``system_prompt`` must match the stored ones: both are fixed when the
+        session is created, so a different value raises :class:`InvalidInputError`
+        instead of being silently ignored.
+        """
+        if session_id is None:
+            session = await cls.create(
+                model=model, db=db, config=config, system_prompt=system_prompt
+            )
+        else:
+            expected = (model, system_prompt)
+            session = await cls._load(session_id, db=db, config=config, expected=expected)
+        try:
+            yield session
+        finally:
+            await session.close()
+
+    async def _start(self) -> None:
+        self.events.attach(self._background)
+
+    async def close(self) -> None:
+        """Finish background work and release the session. Closing twice is harmless.
+
+        Sessions close in any order and from any task: the session's background work
+        (a compaction round, async event handlers) runs on the event loop, not in a
+        task group of the task that opened it, and closing waits for it to end.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        await self.compaction.wait_for_pending()
+        # Closing is idle time: index what the turns queued for search, so the next
+        # reader of the file (the CLI, an MCP client) does not pay for it. Sessions on
+        # shared connections leave that to whoever made them, once for them all.
+        if self._owns_store:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(flush_search_index, self._store)
+        self.events.publish(EventName.SESSION_CLOSED, self.id)
+        await self._background.wait()
+        self.events.attach(None)
+        # Off the loop: the last connection to a file copies its write-ahead log
+        # into it, which takes as long as the log is large.
+        opened, self._opened = self._opened, ()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_close_all, opened)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def add_file(
+        self, path: str | os.PathLike[str], *, record: bool = True
+    ) -> FileHandleResult:
+        """Hand the model a file: under ``files.inline_threshold`` tokens as text, else
+        as a reference to its bytes, stored whole (see :mod:`lossless.files`).
+
+        With ``record`` (the default) the part is stored at once as a user message;
+        otherwise pass ``result.part`` in the next :meth:`send`. A missing, empty or
+        unreadable path, a directory or a file over ``files.max_file_bytes`` raises a
+        :class:`~lossless.errors.FileInputError` and stores nothing.
+        """
+        self._check_open()
+        from lossless.files import LargeFileHandler
+
+        handler = LargeFileHandler(self._store, config=self.config.files, model=self.model)
+        result = await handler.handle(path)
+        if record:
+            await self.record("user", [result.part])
+        await self.events.apublish(
+            EventName.FILE_ADDED,
+            self.id,
+            file_id=result.file_id,
+            inline=result.inline,
+            tokens=result.token_count,
+        )
+        return result
+
+    async def read_file(self, file_id: str, lines: tuple[int, int] | None = None) -> str:
+        """The text of a stored file, whole or ``lines=(first, last)`` (from 1, both
+        included). An unknown id raises :class:`~lossless.errors.NotFoundError`."""
+        from lossless.files import LargeFileHandler
+
+        handler = LargeFileHandler(self._store, config=self.config.files, model=self.model)
+        return await handler.read(file_id, lines)
+
+    async def pin(self, text: str, *, key: str | None = None, priority: Priority = "high") -> str:
+        """Pin a fact: it goes into the system message of every request (the
+        ``truth`` zone) and survives every compaction. Returns its key (given, or
+        made from the text); pinning again under a key replaces the fact."""
+        if key is None and isinstance(text, str):
+            key = "pin:" + hashlib.sha256(text.encode()).hexdigest()[:12]
+        await self.arena.add("truth", key, text, priority=priority)
+        assert key is not None
+        return key
+
+    async def unpin(self, key: str) -> bool:
+        """Take a pinned fact out; whether it was pinned. Only a pinned fact: an entry
+        of another zone under the same key stays."""
+        return await self.arena.remove("truth", key)
+
+    async def set_task(self, text: str) -> ArenaWriteResult:
+        """Set the task state (the ``task_state`` zone), shown next to the newest
+        user message of every request until it is set again."""
+        return await self.arena.add("task_state", "task", text, priority="critical")
+
+    async def set_working_memory(self, text: str) -> ArenaWriteResult:
+        """Set the working memory (the ``memory_working`` zone); text longer than the
+        zone's cap is cut to it, head and tail kept, as the result reports."""
+        return await self.arena.add("memory_working", "working", text, priority="critical")
+
+    async def compact(self) -> CompactionResult:
+        """Run one compaction now, even under the soft threshold. Never raises."""
+        self._check_open()
+        await self.compaction.wait_for_pending()
+        return await self.compaction.run_compaction(force=True)
