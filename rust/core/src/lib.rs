@@ -11,6 +11,7 @@ pub mod fileids;
 pub mod filescan;
 pub mod ids;
 pub mod lang;
+pub mod model;
 pub mod parts;
 pub mod pg;
 pub mod plan;

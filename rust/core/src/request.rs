@@ -10,9 +10,9 @@ use std::collections::{HashSet, VecDeque};
 use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use crate::fileids::merge_file_id_footer;
+use crate::model::{ItemKind, RenderedItem, ViewItem};
 use crate::parts::Role;
 use crate::render::ChatMessage;
-use crate::store::{ItemKind, RenderedItem, ViewItem};
 use crate::tokens::TokenCounter;
 
 /// Tokens reserved for the lead marker: its text is one short line.

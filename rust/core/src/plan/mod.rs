@@ -2,8 +2,8 @@
 //! that the next summary covers. Pure functions over view items; the store reads
 //! the items and writes what a round decides.
 
+use crate::model::{ItemKind, ViewItem};
 use crate::parts::Role;
-use crate::store::{ItemKind, ViewItem};
 
 /// How much of the newest history a round leaves alone. The tail ends at the first
 /// bound reached, walking back from the newest message; it always holds that one.

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use super::backend::{args, Conn};
 
-use super::compaction::{locate, IdList, Members, SummaryRow};
+use super::compaction::{locate, Members, SummaryRow};
 use super::gate::transact;
-use super::messages::join_ids;
+use super::id_list::{join_ids, IdList};
 use super::search::{move_backlog, queue_summary};
 use super::view::ItemKind;
 use super::Store;

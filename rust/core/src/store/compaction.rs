@@ -11,7 +11,8 @@ use std::collections::{HashMap, HashSet};
 use super::backend::{args, Row};
 
 use super::gate::transact;
-use super::messages::{row_to_part, split_ids};
+use super::id_list::{split_ids, IdList};
+use super::messages::row_to_part;
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
@@ -304,24 +305,6 @@ pub(super) fn locate(
         found.push(at);
     }
     Ok(found)
-}
-
-/// Ids in first-seen order without repeats.
-#[derive(Default)]
-pub(super) struct IdList {
-    seen: HashSet<String>,
-    pub(super) ids: Vec<String>,
-}
-
-impl IdList {
-    pub(super) fn extend<I: IntoIterator<Item = String>>(&mut self, ids: I) {
-        for id in ids {
-            if !self.seen.contains(&id) {
-                self.seen.insert(id.clone());
-                self.ids.push(id);
-            }
-        }
-    }
 }
 
 /// One tool output the prune scan found outside the protected tail.

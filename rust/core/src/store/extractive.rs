@@ -5,9 +5,9 @@
 use super::backend::{args, Conn, Row};
 
 use super::commit::{write_sources, write_summary, CommitResult, NewSummary};
-use super::compaction::{IdList, Members, SpanInfo, TextResult};
+use super::compaction::{Members, SpanInfo, TextResult};
 use super::gate::transact;
-use super::messages::split_ids;
+use super::id_list::{split_ids, IdList};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::extractive::{

@@ -9,11 +9,10 @@
 
 use super::backend::args;
 
-use super::compaction::IdList;
-use super::messages::split_ids;
-use super::view::{ItemKind, ViewItem};
+use super::id_list::{split_ids, IdList};
 use super::Store;
 use crate::error::{Error, Result};
+use crate::model::{ItemKind, ViewItem};
 
 /// File ids of a view's first `through` items that are messages.
 #[derive(Default)]

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use super::backend::args;
 
 use super::search::{part_search_text, part_search_text_postgres};
-use super::view::ItemKind;
 use super::Store;
 use crate::arena::cut_head_tail;
 use crate::error::Result;
+use crate::model::ItemKind;
 use crate::parts::{Part, Role};
 use crate::query;
 

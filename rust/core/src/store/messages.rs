@@ -6,6 +6,7 @@ use super::backend::{args, Conn, Row, Value};
 
 use super::events::WriteEvent;
 use super::gate::transact;
+use super::id_list::{join_ids, split_ids};
 use super::search::{bound_backlog, move_backlog, queue_part};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
@@ -124,21 +125,6 @@ fn part_file_ids(part: &Part) -> Vec<String> {
             ids
         }
     }
-}
-
-pub(super) fn join_ids(ids: &[String]) -> Option<String> {
-    (!ids.is_empty()).then(|| ids.join(" "))
-}
-
-pub(super) fn split_ids(joined: Option<&str>) -> Vec<String> {
-    joined
-        .map(|text| {
-            text.split(' ')
-                .filter(|id| !id.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn body_of(part: &Part) -> Cow<'_, str> {
@@ -403,7 +389,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'streaming')",
             )?
             .execute(args![id, session_id, seq, role.as_str(), now_ms(), model])?;
-            super::streams::start_checkpoint(tx, &id, session_id, owner)
+            super::checkpoints::start_checkpoint(tx, &id, session_id, owner)
         })?;
         Ok(id)
     }
@@ -745,7 +731,7 @@ pub(super) fn close_message(
             format!("message {message_id} was finished concurrently"),
         ));
     }
-    super::streams::end_checkpoint(tx, message_id)?;
+    super::checkpoints::end_checkpoint(tx, message_id)?;
     if !closing.complete {
         return Ok(None);
     }

@@ -3,6 +3,7 @@
 mod arena;
 pub(crate) mod backend;
 mod check;
+mod checkpoints;
 mod commit;
 mod compaction;
 mod dag_walk;
@@ -13,6 +14,7 @@ mod files;
 mod gate;
 mod grep;
 mod grep_pg;
+mod id_list;
 mod lease;
 mod left_out;
 mod maps;

@@ -13,7 +13,7 @@
 //! messages) stays the same from turn to turn and a provider's prompt cache keeps
 //! serving it. Cutting just enough every turn would move the front on every turn.
 
-use super::view::{CachedView, ItemKind, ViewItem};
+use crate::model::{ItemKind, ViewItem};
 use crate::parts::Role;
 use crate::request;
 
@@ -134,22 +134,25 @@ fn stepped_cut(
 /// Picks view items for `budget` with room for a lead marker where one is needed (see
 /// [`crate::request`]); with less room than a marker takes, the context opens at its
 /// first user message instead. Returns the selection and the marker's position in it.
+/// `summaries` are the indices of the summary items in `items`; `totals` the view's
+/// tokens and its summaries' (see [`select_items`]).
 pub(super) fn select_with_marker(
-    view: &CachedView,
+    items: &[ViewItem],
+    summaries: &[usize],
+    totals: (i64, i64),
     budget: i64,
     reserve: i64,
 ) -> (Selection, Option<usize>) {
-    let totals = (view.tokens, view.summary_tokens);
-    let select = |room| select_items(&view.items, &view.summaries, totals, room);
+    let select = |room| select_items(items, summaries, totals, room);
     let mut selected = select(budget);
     if budget < reserve {
-        open_with_user(&view.items, &mut selected);
+        open_with_user(items, &mut selected);
         return (selected, None);
     }
-    match request::marker_position(&view.items, &selected.chosen) {
+    match request::marker_position(items, &selected.chosen) {
         Some(_) if selected.tokens + reserve > budget => {
             let selected = select(budget - reserve);
-            let marker = request::marker_position(&view.items, &selected.chosen);
+            let marker = request::marker_position(items, &selected.chosen);
             (selected, marker)
         }
         marker => (selected, marker),

@@ -29,28 +29,6 @@ pub struct StreamRow {
     pub chars: i64,
 }
 
-pub(super) fn start_checkpoint(
-    tx: &Conn,
-    message_id: &str,
-    session_id: &str,
-    owner: &str,
-) -> Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO stream_checkpoints (message_id, session_id, owner, beat_at)
-         VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(args![message_id, session_id, owner, now_ms()])?;
-    Ok(())
-}
-
-pub(super) fn end_checkpoint(tx: &Conn, message_id: &str) -> Result<()> {
-    tx.prepare_cached("DELETE FROM stream_chunks WHERE message_id = ?1")?
-        .execute(args![message_id])?;
-    tx.prepare_cached("DELETE FROM stream_checkpoints WHERE message_id = ?1")?
-        .execute(args![message_id])?;
-    Ok(())
-}
-
 impl Store {
     /// Records the text a streaming reply received since its last checkpoint
     /// (`appended`), in one transaction with its owner's heartbeat; with `None`, only

@@ -15,81 +15,14 @@ use super::memory_recall::NewestRecall;
 use super::selection::select_with_marker;
 use super::Store;
 use crate::error::{Error, Result};
+pub use crate::model::{ItemKind, RenderedItem, ViewItem, ViewStats};
 use crate::parts::Role;
-use crate::prefix::{self, Unit};
+use crate::prefix::Unit;
 use crate::render::{self, ChatMessage};
 use crate::request;
 
 /// Sessions whose views a store keeps decoded at once.
 const CACHED_SESSIONS: usize = 32;
-
-/// What a view item points at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ItemKind {
-    Message,
-    Summary,
-}
-
-impl ItemKind {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ItemKind::Message => "message",
-            ItemKind::Summary => "summary",
-        }
-    }
-}
-
-/// One entry of a session's context view.
-#[derive(Clone, Debug)]
-pub struct ViewItem {
-    pub position: i64,
-    pub kind: ItemKind,
-    pub id: String,
-    pub tokens: i64,
-    /// The message's role; `None` for summaries.
-    pub role: Option<Role>,
-    /// The message's sequence number; 0 for summaries.
-    pub seq: i64,
-}
-
-/// Sizes of a session's view.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ViewStats {
-    pub items: i64,
-    pub message_items: i64,
-    pub summary_items: i64,
-    pub tokens: i64,
-    pub summary_tokens: i64,
-    pub version: i64,
-    /// Tokens of the newest user message (the instruction every request keeps); 0
-    /// without one.
-    pub instruction_tokens: i64,
-}
-
-/// One view item rendered as chat messages. Assemblies share it (the same `Arc`)
-/// until the item changes, so its address identifies one rendering.
-#[derive(Debug)]
-pub struct RenderedItem {
-    pub id: String,
-    pub messages: Vec<ChatMessage>,
-    /// A hash of `messages`, taken once when rendered: what a request's prefix is
-    /// compared by (see [`crate::prefix`]).
-    pub fingerprint: u64,
-}
-
-impl RenderedItem {
-    /// The rendering `messages` of the item `id`, fingerprinted.
-    #[must_use]
-    pub fn new(id: String, messages: Vec<ChatMessage>) -> Self {
-        let fingerprint = prefix::stable_hash(&messages);
-        Self {
-            id,
-            messages,
-            fingerprint,
-        }
-    }
-}
 
 /// The assembled context: rendered items in view order, and what it holds.
 #[derive(Clone, Debug, Default)]
@@ -352,7 +285,13 @@ impl Store {
         let mut reserve = request::MARKER_TOKENS;
         let (selected, marker, file_ids) = loop {
             let view = self.fresh_view(session_id)?;
-            let (selected, marker) = select_with_marker(view, budget, reserve);
+            let (selected, marker) = select_with_marker(
+                &view.items,
+                &view.summaries,
+                (view.tokens, view.summary_tokens),
+                budget,
+                reserve,
+            );
             let file_ids = match marker {
                 Some(_) if selected.chosen.len() < view.items.len() => {
                     self.left_out_file_ids(session_id, &selected.chosen, selected.tail_start)?
@@ -369,7 +308,13 @@ impl Store {
             if needed >= budget {
                 // The ids alone would not fit: the budget holds, with a plain marker.
                 let view = self.fresh_view(session_id)?;
-                let (selected, marker) = select_with_marker(view, budget, request::MARKER_TOKENS);
+                let (selected, marker) = select_with_marker(
+                    &view.items,
+                    &view.summaries,
+                    (view.tokens, view.summary_tokens),
+                    budget,
+                    request::MARKER_TOKENS,
+                );
                 break (selected, marker, Vec::new());
             }
             reserve = needed;
