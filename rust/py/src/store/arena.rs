@@ -1,0 +1,145 @@
+//! The context arena's entries and plans, and the recall it fills its zone from.
+
+use lossless_core::store::WriteEvent;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use crate::arena;
+
+use super::Store;
+
+#[pymethods]
+impl Store {
+    /// Applies arena writes (see `lossless_core::store::ArenaWrite`) in one
+    /// transaction with the event `event` (its payload `payload_json`), if given.
+    #[pyo3(signature = (session_id, writes, rules, event = None, payload_json = None))]
+    fn arena_write<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        writes: Vec<arena::WriteArgs>,
+        rules: &arena::ArenaRules,
+        event: Option<&str>,
+        payload_json: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let event = match event {
+            Some(name) => Some(
+                WriteEvent::parse(name, payload_json.unwrap_or("{}"))
+                    .map_err(crate::errors::to_py_err)?,
+            ),
+            None => None,
+        };
+        let ceiling = arena::ceiling(rules);
+        let outcomes = self.with(py, |store| {
+            let learned = arena::learned_caps(store, session_id, &rules.inner)?;
+            let writes = arena::writes(writes, &rules.inner, learned.as_ref())?;
+            store.arena_write(session_id, &writes, ceiling, event.as_ref())
+        })?;
+        arena::outcomes(py, &outcomes)
+    }
+
+    /// The live entries of a session's arena, oldest first.
+    fn arena_entries<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let entries = self.quick(py, |store| store.arena_entries(session_id))?;
+        let list = PyList::empty(py);
+        for entry in entries.iter() {
+            list.append(arena::entry_dict(py, entry)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Plans a turn's injection under `cap` tokens, with this turn's `transient`
+    /// candidates (recall hits), and renders it.
+    fn arena_plan<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        rules: &arena::ArenaRules,
+        cap: i64,
+        transient: Vec<arena::TransientArgs>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        loop {
+            let outcome = self.quick(py, |store| {
+                self.turn.plan(store, session_id, rules, cap, &transient)
+            })?;
+            if let Some(dict) = self.turn.plan_dict(py, outcome)? {
+                return Ok(dict);
+            }
+            // Another session's plan replaced the one found: plan anew.
+            self.turn.forget_plan();
+        }
+    }
+
+    /// The session's tool calls still waiting for their result: (call id, name).
+    fn open_tool_calls(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<(String, String)>> {
+        self.with(py, |store| store.open_tool_calls(session_id))
+    }
+
+    /// Takes in a sent turn's (demand, accepted, cut at write) per zone and the
+    /// once-per-session entries it injected, as (zone, key, seq); stores the
+    /// controller's state, with the event `event` when cap moved.
+    #[pyo3(signature = (session_id, rules, zones, once, event = None))]
+    fn arena_observe<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        rules: &arena::ArenaRules,
+        zones: Vec<(i64, i64, i64)>,
+        once: Vec<arena::OnceArgs>,
+        event: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let observed = self.with(py, |store| {
+            arena::observe(store, session_id, &rules.inner, &zones, &once, event)
+        })?;
+        arena::observed_dict(py, &observed)
+    }
+
+    /// Forgets the arena's learned caps and the once-per-session entries it showed,
+    /// with the event `event` (its JSON `payload`) in the same transaction.
+    fn arena_reset(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        event: &str,
+        payload: &str,
+    ) -> PyResult<()> {
+        let event = WriteEvent::parse(event, payload).map_err(crate::errors::to_py_err)?;
+        self.with(py, |store| arena::reset(store, session_id, &event))
+    }
+
+    /// The newest user message of the view and the parts out of the view that
+    /// match it best: (question or None, hits).
+    fn recall_newest<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        k: usize,
+        max_tokens: usize,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let recalled = self.quick(py, |store| store.recall_newest(session_id, k, max_tokens))?;
+        self.turn.recall_tuple(py, recalled)
+    }
+
+    /// The parts of a session out of its view that match `question` best.
+    fn recall<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        question: &str,
+        k: usize,
+        max_tokens: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let hits = self.with(py, |store| {
+            store.recall(session_id, question, k, max_tokens)
+        })?;
+        let list = PyList::empty(py);
+        for hit in &hits {
+            list.append(arena::hit_dict(py, hit)?)?;
+        }
+        Ok(list)
+    }
+}

@@ -1,0 +1,302 @@
+//! Compaction: prunes, spans, transcripts, summaries and whole rounds.
+
+use lossless_core::plan::Tail;
+use lossless_core::store::{self as core_store};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::convert;
+use crate::round::RoundRules;
+use crate::span::{MessageIds, Span};
+
+use super::{dict_of, obj, Store};
+
+#[pymethods]
+impl Store {
+    #[pyo3(signature = (
+        session_id, protect_tokens, minimum_tokens, protected_tools,
+        protect_user_turns = 2, tail_tokens = None, tail_messages = None,
+    ))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the keyword arguments of the Python call"
+    )]
+    fn prune<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        protect_tokens: i64,
+        minimum_tokens: i64,
+        protected_tools: Vec<String>,
+        protect_user_turns: usize,
+        tail_tokens: Option<i64>,
+        tail_messages: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let tail = tail_rule(protect_user_turns, tail_tokens, tail_messages);
+        let result = self.with(py, |store| {
+            store.prune(
+                session_id,
+                protect_tokens,
+                minimum_tokens,
+                &protected_tools,
+                tail,
+            )
+        })?;
+        dict_of(
+            py,
+            &[
+                ("candidates", obj(py, result.candidates)?),
+                ("pruned_parts", obj(py, result.pruned_parts)?),
+                ("tokens_saved", obj(py, result.tokens_saved)?),
+            ],
+        )
+    }
+
+    #[pyo3(signature = (session_id, protect_user_turns = 2, tail_tokens = None, tail_messages = None))]
+    fn compaction_span(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        protect_user_turns: usize,
+        tail_tokens: Option<i64>,
+        tail_messages: Option<usize>,
+    ) -> PyResult<Span> {
+        let tail = tail_rule(protect_user_turns, tail_tokens, tail_messages);
+        let inner = self.with(py, |store| store.compaction_span(session_id, tail))?;
+        Ok(Span { inner })
+    }
+
+    #[pyo3(signature = (message_ids, max_chars_per_message = None, max_tokens = None))]
+    fn transcript<'py>(
+        &self,
+        py: Python<'py>,
+        message_ids: MessageIds<'py>,
+        max_chars_per_message: Option<usize>,
+        max_tokens: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ids = message_ids.ids();
+        let result = self.with(py, |store| {
+            store.transcript(ids, max_chars_per_message, max_tokens)
+        })?;
+        text_result(py, &result, message_ids.is_list())
+    }
+
+    fn truncate_summary<'py>(
+        &self,
+        py: Python<'py>,
+        message_ids: MessageIds<'py>,
+        target_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ids = message_ids.ids();
+        let result = self.with(py, |store| store.truncate_summary(ids, target_tokens))?;
+        text_result(py, &result, message_ids.is_list())
+    }
+
+    fn extractive_summary<'py>(
+        &self,
+        py: Python<'py>,
+        message_ids: MessageIds<'py>,
+        max_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ids = message_ids.ids();
+        let result = self.with(py, |store| store.extractive_summary(ids, max_tokens))?;
+        text_result(py, &result, message_ids.is_list())
+    }
+
+    fn live_summaries<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let rows = self.with(py, |store| store.live_summaries(session_id))?;
+        let list = PyList::empty(py);
+        for row in &rows {
+            list.append(convert::summary_row(py, row)?)?;
+        }
+        Ok(list)
+    }
+
+    fn condense_truncate<'py>(
+        &self,
+        py: Python<'py>,
+        summary_ids: Vec<String>,
+        max_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let result = self.with(py, |store| {
+            store.condense_truncate(&summary_ids, max_tokens)
+        })?;
+        text_result(py, &result, true)
+    }
+
+    #[pyo3(signature = (session_id, text, level, source_message_ids, source_summary_ids, expected_view_version = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the keyword arguments of the Python method"
+    )]
+    fn commit_summary<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        text: &Bound<'py, PyAny>,
+        level: i64,
+        source_message_ids: MessageIds<'py>,
+        source_summary_ids: Vec<String>,
+        expected_view_version: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let text = convert::text(text, "text")?;
+        let message_ids = source_message_ids.ids();
+        let result = self.with(py, |store| {
+            store.commit_summary(
+                session_id,
+                &text,
+                level,
+                message_ids,
+                &source_summary_ids,
+                expected_view_version,
+            )
+        })?;
+        commit_result(py, &result)
+    }
+
+    fn commit_extractive_summary<'py>(
+        &self,
+        py: Python<'py>,
+        span: Bound<'py, Span>,
+        max_tokens: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let inner = &span.get().inner;
+        let result = self.with(py, |store| {
+            store.commit_extractive_summary(inner, max_tokens)
+        })?;
+        let committed = match &result.committed {
+            Some(commit) => commit_result(py, commit)?.into_any(),
+            None => py.None().into_bound(py),
+        };
+        dict_of(
+            py,
+            &[
+                ("text", obj(py, &result.text)?),
+                ("token_count", obj(py, result.token_count)?),
+                ("message_count", obj(py, inner.message_ids.len())?),
+                ("file_ids", obj(py, &result.file_ids)?),
+                ("committed", committed),
+            ],
+        )
+    }
+
+    /// One compaction round's store work (see the core's `Store::compaction_round`).
+    fn compaction_round<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        rules: Bound<'py, RoundRules>,
+        before: i64,
+        model_summary: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let rules = &rules.get().inner;
+        let writer = if model_summary {
+            core_store::LeafWriter::Model
+        } else {
+            core_store::LeafWriter::BuiltIn
+        };
+        let outcome = self.with(py, |store| {
+            store.compaction_round(session_id, rules, before, writer)
+        })?;
+        round_result(py, outcome)
+    }
+
+    fn session_file_ids(
+        &self,
+        py: Python<'_>,
+        session_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<String>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        self.with(py, |store| store.session_file_ids(&session_id))
+    }
+}
+
+/// A round's outcome as a dict.
+fn round_result(py: Python<'_>, outcome: core_store::RoundOutcome) -> PyResult<Bound<'_, PyDict>> {
+    let saved = outcome.saved();
+    let pruned = dict_of(
+        py,
+        &[
+            ("candidates", obj(py, outcome.pruned.candidates)?),
+            ("pruned_parts", obj(py, outcome.pruned.pruned_parts)?),
+            ("tokens_saved", obj(py, outcome.pruned.tokens_saved)?),
+        ],
+    )?;
+    let committed = PyList::empty(py);
+    for (commit, level, messages) in &outcome.committed {
+        let entry = commit_result(py, commit)?;
+        entry.set_item("level", level)?;
+        entry.set_item("messages", messages)?;
+        committed.append(entry)?;
+    }
+    let span = match outcome.span {
+        Some(inner) => Bound::new(py, Span { inner })?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    dict_of(
+        py,
+        &[
+            ("pruned", pruned.into_any()),
+            ("span", span),
+            ("target", obj(py, outcome.target)?),
+            ("span_messages", obj(py, outcome.span_messages)?),
+            ("committed", committed.into_any()),
+            ("attempts", obj(py, outcome.attempts)?),
+            ("view_after", obj(py, outcome.view_after)?),
+            ("saved", obj(py, saved)?),
+        ],
+    )
+}
+
+/// A commit's result as a dict.
+fn commit_result<'py>(
+    py: Python<'py>,
+    result: &core_store::CommitResult,
+) -> PyResult<Bound<'py, PyDict>> {
+    dict_of(
+        py,
+        &[
+            ("summary_id", obj(py, &result.summary_id)?),
+            ("token_count", obj(py, result.token_count)?),
+            ("tokens_before", obj(py, result.tokens_before)?),
+            ("tokens_after", obj(py, result.tokens_after)?),
+            ("messages_covered", obj(py, result.messages_covered)?),
+            ("file_ids", obj(py, &result.file_ids)?),
+        ],
+    )
+}
+
+/// A text result as a dict; with `with_ids`, the ids of the messages it covers
+/// too (`message_count` always).
+fn text_result<'py>(
+    py: Python<'py>,
+    result: &core_store::TextResult,
+    with_ids: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = dict_of(
+        py,
+        &[
+            ("text", obj(py, &result.text)?),
+            ("token_count", obj(py, result.token_count)?),
+            ("message_count", obj(py, result.message_ids.len())?),
+            ("file_ids", obj(py, &result.file_ids)?),
+        ],
+    )?;
+    if with_ids {
+        dict.set_item("message_ids", &result.message_ids)?;
+    }
+    Ok(dict)
+}
+
+/// The protected tail a round leaves alone; an absent bound is no bound.
+fn tail_rule(user_turns: usize, tokens: Option<i64>, messages: Option<usize>) -> Tail {
+    Tail {
+        user_turns,
+        max_tokens: tokens.unwrap_or(i64::MAX),
+        max_messages: messages.unwrap_or(usize::MAX),
+    }
+}
