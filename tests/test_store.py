@@ -851,3 +851,19 @@ def test_a_write_that_cannot_wait_gives_way_to_another_writer(
     large = [{"kind": "text", "text": "word " * 20_000}]
     assert native.append_turn(sid, "user", large, "message_created", payload, wait=False) is None
     assert len(native.history(sid)) == 1
+
+
+def test_view_stats_are_typed_and_still_read_by_name(store: Store) -> None:
+    sid = store.create_session("gpt-4o")
+    store.append(sid, "user", "Migrate every module. Never touch legacy_billing/.")
+    stats = store.view_stats(sid)
+    assert stats.items == stats.message_items == 1 and stats.summary_items == 0
+    assert stats.tokens == stats.instruction_tokens > 0
+    # As the mapping the call returned before it had a type of its own.
+    assert stats["tokens"] == stats.tokens
+    assert dict(stats)["summary_tokens"] == stats.summary_tokens and len(dict(stats)) == 7
+    with pytest.raises(KeyError):
+        stats["bytes"]
+    assert stats == store.view_stats(sid)
+    store.append(sid, "assistant", "Reading the modules first.")
+    assert store.view_stats(sid).version > stats.version

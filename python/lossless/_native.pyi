@@ -20,6 +20,7 @@ __all__ = [
     "Span",
     "Store",
     "TokenCounter",
+    "ViewStats",
     "__version__",
     "check_summary",
     "child_sessions",
@@ -139,6 +140,29 @@ class RoundRules:
     def shrinks(summary_tokens: int, covered_tokens: int) -> bool:
         """Whether a summary of ``summary_tokens`` costs the view less than the
         ``covered_tokens`` it replaces, framing included."""
+
+@final
+class ViewStats:
+    """The sizes of a session's view. Also read by name (``stats["tokens"]``)."""
+
+    @property
+    def items(self) -> int: ...
+    @property
+    def message_items(self) -> int: ...
+    @property
+    def summary_items(self) -> int: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def summary_tokens(self) -> int: ...
+    @property
+    def version(self) -> int:
+        """Raised by every write that changes the view."""
+    @property
+    def instruction_tokens(self) -> int:
+        """Tokens of the newest user message; 0 without one."""
+    def __getitem__(self, key: str, /) -> int: ...
+    def keys(self) -> list[str]: ...
 
 @final
 class Span:
@@ -444,7 +468,7 @@ class Store:
     def recall(
         self, session_id: str, question: str, k: int, max_tokens: int
     ) -> list[dict[str, Any]]: ...
-    def view_stats(self, session_id: str) -> dict[str, int]: ...
+    def view_stats(self, session_id: str) -> ViewStats: ...
     def view_items(self, session_id: str) -> list[dict[str, Any]]: ...
     # events
     def append_event(self, session_id: str, name: str, payload_json: str) -> int: ...

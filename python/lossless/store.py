@@ -188,6 +188,7 @@ class Store:
         """Every file id that ever entered the session."""
         return self._inner.session_file_ids(session_id)
 
-    def view_stats(self, session_id: str) -> dict[str, int]:
-        """Item and token counts of the session's context view."""
+    def view_stats(self, session_id: str) -> _native.ViewStats:
+        """Item and token counts of the session's context view: ``stats.tokens`` (or,
+        as a mapping, ``stats.tokens``)."""
         return self._inner.view_stats(session_id)

@@ -64,7 +64,7 @@ def sessions(
             format_time(row["created_at"]),
             f"{row['messages']:,}",
             f"{row['summaries']:,}",
-            f"{view['tokens']:,}",
+            f"{view.tokens:,}",
             row["model"],
         )
     console.print(table)

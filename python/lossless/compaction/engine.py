@@ -327,7 +327,7 @@ class CompactionEngine:
 
     async def _view_tokens(self) -> int:
         stats = await self._call(self._store.view_stats, self._session_id)
-        return int(stats["tokens"])
+        return stats.tokens
 
     def _rules(self) -> _native.RoundRules:
         """The limits of a round under the current budget."""
@@ -384,7 +384,7 @@ class CompactionEngine:
         if not self._store.acquire_compaction_lease(self._session_id, self._holder, ttl_ms):
             return None
         try:
-            before = int(self._store.view_stats(self._session_id)["tokens"])
+            before = self._store.view_stats(self._session_id).tokens
             if self._abort or (before <= self._budget().soft_limit and not force):
                 return _Opening(before, after=self._release_lease())
             rules = self._rules()
@@ -402,7 +402,7 @@ class CompactionEngine:
     def _release_lease(self) -> int:
         """Gives the lease back; returns the view's size."""
         self._store.release_compaction_lease(self._session_id, self._holder)
-        return int(self._store.view_stats(self._session_id)["tokens"])
+        return self._store.view_stats(self._session_id).tokens
 
     async def _rounds(self, result: CompactionResult, force: bool, opening: _Opening) -> None:
         before = result.tokens_before = opening.before

@@ -101,7 +101,7 @@ class SessionBase:
 
     def view_tokens(self) -> int:
         """Tokens of everything in the context view (what compaction keeps in budget)."""
-        return int(self._store.view_stats(self.id)["tokens"])
+        return self._store.view_stats(self.id).tokens
 
     def history(self) -> list[Message]:
         """Every stored message, oldest first, including incomplete ones."""

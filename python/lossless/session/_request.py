@@ -47,10 +47,10 @@ class RequestComposer(SessionBase):
             prepared = prepared if prepared is not None else self.arena.recall_internal()
             room = self.budget.usable - tool_tokens
             stats = self._store.view_stats(self.id)
-            free = room - int(stats["tokens"])
+            free = room - stats.tokens
             # What the history keeps whatever the pressure: the instruction, and the
             # marker that says what was left out.
-            kept = int(stats["instruction_tokens"]) + _LEFT_OUT_MARKER_TOKENS
+            kept = stats.instruction_tokens + _LEFT_OUT_MARKER_TOKENS
             planned = self.arena.plan(free, prepared, most=room - kept)
         if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
             block, block_tokens = "", 0
@@ -219,7 +219,7 @@ class RequestComposer(SessionBase):
         a round's commit and its end sees the commit: the next request would
         otherwise change the blocks again, a second invalidation for one round."""
         stats = self._store.view_stats(self.id)
-        return int(stats["summary_items"]), int(stats["summary_tokens"])
+        return stats.summary_items, stats.summary_tokens
 
     def _steady_block(self, block: str, block_tokens: int, free: int) -> tuple[str, int]:
         """The block to send: within a tool loop (no user turn, arena write or

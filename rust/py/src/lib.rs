@@ -42,6 +42,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("MARKER_TOKENS", lossless_core::request::MARKER_TOKENS)?;
     module.add_class::<store::Store>()?;
+    module.add_class::<store::ViewStats>()?;
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;

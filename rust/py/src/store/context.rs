@@ -6,7 +6,7 @@ use lossless_core::parts::Role;
 use lossless_core::profile::Profile;
 use lossless_core::store::{self as core_store};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 
 use crate::convert;
 use crate::prefix::ItemUnits;
@@ -47,25 +47,10 @@ impl Store {
         self.assemble_with(py, session_id, budget_tokens, profile, true)
     }
 
-    fn view_stats<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    fn view_stats(&self, py: Python<'_>, session_id: &Bound<'_, PyAny>) -> PyResult<ViewStats> {
         let session_id = convert::text(session_id, "session_id")?;
         let stats = self.quick(py, |store| store.view_stats(&session_id))?;
-        dict_of(
-            py,
-            &[
-                ("items", obj(py, stats.items)?),
-                ("message_items", obj(py, stats.message_items)?),
-                ("summary_items", obj(py, stats.summary_items)?),
-                ("tokens", obj(py, stats.tokens)?),
-                ("summary_tokens", obj(py, stats.summary_tokens)?),
-                ("version", obj(py, stats.version)?),
-                ("instruction_tokens", obj(py, stats.instruction_tokens)?),
-            ],
-        )
+        Ok(ViewStats::from(stats))
     }
 
     fn view_items<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
@@ -172,4 +157,69 @@ fn profiled<'py>(
         members.push(Bound::new(py, ItemUnits::of(assembled))?.into_any());
     }
     PyTuple::new(py, members)
+}
+
+/// The sizes of a session's view. Also read by name (`stats["tokens"]`), as the
+/// mapping the call returned before it had a type of its own.
+#[pyclass(frozen, get_all, eq, skip_from_py_object, module = "lossless._native")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewStats {
+    items: i64,
+    message_items: i64,
+    summary_items: i64,
+    tokens: i64,
+    summary_tokens: i64,
+    version: i64,
+    instruction_tokens: i64,
+}
+
+/// The field names, in the order `keys()` gives them.
+const VIEW_STATS_KEYS: [&str; 7] = [
+    "items",
+    "message_items",
+    "summary_items",
+    "tokens",
+    "summary_tokens",
+    "version",
+    "instruction_tokens",
+];
+
+impl From<lossless_core::model::ViewStats> for ViewStats {
+    fn from(stats: lossless_core::model::ViewStats) -> Self {
+        Self {
+            items: stats.items,
+            message_items: stats.message_items,
+            summary_items: stats.summary_items,
+            tokens: stats.tokens,
+            summary_tokens: stats.summary_tokens,
+            version: stats.version,
+            instruction_tokens: stats.instruction_tokens,
+        }
+    }
+}
+
+#[pymethods]
+impl ViewStats {
+    fn __getitem__(&self, key: &str) -> PyResult<i64> {
+        Ok(match key {
+            "items" => self.items,
+            "message_items" => self.message_items,
+            "summary_items" => self.summary_items,
+            "tokens" => self.tokens,
+            "summary_tokens" => self.summary_tokens,
+            "version" => self.version,
+            "instruction_tokens" => self.instruction_tokens,
+            _ => return Err(pyo3::exceptions::PyKeyError::new_err(key.to_string())),
+        })
+    }
+
+    /// The field names: with `__getitem__`, `dict(stats)` makes the mapping.
+    #[allow(clippy::unused_self)] // A method, as the mapping protocol calls it.
+    fn keys(&self) -> [&'static str; 7] {
+        VIEW_STATS_KEYS
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{self:?}")
+    }
 }

@@ -22,6 +22,8 @@ mod search;
 mod sessions;
 mod turns;
 
+pub use context::ViewStats;
+
 /// A connection to a lossless database.
 // `weakref`: whoever keeps track of stores (a test that nothing holds one after
 // closing, a pool) can without keeping them open.
