@@ -906,3 +906,45 @@ async def test_disabled_compaction_never_triggers_but_compact_still_runs(
         context = session.build_context()
         assert context.tokens <= context.budget and context.omitted > 0
         assert (await session.compact()).status == "completed"
+
+
+async def test_turns_written_while_a_round_runs_get_a_round_of_their_own(
+    config_for: Callable[..., Config], db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A round reads the view when it starts. Turns recorded while it runs find it
+    # pending and start none; once it ends, the view is checked again, so they are
+    # not left over the soft limit until the next model turn. The first round here
+    # stands for one that found nothing to take out when it read the view (it
+    # stalled): it waits until the turns are written, then ends.
+    async with await open_session(config_for, db) as session:
+        events = recorder(session)
+        engine = session.compaction
+        entered, release = anyio.Event(), anyio.Event()
+        real_round = engine.run_compaction
+
+        async def first_round_stalls(*, force: bool = False) -> Any:
+            if not entered.is_set():
+                entered.set()
+                await release.wait()
+                return None
+            return await real_round(force=force)
+
+        monkeypatch.setattr(engine, "run_compaction", first_round_stalls)
+        soft = session.budget.soft_limit
+        turn = 0
+        while not engine.pending:
+            await session.record("user", f"turn {turn}: {prose(turn, 100)}")
+            turn += 1
+        with anyio.fail_after(30):
+            await entered.wait()
+        # The view grows past the soft limit by turns written during the round alone,
+        # staying under twice the usable budget (where a write would wait for it).
+        start_view = session.view_tokens()
+        while session.view_tokens() - start_view <= soft:
+            await session.record("user", f"turn {turn}: {prose(turn, 100)}")
+            turn += 1
+        assert session.view_tokens() < 2 * session.budget.usable
+        release.set()
+        await engine.wait_for_pending()
+        assert len(named(events, EventName.COMPACTION_TRIGGERED)) == 2
+        assert session.view_tokens() <= soft

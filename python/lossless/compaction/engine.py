@@ -128,6 +128,8 @@ class CompactionEngine:
         # The view's size read in the worker thread right after the current round's
         # last write, when the round ended in its first steps.
         self._view_after_round: int | None = None
+        # A write crossed the soft limit while a round ran (see check_and_trigger).
+        self._grew_during_round = False
         self.last_result: CompactionResult | None = None
         # Tells how many tokens of the last request's cached prefix the view as it is
         # now no longer repeats (the session sets it); None when it cannot tell.
@@ -152,14 +154,15 @@ class CompactionEngine:
         return self._config.compaction.enabled and view_tokens > 2 * self._budget().usable
 
     def check_and_trigger(self, view_tokens: int, background: Spawner | None) -> bool:
-        """Start a background round if the view is over the soft threshold and none runs."""
-        if not self.is_soft_overflow(view_tokens) or self.pending or background is None:
+        """Start a background round if the view is over the soft threshold and none runs.
+        A write that finds a round running is remembered: the round may have read the
+        view before it, so the view is checked again when the round ends."""
+        if not self.is_soft_overflow(view_tokens) or background is None:
             return False
-        triggered = Event(
-            EventName.COMPACTION_TRIGGERED,
-            self._session_id,
-            {"view_tokens": view_tokens, "soft_limit": self._budget().soft_limit},
-        )
+        if self.pending:
+            self._grew_during_round = True
+            return False
+        triggered = self._triggered(view_tokens)
         # Handlers hear of it before the turn returns; the round records it.
         self._bus.deliver(triggered)
         done = anyio.Event()
@@ -180,11 +183,31 @@ class CompactionEngine:
         return True
 
     async def _background(self, done: anyio.Event, triggered: Event, force: bool = False) -> None:
+        self._grew_during_round = False
         try:
             await self._bus.apersist(triggered, via=self._store)
             await self.run_compaction(force=force)
+            while self._grew_during_round:
+                # Turns written while the round ran found it pending and started none;
+                # a round that stalled or ended on the view it had read would leave
+                # them over the soft limit until the next model turn's hard-limit wait.
+                self._grew_during_round = False
+                view_tokens = await self._view_tokens()
+                if not self.is_soft_overflow(view_tokens):
+                    break
+                again = self._triggered(view_tokens)
+                self._bus.deliver(again)
+                await self._bus.apersist(again, via=self._store)
+                await self.run_compaction()
         finally:
             done.set()
+
+    def _triggered(self, view_tokens: int) -> Event:
+        return Event(
+            EventName.COMPACTION_TRIGGERED,
+            self._session_id,
+            {"view_tokens": view_tokens, "soft_limit": self._budget().soft_limit},
+        )
 
     async def wait_for_pending(self) -> None:
         """Return once the background round (if any) finished."""
