@@ -30,9 +30,11 @@ from lossless.testing import LocalLLMServer, Reply
 
 CHILD = Path(__file__).with_name("crash_child.py")
 # Kills of children that only record and compact, and of children that also stream
-# (those import litellm, which takes seconds: fewer of them).
+# (those import litellm, which takes seconds: fewer of them), in all. They are made in
+# SHARDS runs on a database each, which a parallel test run spreads over its workers.
 KILLS = 100
 STREAM_KILLS = 6
+SHARDS = 2
 # About two seconds of streaming at 5 ms a chunk of three words.
 REPLY = " ".join(f"w{index}" for index in range(1_200))
 
@@ -142,9 +144,11 @@ def check_stream(db: Path, run: ChildRun, killed_at: float) -> bool:
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_sigkill_at_random_moments_loses_nothing_acknowledged(
-    server: LocalLLMServer, tmp_path: Path
+    server: LocalLLMServer, tmp_path: Path, shard: int
 ) -> None:
+    kills, stream_kills = KILLS // SHARDS, STREAM_KILLS // SHARDS
     server.responder = lambda request: Reply(text=REPLY, chunk_delay_s=0.005)
     config = make_config(
         server,
@@ -155,9 +159,10 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(
     session_id: str | None = None
     acked: set[str] = set()
     streams_checked = 0
-    for kill in range(KILLS + STREAM_KILLS):
-        stream = kill >= KILLS
-        run = kill_at_random(db, session_id, config.model_dump_json(), 1_000 + kill, stream)
+    for kill in range(kills + stream_kills):
+        stream = kill >= kills
+        seed = 1_000 + shard * (kills + stream_kills) + kill
+        run = kill_at_random(db, session_id, config.model_dump_json(), seed, stream)
         killed_at = time.monotonic()
         session_id = session_id or run.session_id()
         assert session_id is not None, f"kill {kill}: the child never opened its session"
@@ -165,5 +170,5 @@ def test_sigkill_at_random_moments_loses_nothing_acknowledged(
         check_file(db, session_id, acked)
         if stream:
             streams_checked += check_stream(db, run, killed_at)
-    assert len(acked) > KILLS, "the children got work done between kills"
-    assert streams_checked >= STREAM_KILLS // 2, "replies were killed while streaming"
+    assert len(acked) > kills, "the children got work done between kills"
+    assert streams_checked >= stream_kills // 2, "replies were killed while streaming"
