@@ -328,16 +328,17 @@ class SendBench:
         # Context assembly inside send() is timed too: it is the part of the framework
         # whose cost follows the size of the view (O(k), by design).
         self._assembly = 0.0
-        build_context = self.session.build_context
+        # What a model turn and build_context() both assemble the request with.
+        build = self.session._build
 
-        def timed_build_context(**kwargs: Any) -> Any:
+        def timed_build(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return build_context(**kwargs)
+                return build(*args, **kwargs)
             finally:
                 self._assembly += time.perf_counter() - started
 
-        monkeypatch.setattr(self.session, "build_context", timed_build_context)
+        monkeypatch.setattr(self.session, "_build", timed_build)
         # The first litellm call loads its providers (about a second).
         harness.run(self.session.send("warm up"))
         harness.run(self._raw([{"role": "user", "content": "warm up"}]))
