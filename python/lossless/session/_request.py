@@ -17,10 +17,6 @@ from lossless.results import BuiltContext
 from lossless.session._base import SessionBase
 from lossless.session._request_parts import _EarlierBlocks, _Request, _RequestParts
 
-# What the core reserves for the line that says what a request left out
-# (`request::MARKER_TOKENS`).
-_LEFT_OUT_MARKER_TOKENS = 32
-
 
 class RequestComposer(SessionBase):
     """How a session composes the request it sends next."""
@@ -50,7 +46,7 @@ class RequestComposer(SessionBase):
             free = room - stats.tokens
             # What the history keeps whatever the pressure: the instruction, and the
             # marker that says what was left out.
-            kept = stats.instruction_tokens + _LEFT_OUT_MARKER_TOKENS
+            kept = stats.instruction_tokens + _native.MARKER_TOKENS
             planned = self.arena.plan(free, prepared, most=room - kept)
         if planned is None or not (planned.raw["stable"] or planned.raw["volatile"]):
             block, block_tokens = "", 0
