@@ -11,7 +11,10 @@ from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
-__all__ = ["Store", "database_path", "prepare_postgres"]
+__all__ = ["Store", "ViewStats", "database_path", "prepare_postgres"]
+
+ViewStats = _native.ViewStats
+"""The sizes of a session's view, as :meth:`Store.view_stats` gives them."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -188,7 +191,7 @@ class Store:
         """Every file id that ever entered the session."""
         return self._inner.session_file_ids(session_id)
 
-    def view_stats(self, session_id: str) -> _native.ViewStats:
+    def view_stats(self, session_id: str) -> ViewStats:
         """Item and token counts of the session's context view: ``stats.tokens`` (or,
         as a mapping, ``stats.tokens``)."""
         return self._inner.view_stats(session_id)

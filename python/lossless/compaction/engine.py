@@ -162,12 +162,7 @@ class CompactionEngine:
         if self.pending:
             self._grew_during_round = True
             return False
-        triggered = self._triggered(view_tokens)
-        # Handlers hear of it before the turn returns; the round records it.
-        self._bus.deliver(triggered)
-        done = anyio.Event()
-        self._done = done
-        background.start_soon(self._background, done, triggered)
+        self._start(background, self._triggered(view_tokens), force=False)
         return True
 
     def request(self, reason: str, background: Spawner | None) -> bool:
@@ -176,11 +171,16 @@ class CompactionEngine:
         if not self._config.compaction.enabled or self.pending or background is None:
             return False
         requested = Event(EventName.COMPACTION_REQUESTED, self._session_id, {"reason": reason})
-        self._bus.deliver(requested)
+        self._start(background, requested, force=True)
+        return True
+
+    def _start(self, background: Spawner, cause: Event, *, force: bool) -> None:
+        """Starts a round in the background for ``cause``: handlers hear of it before
+        the turn returns; the round records it."""
+        self._bus.deliver(cause)
         done = anyio.Event()
         self._done = done
-        background.start_soon(self._background, done, requested, True)
-        return True
+        background.start_soon(self._background, done, cause, force)
 
     async def _background(self, done: anyio.Event, triggered: Event, force: bool = False) -> None:
         self._grew_during_round = False
