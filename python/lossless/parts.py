@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from lossless.errors import InvalidInputError
 
@@ -63,6 +63,7 @@ def storable_name(name: str) -> str:
 class TextPart:
     """Plain text said by a participant."""
 
+    kind: ClassVar[str] = "text"
     text: str
 
 
@@ -74,6 +75,7 @@ class ToolPart:
     ``output`` stays ``None`` until the tool finished.
     """
 
+    kind: ClassVar[str] = "tool"
     name: str
     call_id: str
     input: Mapping[str, Any] | str = ""
@@ -86,6 +88,7 @@ class ToolPart:
 class FileRefPart:
     """A reference to a file kept outside the context, by content id."""
 
+    kind: ClassVar[str] = "file_ref"
     file_id: str
     path: str
     file_type: str = "text"
@@ -96,10 +99,19 @@ class FileRefPart:
 Part: TypeAlias = TextPart | ToolPart | FileRefPart
 PartsInput: TypeAlias = str | Part | Iterable[str | Part]
 
+# Every part type, as the core declares its kinds (rust/core/src/parts/): the wire
+# dict of a part is its ``kind`` and its fields, by name.
+PART_TYPES: tuple[type[Part], ...] = (TextPart, ToolPart, FileRefPart)
+_TYPE_OF_KIND: dict[str, type[Part]] = {cls.kind: cls for cls in PART_TYPES}
+_FIELDS_OF_KIND: dict[str, tuple[str, ...]] = {
+    cls.kind: tuple(field.name for field in fields(cls)) for cls in PART_TYPES
+}
+_TYPE_NAMES = ", ".join(["str", *(cls.__name__ for cls in PART_TYPES)])
+
 
 def normalize_parts(parts: PartsInput) -> list[Part]:
     """Turn what a caller passed into a list of parts, rejecting anything else."""
-    if isinstance(parts, str | TextPart | ToolPart | FileRefPart):
+    if isinstance(parts, (str, *PART_TYPES)):
         items: list[Any] = [parts]
     elif isinstance(parts, Iterable) and not isinstance(parts, bytes | Mapping):
         items = list(parts)
@@ -111,12 +123,11 @@ def normalize_parts(parts: PartsInput) -> list[Part]:
     for index, item in enumerate(items):
         if isinstance(item, str):
             result.append(TextPart(item))
-        elif isinstance(item, TextPart | ToolPart | FileRefPart):
+        elif isinstance(item, PART_TYPES):
             result.append(item)
         else:
             raise InvalidInputError(
-                f"parts[{index}]: expected str, TextPart, ToolPart or FileRefPart, "
-                f"got {type(item).__name__}"
+                f"parts[{index}]: expected one of {_TYPE_NAMES}, got {type(item).__name__}"
             )
     if not result:
         raise InvalidInputError("parts: a message needs at least one part")
@@ -130,26 +141,12 @@ def parts_to_wire(parts: Iterable[Part]) -> list[dict[str, Any]]:
 
 def part_to_wire(part: Part, field: str = "part") -> dict[str, Any]:
     """Encode a part as the dict the native store takes; ``field`` names it in errors."""
-    if isinstance(part, TextPart):
-        return {"kind": "text", "text": part.text}
+    wire: dict[str, Any] = {"kind": part.kind}
+    for name in _FIELDS_OF_KIND[part.kind]:
+        wire[name] = getattr(part, name)
     if isinstance(part, ToolPart):
-        return {
-            "kind": "tool",
-            "name": part.name,
-            "call_id": part.call_id,
-            "input": _input_json(f"{field}.input", part.input),
-            "output": part.output,
-            "status": part.status,
-            "error": part.error,
-        }
-    return {
-        "kind": "file_ref",
-        "file_id": part.file_id,
-        "path": part.path,
-        "file_type": part.file_type,
-        "token_count": part.token_count,
-        "summary": part.summary,
-    }
+        wire["input"] = _input_json(f"{field}.input", part.input)
+    return wire
 
 
 def _input_json(field: str, value: object) -> str:
@@ -175,21 +172,4 @@ def _input_json(field: str, value: object) -> str:
 def part_from_wire(wire: Mapping[str, Any]) -> Part:
     """Decode a part dict returned by the native store."""
     kind = wire["kind"]
-    if kind == "text":
-        return TextPart(wire["text"])
-    if kind == "tool":
-        return ToolPart(
-            name=wire["name"],
-            call_id=wire["call_id"],
-            input=wire["input"],
-            output=wire.get("output"),
-            status=wire["status"],
-            error=wire.get("error"),
-        )
-    return FileRefPart(
-        file_id=wire["file_id"],
-        path=wire["path"],
-        file_type=wire["file_type"],
-        token_count=wire["token_count"],
-        summary=wire["summary"],
-    )
+    return _TYPE_OF_KIND[kind](**{name: wire[name] for name in _FIELDS_OF_KIND[kind]})

@@ -6,7 +6,6 @@
 
 use std::fmt::Write as _;
 
-use crate::parts::{FileRef, Part, ToolCallPart};
 use crate::render::StoredPart;
 use crate::tokens::TokenCounter;
 
@@ -19,44 +18,11 @@ pub fn full_text(seq: i64, role: &str, status: &str, parts: &[StoredPart]) -> St
     }
     for (index, stored) in parts.iter().enumerate() {
         let _ = write!(text, "\n[part {} {}]\n", index + 1, stored.id);
-        match &stored.part {
-            Part::Text(body) => text.push_str(body),
-            Part::Tool(tool) => push_tool(&mut text, tool, stored.tombstone.is_some()),
-            Part::FileRef(file) => push_file(&mut text, file),
-        }
+        stored
+            .part
+            .write_full(stored.tombstone.is_some(), &mut text);
     }
     text
-}
-
-fn push_tool(text: &mut String, tool: &ToolCallPart, pruned: bool) {
-    let _ = write!(
-        text,
-        "tool call {} (id {}, {})",
-        tool.name,
-        tool.call_id,
-        tool.status.as_str()
-    );
-    if pruned {
-        text.push_str(", output pruned from the context, shown here as stored");
-    }
-    text.push_str("\ninput:\n");
-    text.push_str(&tool.input);
-    if let Some(output) = &tool.output {
-        text.push_str("\noutput:\n");
-        text.push_str(output);
-    }
-    if let Some(error) = &tool.error {
-        text.push_str("\nerror:\n");
-        text.push_str(error);
-    }
-}
-
-fn push_file(text: &mut String, file: &FileRef) {
-    let _ = write!(
-        text,
-        "file reference {} {} ({}, {} tokens)\nsummary:\n{}",
-        file.file_id, file.path, file.file_type, file.token_count, file.summary
-    );
 }
 
 /// One page of a text: characters `start..end` (counted in characters, as
@@ -162,7 +128,7 @@ fn ceil_boundary(text: &str, mut index: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parts::ToolStatus;
+    use crate::parts::{Part, ToolCallPart, ToolStatus};
 
     fn counter() -> TokenCounter {
         TokenCounter::new("gpt-4o", 1.0)

@@ -1,6 +1,6 @@
 //! Argument extraction and result conversion: builtins in, builtins out.
 
-use lossless_core::parts::{FileRef, Part, Role, ToolCallPart, ToolStatus};
+use lossless_core::parts::{Part, Role, WireSink, WireSource};
 use lossless_core::profile::Profile;
 use lossless_core::render::{ChatMessage, StoredPart, ToolCall};
 use lossless_core::store::{Durability, GrepMode, MessageRecord, SummaryRow, Usage};
@@ -80,12 +80,6 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "?".into(), |name| name.to_string())
 }
 
-fn required<'py>(dict: &Bound<'py, PyDict>, key: &str, field: &str) -> PyResult<Bound<'py, PyAny>> {
-    dict.get_item(key)?
-        .filter(|value| !value.is_none())
-        .ok_or_else(|| invalid(&format!("{field}.{key}"), "is required"))
-}
-
 fn optional_text(dict: &Bound<'_, PyDict>, key: &str, field: &str) -> PyResult<Option<String>> {
     match dict.get_item(key)? {
         Some(value) if !value.is_none() => text(&value, &format!("{field}.{key}")).map(Some),
@@ -93,8 +87,52 @@ fn optional_text(dict: &Bound<'_, PyDict>, key: &str, field: &str) -> PyResult<O
     }
 }
 
-fn required_text(dict: &Bound<'_, PyDict>, key: &str, field: &str) -> PyResult<String> {
-    text(&required(dict, key, field)?, &format!("{field}.{key}"))
+/// A part's wire dict read through the core's [`WireSource`]: the core says which
+/// fields each kind has, this says how a Python value becomes one.
+struct DictSource<'a, 'py>(&'a Bound<'py, PyDict>);
+
+impl DictSource<'_, '_> {
+    fn value(
+        &self,
+        key: &str,
+        field: &str,
+    ) -> lossless_core::error::Result<Option<Bound<'_, PyAny>>> {
+        let value = self.0.get_item(key).map_err(|err| {
+            lossless_core::error::Error::invalid(format!("{field}.{key}"), err.to_string())
+        })?;
+        Ok(value.filter(|value| !value.is_none()))
+    }
+}
+
+impl WireSource for DictSource<'_, '_> {
+    fn text(&self, key: &str, field: &str) -> lossless_core::error::Result<Option<String>> {
+        let Some(value) = self.value(key, field)? else {
+            return Ok(None);
+        };
+        let field = format!("{field}.{key}");
+        let Ok(string) = value.cast::<PyString>() else {
+            let reason = format!("expected str, got {}", type_name(&value));
+            return Err(lossless_core::error::Error::invalid(field, reason));
+        };
+        string
+            .to_str()
+            .map(|text| Some(text.to_string()))
+            .map_err(|_| {
+                lossless_core::error::Error::invalid(
+                    field,
+                    "is not valid text (it holds a lone surrogate)",
+                )
+            })
+    }
+
+    fn int(&self, key: &str, field: &str) -> lossless_core::error::Result<Option<i64>> {
+        let Some(value) = self.value(key, field)? else {
+            return Ok(None);
+        };
+        value.extract::<i64>().map(Some).map_err(|_| {
+            lossless_core::error::Error::invalid(format!("{field}.{key}"), "expected an int")
+        })
+    }
 }
 
 /// One part from its wire dict (see `lossless.parts.part_to_wire`).
@@ -105,39 +143,7 @@ pub fn part(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Part> {
             &format!("expected a part dict, got {}", type_name(value)),
         )
     })?;
-    let kind = required_text(dict, "kind", field)?;
-    match kind.as_str() {
-        "text" => Ok(Part::Text(required_text(dict, "text", field)?)),
-        "tool" => {
-            let status =
-                optional_text(dict, "status", field)?.unwrap_or_else(|| "completed".into());
-            Ok(Part::Tool(ToolCallPart {
-                name: required_text(dict, "name", field)?,
-                call_id: required_text(dict, "call_id", field)?,
-                input: optional_text(dict, "input", field)?.unwrap_or_default(),
-                output: optional_text(dict, "output", field)?,
-                status: ToolStatus::parse(&format!("{field}.status"), &status)
-                    .map_err(to_py_err)?,
-                error: optional_text(dict, "error", field)?,
-            }))
-        }
-        "file_ref" => Ok(Part::FileRef(FileRef {
-            file_id: required_text(dict, "file_id", field)?,
-            path: required_text(dict, "path", field)?,
-            file_type: optional_text(dict, "file_type", field)?.unwrap_or_else(|| "text".into()),
-            token_count: match dict.get_item("token_count")? {
-                Some(value) if !value.is_none() => value
-                    .extract::<i64>()
-                    .map_err(|_| invalid(&format!("{field}.token_count"), "expected an int"))?,
-                _ => 0,
-            },
-            summary: optional_text(dict, "summary", field)?.unwrap_or_default(),
-        })),
-        other => Err(invalid(
-            &format!("{field}.kind"),
-            &format!("unknown part kind {other:?}; expected text, tool or file_ref"),
-        )),
-    }
+    Part::read_wire(&DictSource(dict), field).map_err(to_py_err)
 }
 
 /// A list of parts.
@@ -200,29 +206,26 @@ pub fn tool_calls<'py>(py: Python<'py>, calls: &[ToolCall]) -> PyResult<Bound<'p
     Ok(list)
 }
 
+/// A part's wire dict written through the core's [`WireSink`].
+struct DictSink<'a, 'py>(&'a Bound<'py, PyDict>);
+
+impl WireSink for DictSink<'_, '_> {
+    type Error = PyErr;
+
+    fn text(&mut self, key: &str, value: Option<&str>) -> PyResult<()> {
+        self.0.set_item(key, value)
+    }
+
+    fn int(&mut self, key: &str, value: i64) -> PyResult<()> {
+        self.0.set_item(key, value)
+    }
+}
+
 /// A stored part as its wire dict, with `id` and `compacted`.
 pub fn stored_part<'py>(py: Python<'py>, stored: &StoredPart) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("id", &stored.id)?;
-    dict.set_item("kind", stored.part.kind())?;
-    match &stored.part {
-        Part::Text(text) => dict.set_item("text", text)?,
-        Part::Tool(tool) => {
-            dict.set_item("name", &tool.name)?;
-            dict.set_item("call_id", &tool.call_id)?;
-            dict.set_item("input", &tool.input)?;
-            dict.set_item("output", tool.output.as_deref())?;
-            dict.set_item("status", tool.status.as_str())?;
-            dict.set_item("error", tool.error.as_deref())?;
-        }
-        Part::FileRef(file) => {
-            dict.set_item("file_id", &file.file_id)?;
-            dict.set_item("path", &file.path)?;
-            dict.set_item("file_type", &file.file_type)?;
-            dict.set_item("token_count", file.token_count)?;
-            dict.set_item("summary", &file.summary)?;
-        }
-    }
+    stored.part.write_wire(&mut DictSink(&dict))?;
     dict.set_item("compacted", stored.tombstone.is_some())?;
     Ok(dict)
 }

@@ -134,7 +134,7 @@ fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
     }
     for step in [
         schema::META,
-        schema::TABLES,
+        &schema::tables(),
         schema::FILES_AND_MAPS,
         schema::SEARCH,
         schema::INDEXES,

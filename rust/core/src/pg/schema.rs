@@ -39,7 +39,7 @@ END
 $$;
 ";
 
-pub(super) const TABLES: &str = r#"
+const TABLES: &str = r#"
 CREATE TABLE sessions (
     id            TEXT COLLATE "C" PRIMARY KEY,
     model         TEXT COLLATE "C" NOT NULL,
@@ -103,7 +103,7 @@ CREATE TABLE parts (
     session_id       TEXT COLLATE "C" NOT NULL,
     msg_seq          BIGINT NOT NULL,
     ord              BIGINT NOT NULL,
-    kind             TEXT COLLATE "C" NOT NULL CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker')),
+    kind             TEXT COLLATE "C" NOT NULL CHECK (kind IN (KIND_NAMES)),
     tool_name        TEXT COLLATE "C",
     call_id          TEXT COLLATE "C",
     tool_status      TEXT COLLATE "C" CHECK (tool_status IN ('pending', 'running', 'completed', 'error')),
@@ -178,6 +178,11 @@ CREATE TABLE arena_state (
     updated_at BIGINT NOT NULL
 );
 "#;
+
+/// [`TABLES`] with the kind names the part kinds declare (`parts::kind_check`).
+pub(super) fn tables() -> String {
+    TABLES.replace("KIND_NAMES", &crate::parts::kind_check())
+}
 
 /// Files kept whole and map runs (SQLite version 7).
 pub(super) const FILES_AND_MAPS: &str = r#"

@@ -16,12 +16,11 @@ use std::sync::Arc;
 
 use super::backend::args;
 
-use super::search::{part_search_text, part_search_text_postgres};
 use super::Store;
 use crate::arena::cut_head_tail;
 use crate::error::Result;
 use crate::model::ItemKind;
-use crate::parts::{Part, Role};
+use crate::parts::{search_text_sql, Role};
 use crate::query;
 
 /// One recalled part.
@@ -90,10 +89,7 @@ impl Store {
         let question: Vec<&str> = message
             .parts
             .iter()
-            .filter_map(|part| match &part.part {
-                Part::Text(text) => Some(text.as_str()),
-                _ => None,
-            })
+            .filter_map(|part| part.part.said())
             .collect();
         let question = question.join("\n");
         let hits = self.recall(session_id, &question, k, max_tokens)?;
@@ -203,21 +199,12 @@ impl Store {
             .collect();
         let count = self.counter(session_id)?;
         let count = |text: &str| count.count(text);
-        let mut lookup = self.conn.prepare_cached(self.conn.dialect(
-            concat!(
-                "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, ",
-                part_search_text!(),
-                " FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-                 JOIN messages m ON m.id = p.message_id
-                 WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'"
-            ),
-            concat!(
-                "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, ",
-                part_search_text_postgres!(),
-                " FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-                 JOIN messages m ON m.id = p.message_id
-                 WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'"
-            ),
+        let mut lookup = self.conn.prepare_cached(&format!(
+            "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, {}
+             FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             JOIN messages m ON m.id = p.message_id
+             WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'",
+            search_text_sql(self.conn.is_postgres())
         ))?;
         let mut hits = Vec::new();
         for (rowid, weight) in ranked.into_iter().take(MAX_LOOKUPS) {

@@ -1,7 +1,5 @@
 //! Appending messages and parts, tool lifecycle updates, and reading them back.
 
-use std::borrow::Cow;
-
 use super::backend::{args, Conn, Row, Value};
 
 use super::events::WriteEvent;
@@ -11,12 +9,11 @@ use super::search::{bound_backlog, move_backlog, queue_part};
 use super::view::{ItemKind, ViewItem};
 use super::Store;
 use crate::error::{Error, Result};
-use crate::fileids::extract_file_ids;
 use crate::ids::{new_id, now_ms};
 use crate::parts::{
-    self, check_content, check_identifier, FileRef, Part, Role, ToolCallPart, ToolStatus,
+    check_content, check_identifier, Part, Role, StoredColumns, ToolCallPart, ToolStatus,
 };
-use crate::render::{self, StoredPart, MESSAGE_OVERHEAD};
+use crate::render::{StoredPart, MESSAGE_OVERHEAD};
 use crate::tokens::TokenCounter;
 
 /// What an append wrote.
@@ -65,19 +62,19 @@ pub(super) fn prepare_parts<'a>(
     counter: &TokenCounter,
     parts: &'a [Part],
 ) -> Result<Vec<PreparedPart<'a>>> {
-    if parts.iter().map(text_bytes).sum::<usize>() > LIGHT_WRITE_BYTES {
+    if parts.iter().map(Part::text_bytes).sum::<usize>() > LIGHT_WRITE_BYTES {
         super::gate::refuse_slow_work_when_not_waiting("counting a large message")?;
     }
     let mut prepared = Vec::with_capacity(parts.len());
     for (index, part) in parts.iter().enumerate() {
-        parts::validate(&format!("parts[{index}]"), part)?;
-        let (tokens, output_tokens) = render::part_tokens(counter, part);
+        part.validate(&format!("parts[{index}]"))?;
+        let (tokens, output_tokens) = part.tokens(counter);
         prepared.push(PreparedPart {
             id: new_id("prt"),
             part,
             tokens: tokens as i64,
             output_tokens: output_tokens as i64,
-            file_ids: part_file_ids(part),
+            file_ids: part.file_ids(),
         });
     }
     Ok(prepared)
@@ -86,63 +83,6 @@ pub(super) fn prepare_parts<'a>(
 /// Text a write may count and store without waiting (see `Store::without_waiting`):
 /// counting 64 KiB takes well under a millisecond.
 const LIGHT_WRITE_BYTES: usize = 64 * 1024;
-
-/// The bytes of text a part holds, for [`LIGHT_WRITE_BYTES`].
-fn text_bytes(part: &Part) -> usize {
-    match part {
-        Part::Text(text) => text.len(),
-        Part::Tool(tool) => {
-            tool.input.len()
-                + tool.output.as_ref().map_or(0, String::len)
-                + tool.error.as_ref().map_or(0, String::len)
-        }
-        Part::FileRef(file) => file.path.len() + file.summary.len(),
-    }
-}
-
-/// File ids a part mentions anywhere: text, tool input, output and error, or its reference.
-fn part_file_ids(part: &Part) -> Vec<String> {
-    match part {
-        Part::Text(text) => extract_file_ids(text),
-        Part::Tool(tool) => {
-            let mut ids = extract_file_ids(&tool.input);
-            for text in [&tool.output, &tool.error].into_iter().flatten() {
-                for id in extract_file_ids(text) {
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
-            }
-            ids
-        }
-        Part::FileRef(file) => {
-            let mut ids = vec![file.file_id.clone()];
-            for id in extract_file_ids(&file.summary) {
-                if !ids.contains(&id) {
-                    ids.push(id);
-                }
-            }
-            ids
-        }
-    }
-}
-
-fn body_of(part: &Part) -> Cow<'_, str> {
-    match part {
-        Part::Text(text) => Cow::Borrowed(text),
-        Part::Tool(tool) => Cow::Borrowed(&tool.input),
-        Part::FileRef(file) => Cow::Owned(
-            serde_json::json!({
-            "file_id": file.file_id,
-            "path": file.path,
-            "file_type": file.file_type,
-            "token_count": file.token_count,
-            "summary": file.summary,
-            })
-            .to_string(),
-        ),
-    }
-}
 
 fn insert_parts(
     tx: &Conn,
@@ -158,16 +98,7 @@ fn insert_parts(
          RETURNING pk",
     )?;
     for (ord, item) in prepared.iter().enumerate() {
-        let (name, call_id, status, output, error) = match item.part {
-            Part::Tool(tool) => (
-                Some(tool.name.as_str()),
-                Some(tool.call_id.as_str()),
-                Some(tool.status.as_str()),
-                tool.output.as_deref(),
-                tool.error.as_deref(),
-            ),
-            _ => (None, None, None, None, None),
-        };
+        let columns = item.part.columns();
         let part_pk: i64 = insert.query_row(
             args![
                 item.id,
@@ -176,18 +107,18 @@ fn insert_parts(
                 seq,
                 ord as i64,
                 item.part.kind(),
-                body_of(item.part),
-                name,
-                call_id,
-                status,
-                error,
+                columns.body,
+                columns.tool_name,
+                columns.call_id,
+                columns.tool_status,
+                columns.tool_error,
                 item.tokens,
                 item.output_tokens,
                 join_ids(&item.file_ids),
             ],
             |row| row.get(0),
         )?;
-        if let Some(output) = output {
+        if let Some(output) = &columns.output {
             insert_tool_output(tx, part_pk, output)?;
         }
         queue_part(tx, part_pk)?;
@@ -538,8 +469,8 @@ impl Store {
                     error: error.map(str::to_string).or(call.error),
                 };
                 let part = Part::Tool(tool);
-                let (tokens, output_tokens) = render::part_tokens(&counter, &part);
-                let file_ids = part_file_ids(&part);
+                let (tokens, output_tokens) = part.tokens(&counter);
+                let file_ids = part.file_ids();
                 let Part::Tool(tool) = &part else {
                     unreachable!()
                 };
@@ -778,57 +709,26 @@ fn allocate_position(tx: &Conn, session_id: &str) -> Result<(i64, i64, i64)> {
 
 /// Decodes one `parts` row (columns as selected by `load_parts`).
 pub(super) fn row_to_part(row: &Row<'_>) -> Result<Result<StoredPart>> {
-    let id: String = row.get(0)?;
     let kind: String = row.get(1)?;
-    let body: String = row.get(2)?;
-    let part = match kind.as_str() {
-        "text" => Ok(Part::Text(body)),
-        "tool" => {
-            let status: String = row.get(5)?;
-            ToolStatus::parse("tool_status", &status).map(|status| {
-                Part::Tool(ToolCallPart {
-                    name: row.get(3).unwrap_or_default(),
-                    call_id: row.get(4).unwrap_or_default(),
-                    input: body,
-                    output: row.get(6).unwrap_or_default(),
-                    status,
-                    error: row.get(7).unwrap_or_default(),
-                })
-            })
-        }
-        "file_ref" => decode_file_ref(&body).map(Part::FileRef),
-        other => Err(Error::Sqlite(format!(
-            "part {id} has unknown kind {other:?}"
-        ))),
+    let columns = StoredColumns {
+        id: row.get(0)?,
+        body: row.get(2)?,
+        tool_name: row.get(3)?,
+        call_id: row.get(4)?,
+        tool_status: row.get(5)?,
+        output: row.get(6)?,
+        tool_error: row.get(7)?,
     };
+    let id = columns.id.clone();
     let compacted: Option<i64> = row.get(8)?;
     let file_ids: Option<String> = row.get(9)?;
-    Ok(part.map(|part| {
-        let tombstone = match (&part, compacted) {
-            (Part::Tool(tool), Some(_)) => Some(render::tombstone_marker(
-                &tool.name,
-                &id,
-                &split_ids(file_ids.as_deref()),
-            )),
-            _ => None,
-        };
+    Ok(Part::from_columns(&kind, columns).map(|part| {
+        let tombstone =
+            compacted.and_then(|_| part.pruned_marker(&id, &split_ids(file_ids.as_deref())));
         StoredPart {
             id,
             part,
             tombstone,
         }
     }))
-}
-
-fn decode_file_ref(body: &str) -> Result<FileRef> {
-    let value: serde_json::Value = serde_json::from_str(body)
-        .map_err(|err| Error::Sqlite(format!("corrupt file reference: {err}")))?;
-    let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
-    Ok(FileRef {
-        file_id: text("file_id"),
-        path: text("path"),
-        file_type: text("file_type"),
-        token_count: value["token_count"].as_i64().unwrap_or(0),
-        summary: text("summary"),
-    })
 }

@@ -11,25 +11,28 @@ use super::backend::args;
 use regex::RegexBuilder;
 
 use super::grep::{snippet_around, GrepHit, GrepMode};
-use super::search::part_search_text;
+use std::sync::LazyLock;
+
 use super::Store;
 use crate::error::Result;
+use crate::parts::search_text_sql;
 use crate::query;
 
 /// The rows a queued rowid will be indexed as: the text the backlog's move into
-/// `fts` indexes (see `search::part_search_text`).
-const QUEUED_ROWS: &str = concat!(
-    "SELECT ",
-    part_search_text!(),
-    ", p.session_id, p.message_id, p.id, b.fts_rowid
-    FROM main.search_backlog b JOIN main.parts p ON p.pk = b.fts_rowid
-    LEFT JOIN main.tool_outputs o ON o.part_pk = p.pk
-    WHERE b.fts_rowid > 0 AND (?1 IS NULL OR p.session_id = ?1)
-    UNION ALL
-    SELECT s.text, s.session_id, s.id, '', b.fts_rowid
-    FROM main.search_backlog b JOIN main.summaries s ON s.pk = -b.fts_rowid
-    WHERE b.fts_rowid < 0 AND (?1 IS NULL OR s.session_id = ?1)"
-);
+/// `fts` indexes (see `parts::search_text_sql`).
+static QUEUED_ROWS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {}, p.session_id, p.message_id, p.id, b.fts_rowid
+        FROM main.search_backlog b JOIN main.parts p ON p.pk = b.fts_rowid
+        LEFT JOIN main.tool_outputs o ON o.part_pk = p.pk
+        WHERE b.fts_rowid > 0 AND (?1 IS NULL OR p.session_id = ?1)
+        UNION ALL
+        SELECT s.text, s.session_id, s.id, '', b.fts_rowid
+        FROM main.search_backlog b JOIN main.summaries s ON s.pk = -b.fts_rowid
+        WHERE b.fts_rowid < 0 AND (?1 IS NULL OR s.session_id = ?1)",
+        search_text_sql(false)
+    )
+});
 
 impl Store {
     /// Adds the hits among queued rows to `hits` (found in the index), keeping
@@ -146,7 +149,7 @@ impl Store {
     }
 
     fn fill_pending(&self) -> Result<()> {
-        let mut read = self.conn.prepare_cached(QUEUED_ROWS)?;
+        let mut read = self.conn.prepare_cached(&QUEUED_ROWS)?;
         let mut insert = self.conn.prepare_cached(
             "INSERT INTO temp.pending (body, session_id, owner_id, part_id) VALUES (?1, ?2, ?3, ?4)",
         )?;
@@ -174,7 +177,7 @@ impl Store {
         };
         let mut stmt = self
             .conn
-            .prepare_cached(&format!("{QUEUED_ROWS} ORDER BY 5 DESC"))?;
+            .prepare_cached(&format!("{} ORDER BY 5 DESC", *QUEUED_ROWS))?;
         let mut rows = stmt.query(args![session_id])?;
         let mut hits = Vec::new();
         while let Some(ref row) = rows.next()? {

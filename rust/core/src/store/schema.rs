@@ -105,7 +105,7 @@ CREATE TABLE parts (
     session_id       TEXT NOT NULL,
     msg_seq          INTEGER NOT NULL,
     ord              INTEGER NOT NULL,
-    kind             TEXT NOT NULL CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker')),
+    kind             TEXT NOT NULL CHECK (kind IN (KIND_NAMES)),
     tool_name        TEXT,
     call_id          TEXT,
     tool_status      TEXT CHECK (tool_status IN ('pending', 'running', 'completed', 'error')),
@@ -122,6 +122,11 @@ CREATE TABLE tool_outputs (
     output  TEXT NOT NULL
 );
 ";
+
+/// [`PARTS`] with the kind names the part kinds declare (`parts::kind_check`).
+fn parts_table() -> String {
+    PARTS.replace("KIND_NAMES", &crate::parts::kind_check())
+}
 
 /// The DAG edges table (shared by a new schema and the migration from version 1).
 const SUMMARY_SOURCES: &str = r"
@@ -586,9 +591,10 @@ fn create(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<()> {
             reason: "it is a SQLite database of another application".into(),
         });
     }
+    let parts = parts_table();
     for tables in [
         TABLES,
-        PARTS,
+        &parts,
         SUMMARIES,
         SUMMARY_SOURCES,
         SEARCH,
@@ -604,9 +610,10 @@ fn create(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<()> {
 /// rows are keyed on the rowids of what they index now, so the full-text index is
 /// built again from the stored text.
 fn upgrade_from_1(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let parts = parts_table();
     for step in [
         MIGRATE_FROM_1,
-        PARTS,
+        &parts,
         SUMMARIES,
         SUMMARY_SOURCES,
         SEARCH,

@@ -12,12 +12,15 @@
 //! Moving a rowid (re)builds its index row from the text stored now, so a tool
 //! call whose result arrives later is indexed once, with its result.
 
+use std::sync::LazyLock;
+
 use super::backend::{args, Conn};
 
 use super::gate::transact_bookkeeping;
 use super::Store;
 use crate::error::Result;
 use crate::lang::{Language, LanguageSet};
+use crate::parts::search_text_sql;
 use crate::query::Terms;
 
 /// Rows the backlog may hold before the write that crosses it moves them all
@@ -57,39 +60,8 @@ pub(super) fn bound_backlog(tx: &Conn) -> Result<()> {
     Ok(())
 }
 
-/// What a part is found by, as SQL over its row `p` of `parts` and `o` of
-/// `tool_outputs`: its text; a tool call's name, input, output and error; a file
-/// reference's id, path and summary. One expression for the index and for a
-/// read-only store's search of the rows still queued (`pending.rs`).
-macro_rules! part_search_text {
-    () => {
-        "CASE p.kind
-             WHEN 'tool' THEN p.tool_name || ' ' || p.body
-                 || COALESCE(char(10) || o.output, '')
-                 || COALESCE(char(10) || p.tool_error, '')
-             WHEN 'file_ref' THEN concat_ws(' ', p.body ->> '$.file_id',
-                 p.body ->> '$.path', p.body ->> '$.summary')
-             ELSE p.body END"
-    };
-}
-pub(super) use part_search_text;
-
-/// [`part_search_text`] in PostgreSQL's dialect.
-macro_rules! part_search_text_postgres {
-    () => {
-        "CASE p.kind
-             WHEN 'tool' THEN p.tool_name || ' ' || p.body
-                 || COALESCE(chr(10) || o.output, '')
-                 || COALESCE(chr(10) || p.tool_error, '')
-             WHEN 'file_ref' THEN concat_ws(' ', CAST(p.body AS jsonb) ->> 'file_id',
-                 CAST(p.body AS jsonb) ->> 'path', CAST(p.body AS jsonb) ->> 'summary')
-             ELSE p.body END"
-    };
-}
-pub(super) use part_search_text_postgres;
-
 /// Rebuilds the index rows of everything queued, from the stored text (see
-/// [`part_search_text`]), and empties the queue.
+/// [`search_text_sql`]), and empties the queue.
 pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
     super::gate::refuse_slow_work_when_not_waiting("moving the search backlog")?;
     if let Conn::Postgres(_) = tx {
@@ -107,36 +79,35 @@ pub(super) fn move_backlog(tx: &Conn) -> Result<usize> {
 
 /// [`move_backlog`] on PostgreSQL: the terms are made here, by the store's own
 /// tokenizer (see `pg::fts`), from the text PostgreSQL reads as SQLite's index
-/// does (see [`part_search_text`]). Writers of other sessions move the backlog at
+/// does (see [`search_text_sql`]). Writers of other sessions move the backlog at
 /// the same time: each claims the rows it moves by deleting them from the backlog
 /// first (another mover waits for those rows, then passes over them), so no row
 /// is indexed twice and none queued meanwhile is dropped unindexed.
 fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
-    let rows = tx.query_map(
-        concat!(
+    static CLAIM: LazyLock<String> = LazyLock::new(|| {
+        format!(
             "WITH claimed AS (DELETE FROM search_backlog RETURNING fts_rowid)
-             SELECT c.fts_rowid, p.session_id, p.message_id, p.id, ",
-            part_search_text_postgres!(),
-            " FROM claimed c JOIN parts p ON p.pk = c.fts_rowid
-         LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-         WHERE c.fts_rowid > 0
-         UNION ALL
-         SELECT c.fts_rowid, s.session_id, s.id, '', s.text
-         FROM claimed c JOIN summaries s ON s.pk = -c.fts_rowid
-         WHERE c.fts_rowid < 0
-         ORDER BY 1"
-        ),
-        args![],
-        |row| {
-            Ok((
-                row.get::<i64>(0)?,
-                row.get::<String>(1)?,
-                row.get::<String>(2)?,
-                row.get::<String>(3)?,
-                row.get::<Option<String>>(4)?.unwrap_or_default(),
-            ))
-        },
-    )?;
+             SELECT c.fts_rowid, p.session_id, p.message_id, p.id, {}
+             FROM claimed c JOIN parts p ON p.pk = c.fts_rowid
+             LEFT JOIN tool_outputs o ON o.part_pk = p.pk
+             WHERE c.fts_rowid > 0
+             UNION ALL
+             SELECT c.fts_rowid, s.session_id, s.id, '', s.text
+             FROM claimed c JOIN summaries s ON s.pk = -c.fts_rowid
+             WHERE c.fts_rowid < 0
+             ORDER BY 1",
+            search_text_sql(true)
+        )
+    });
+    let rows = tx.query_map(&CLAIM, args![], |row| {
+        Ok((
+            row.get::<i64>(0)?,
+            row.get::<String>(1)?,
+            row.get::<String>(2)?,
+            row.get::<String>(3)?,
+            row.get::<Option<String>>(4)?.unwrap_or_default(),
+        ))
+    })?;
     // A row queued again (a tool's result arrived) replaces its older index row.
     let mut insert = tx.prepare_cached(
         "INSERT INTO search_index (fts_rowid, session_id, owner_id, part_id, body, terms)
@@ -162,20 +133,19 @@ fn move_backlog_postgres(tx: &Conn) -> Result<usize> {
 
 /// [`move_backlog`] on a connection a store does not own yet: a migration's.
 pub(super) fn move_backlog_in_migration(tx: &rusqlite::Connection) -> Result<()> {
-    for sql in MOVE_BACKLOG {
+    for sql in MOVE_BACKLOG.iter() {
         tx.prepare_cached(sql)?.execute([])?;
     }
     Ok(())
 }
 
 /// The statements of [`move_backlog`]: the second writes the index rows.
-const MOVE_BACKLOG: [&str; 4] = [
-    "DELETE FROM fts WHERE rowid IN (SELECT fts_rowid FROM search_backlog)",
-    concat!(
-        "INSERT INTO fts (rowid, body, session_id, owner_id, part_id)
-             SELECT p.pk, ",
-        part_search_text!(),
-        ", p.session_id, p.message_id, p.id
+static MOVE_BACKLOG: LazyLock<[String; 4]> = LazyLock::new(|| {
+    [
+        "DELETE FROM fts WHERE rowid IN (SELECT fts_rowid FROM search_backlog)".into(),
+        format!(
+            "INSERT INTO fts (rowid, body, session_id, owner_id, part_id)
+             SELECT p.pk, {}, p.session_id, p.message_id, p.id
              FROM search_backlog b JOIN parts p ON p.pk = b.fts_rowid
              LEFT JOIN tool_outputs o ON o.part_pk = p.pk
              WHERE b.fts_rowid > 0
@@ -183,12 +153,15 @@ const MOVE_BACKLOG: [&str; 4] = [
              SELECT b.fts_rowid, s.text, s.session_id, s.id, ''
              FROM search_backlog b JOIN summaries s ON s.pk = -b.fts_rowid
              WHERE b.fts_rowid < 0",
-    ),
-    "DELETE FROM search_backlog",
-    // The languages the tokenizer indexed these rows in, for queries to stem in.
-    "INSERT OR IGNORE INTO search_languages (code)
-         SELECT value FROM json_each(lossless_new_languages())",
-];
+            search_text_sql(false)
+        ),
+        "DELETE FROM search_backlog".into(),
+        // The languages the tokenizer indexed these rows in, for queries to stem in.
+        "INSERT OR IGNORE INTO search_languages (code)
+         SELECT value FROM json_each(lossless_new_languages())"
+            .into(),
+    ]
+});
 
 impl Store {
     /// Moves the text still waiting for the full-text index into it, in one
