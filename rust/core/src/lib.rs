@@ -5,27 +5,27 @@
 //! with the interpreter released.
 
 pub mod arena;
+pub mod compaction;
+pub mod context;
+pub mod db;
 pub mod error;
-pub mod extractive;
-pub mod fileids;
-pub mod filescan;
+pub mod files;
+pub mod history;
 pub mod ids;
-pub mod lang;
+pub(crate) mod maps;
 pub mod model;
 pub mod parts;
-pub mod pg;
-pub mod plan;
-pub mod prefix;
-pub mod profile;
-pub mod query;
-pub mod reading;
-pub mod render;
-pub mod request;
+pub mod recall;
 pub mod store;
-pub mod summary_check;
 mod threads;
 pub mod tokens;
-pub mod window;
+
+// The paths these modules had before they joined their capability's column.
+pub use compaction::{extractive, plan, summary_check};
+pub use context::{prefix, profile, render, request};
+pub use db::postgres as pg;
+pub use files::{fileids, filescan};
+pub use recall::{lang, query, reading, window};
 
 pub use error::{Error, Result};
 pub use store::{OpenOptions, Store};

@@ -5,7 +5,10 @@ mod support;
 
 use std::sync::Arc;
 
-use lossless_core::arena::{CeilingPolicy, Priority, Zone};
+use lossless_core::arena::{
+    ArenaRules, Candidate, CeilingPolicy, ControllerRules, Observed, PlanRules, Priority, Zone,
+    ZoneLimits,
+};
 use lossless_core::parts::Role;
 use lossless_core::store::schema::SCHEMA_VERSION;
 use lossless_core::store::{ArenaWrite, Ceiling, OpenOptions, Store};
@@ -460,4 +463,108 @@ fn a_version_8_file_gets_the_cut_counts_and_reads_its_entries_whole() {
     cut.cap_tokens = 50;
     store.arena_write(&session, &[cut], CEILING, None).unwrap();
     assert!(store.arena_entries(&session).unwrap()[1].full_tokens > 50);
+}
+
+fn arena_rules(adaptive: bool) -> ArenaRules {
+    ArenaRules {
+        plan: PlanRules {
+            limits: [ZoneLimits { floor: 0, cap: 400 }; 7],
+            relax_order: vec![Zone::MemoryRecall, Zone::ToolFailures],
+            cascade: true,
+            min_cut_tokens: 16,
+        },
+        controller: ControllerRules {
+            enabled: adaptive,
+            ..ControllerRules::default()
+        },
+        max_entries: 100,
+        policy: CeilingPolicy::DropRecall,
+    }
+}
+
+#[test]
+fn a_plan_is_kept_until_an_entry_its_state_or_its_inputs_change() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let rules = arena_rules(false);
+    let writes = [
+        write(Zone::Truth, "rule", Some("never touch legacy_billing/")),
+        write(Zone::MemoryWorking, "old", Some("an early note")),
+        write(Zone::TaskState, "task", Some("refactor the payout client")),
+    ];
+    store.arena_write(&session, &writes, CEILING, None).unwrap();
+    let first = store.arena_plan(&session, &rules, 1, 2_000, &[]).unwrap();
+    let again = store.arena_plan(&session, &rules, 1, 2_000, &[]).unwrap();
+    assert_eq!(first.generation, again.generation);
+    assert!(Arc::ptr_eq(&first, &again));
+
+    // Removing an entry older than the newest still changes the plan.
+    let removal = [write(Zone::MemoryWorking, "old", None)];
+    store
+        .arena_write(&session, &removal, CEILING, None)
+        .unwrap();
+    let after_removal = store.arena_plan(&session, &rules, 1, 2_000, &[]).unwrap();
+    assert_ne!(after_removal.generation, first.generation);
+    assert!(!after_removal.turn.injected.contains(&"old".to_string()));
+
+    let other_cap = store.arena_plan(&session, &rules, 1, 1_000, &[]).unwrap();
+    assert_ne!(other_cap.generation, after_removal.generation);
+    let other_rules = store.arena_plan(&session, &rules, 2, 1_000, &[]).unwrap();
+    assert_ne!(other_rules.generation, other_cap.generation);
+    let hit = Candidate {
+        zone: "memory_recall".into(),
+        key: "hit".into(),
+        source: "recall".into(),
+        priority: "normal".into(),
+        text: "the payout client lives in billing/payouts.py".into(),
+    };
+    let with_hit = store
+        .arena_plan(&session, &rules, 2, 1_000, std::slice::from_ref(&hit))
+        .unwrap();
+    assert_ne!(with_hit.generation, other_rules.generation);
+    assert!(with_hit.turn.injected.contains(&"hit".to_string()));
+
+    let zones = [(10, 10, 0); 7];
+    store
+        .arena_observe(&session, &rules, &zones, &[], None)
+        .unwrap();
+    let after_state = store
+        .arena_plan(&session, &rules, 2, 1_000, std::slice::from_ref(&hit))
+        .unwrap();
+    assert_ne!(after_state.generation, with_hit.generation);
+}
+
+#[test]
+fn an_observed_shift_is_stored_with_its_event_and_a_reset_forgets_it() {
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(MODEL, "{}", None).unwrap();
+    let rules = arena_rules(true);
+    let bad = store.arena_observe(&session, &rules, &[(1, 1, 0)], &[], None);
+    assert!(bad.is_err());
+    let mut observed = Observed::default();
+    for _ in 0..40 {
+        // The task zone keeps asking for more than it gets; memory asks for nothing.
+        let mut zones = [(0_i64, 0_i64, 0_i64); 7];
+        zones[Zone::TaskState.index()] = (2_000, 400, 600);
+        observed = store
+            .arena_observe(&session, &rules, &zones, &[], Some("arena_zone_adapted"))
+            .unwrap();
+    }
+    assert!(observed.turns >= 40, "{observed:?}");
+    let learned = store.arena_learned_caps(&session, &rules).unwrap().unwrap();
+    assert!(learned[Zone::TaskState.index()] > 400, "{learned:?}");
+    let events = store.events(&session).unwrap();
+    let adapted: Vec<_> = events
+        .iter()
+        .filter(|event| event.name == "arena_zone_adapted")
+        .collect();
+    assert!(!adapted.is_empty());
+    assert!(
+        adapted[0].payload.contains("\"moved_tokens\""),
+        "{}",
+        adapted[0].payload
+    );
+    let reset = lossless_core::store::WriteEvent::parse("arena_reset", "{}").unwrap();
+    store.arena_reset(&session, &reset).unwrap();
+    assert_eq!(store.arena_learned_caps(&session, &rules).unwrap(), None);
 }

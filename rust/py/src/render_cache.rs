@@ -1,13 +1,15 @@
 //! Python copies of rendered chat messages, reused across assemblies.
 //!
-//! The core hands out each view item's rendering as an `Arc` and keeps the same
-//! `Arc` until the item changes, so its address identifies one rendering. Building
-//! the dicts is most of an assembly's cost; reusing them makes a turn's cost grow
-//! with what changed, not with the size of the view.
+//! The core keeps each view item's rendering until the item changes and names it
+//! by a generation no other rendering has: the copies here are kept by that
+//! number, so the core alone decides when a rendering is stale. Building the dicts
+//! is most of an assembly's cost; reusing them makes a turn's cost grow with what
+//! changed, not with the size of the view.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use lossless_core::model::Generation;
 use lossless_core::render::ChatMessage;
 use lossless_core::store::RenderedItem;
 use pyo3::intern;
@@ -21,8 +23,7 @@ const SESSIONS: usize = 16;
 
 /// The Python objects built for one rendering.
 struct Entry {
-    /// Held so that its address is not reused while the entry lives.
-    rendered: Arc<RenderedItem>,
+    generation: Generation,
     messages: Vec<CachedMessage>,
     id: Py<PyString>,
 }
@@ -70,16 +71,6 @@ impl CachedMessage {
     }
 }
 
-impl Entry {
-    fn key(&self) -> usize {
-        key(&self.rendered)
-    }
-}
-
-fn key(rendered: &Arc<RenderedItem>) -> usize {
-    Arc::as_ptr(rendered) as usize
-}
-
 #[derive(Default)]
 pub struct RenderCache {
     /// Per session, the entries of its last assembly, in order.
@@ -110,7 +101,7 @@ impl RenderCache {
         let mut current = Vec::with_capacity(items.len());
         let messages = PyList::empty(py);
         for rendered in items {
-            let entry = match previous.take(key(rendered)) {
+            let entry = match previous.take(rendered.generation) {
                 Some(entry) => entry,
                 None => new_entry(py, rendered)?,
             };
@@ -138,7 +129,7 @@ impl RenderCache {
 struct Previous {
     entries: Vec<Option<Entry>>,
     next: usize,
-    by_key: Option<HashMap<usize, usize>>,
+    by_key: Option<HashMap<Generation, usize>>,
 }
 
 impl Previous {
@@ -150,12 +141,12 @@ impl Previous {
         }
     }
 
-    fn take(&mut self, key: usize) -> Option<Entry> {
+    fn take(&mut self, key: Generation) -> Option<Entry> {
         let in_order = self
             .entries
             .get(self.next)
             .and_then(Option::as_ref)
-            .is_some_and(|entry| entry.key() == key);
+            .is_some_and(|entry| entry.generation == key);
         let index = if in_order {
             self.next
         } else {
@@ -164,7 +155,7 @@ impl Previous {
                 entries
                     .iter()
                     .enumerate()
-                    .filter_map(|(index, entry)| Some((entry.as_ref()?.key(), index)))
+                    .filter_map(|(index, entry)| Some((entry.as_ref()?.generation, index)))
                     .collect()
             });
             *by_key.get(&key)?
@@ -181,7 +172,7 @@ fn new_entry(py: Python<'_>, rendered: &Arc<RenderedItem>) -> PyResult<Entry> {
         .map(|message| CachedMessage::new(py, message))
         .collect::<PyResult<_>>()?;
     Ok(Entry {
-        rendered: Arc::clone(rendered),
+        generation: rendered.generation,
         messages,
         id: PyString::new(py, &rendered.id).unbind(),
     })

@@ -1,7 +1,7 @@
 //! The context arena: a budgeted injection of pinned facts, task state, tool
 //! failures, working memory and recall hits in front of a session's history.
 //!
-//! Pure planning, no SQL: the store keeps a session's entries (`store/arena.rs`)
+//! Pure planning, no SQL: the store keeps a session's entries (`arena/entries.rs`)
 //! and hands the live ones here each turn.
 //!
 //! - [`zones`]: the seven zones in their fixed order, priorities, an entry.
@@ -19,9 +19,12 @@ pub mod allocate;
 pub mod ceiling;
 pub mod controller;
 pub mod cut;
+pub(crate) mod entries;
 pub mod lexical;
+pub(crate) mod memory_recall;
 pub mod plan;
 pub mod render;
+pub(crate) mod stored_turn;
 pub mod turn;
 pub mod usage;
 pub mod zones;
@@ -32,6 +35,7 @@ pub use controller::{ArenaState, ControllerRules, ControllerState, Shift};
 pub use cut::cut_head_tail;
 pub use plan::{plan, plan_refs, Accepted, FloorStage, Plan, PlanRules, ZoneReport};
 pub use render::{render, render_refs, Rendered};
+pub use stored_turn::{Candidate, Observed, PlannedTurn};
 pub use turn::{observe_turn, plan_turn, ArenaRules, TurnPlan};
 pub use usage::normalize_usage;
 pub use zones::{Entry, PerZone, Priority, Zone};

@@ -2,9 +2,13 @@
 //! itself, the view's sizes and one item rendered as chat messages. Types only: the
 //! pure rules (`plan`, `request`) and the store both use them, and neither owns them.
 
+pub mod chat;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::parts::Role;
 use crate::prefix;
-use crate::render::ChatMessage;
+use chat::ChatMessage;
 
 /// What a view item points at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +55,7 @@ pub struct ViewStats {
 }
 
 /// One view item rendered as chat messages. Assemblies share it (the same `Arc`)
-/// until the item changes, so its address identifies one rendering.
+/// until the item changes; its generation names this rendering.
 #[derive(Debug)]
 pub struct RenderedItem {
     pub id: String,
@@ -59,6 +63,8 @@ pub struct RenderedItem {
     /// A hash of `messages`, taken once when rendered: what a request's prefix is
     /// compared by (see [`crate::prefix`]).
     pub fingerprint: u64,
+    /// New for every rendering: what the binding keeps its Python copy by.
+    pub generation: Generation,
 }
 
 impl RenderedItem {
@@ -70,6 +76,22 @@ impl RenderedItem {
             id,
             messages,
             fingerprint,
+            generation: Generation::next(),
         }
+    }
+}
+
+/// Names one value of a cache for the life of the process: equal generations are
+/// the same value, and a value made anew always gets a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Generation(pub u64);
+
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+impl Generation {
+    /// A generation no value had before.
+    #[must_use]
+    pub fn next() -> Self {
+        Self(NEXT_GENERATION.fetch_add(1, Ordering::Relaxed))
     }
 }

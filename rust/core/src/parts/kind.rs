@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
-use crate::render::ToolCall;
+use crate::model::chat::ToolCall;
 use crate::tokens::TokenCounter;
 
 /// One kind of message part: how it is validated, stored, carried to and from

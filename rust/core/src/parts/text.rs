@@ -7,7 +7,7 @@ use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
 use crate::fileids::extract_file_ids;
-use crate::render::empty_text;
+use crate::model::chat::empty_text;
 use crate::tokens::TokenCounter;
 
 /// The `text` kind: its data is the text itself, stored as the body.

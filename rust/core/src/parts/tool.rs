@@ -11,7 +11,7 @@ use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
 use super::wire::{WireSink, WireSource};
 use crate::error::{Error, Result};
 use crate::fileids::extract_file_ids;
-use crate::render::{non_empty, truncate_chars, ToolCall};
+use crate::model::chat::{non_empty, truncate_chars, ToolCall};
 use crate::tokens::TokenCounter;
 
 /// Framing of one tool call: the `tool_calls` entry plus the `tool` message.

@@ -1,37 +1,6 @@
 //! The append-only SQLite store: one [`Store`] per connection, any number per file.
 
-mod arena;
-pub(crate) mod backend;
-mod check;
-mod checkpoints;
-mod commit;
-mod compaction;
-mod dag_walk;
-mod events;
-mod expand;
-mod extractive;
-mod files;
-mod gate;
-mod grep;
-mod grep_pg;
-mod id_list;
-mod lease;
-mod left_out;
-mod maps;
-mod memory_recall;
-mod messages;
-mod pending;
-mod read;
 mod readonly;
-mod recall;
-mod round;
-pub mod schema;
-mod search;
-mod selection;
-mod sessions;
-mod streams;
-mod tokenizer;
-mod view;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -39,28 +8,36 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
+use crate::arena::entries as arena;
+use crate::context::view;
+use crate::db::{backend, check, gate};
 use crate::error::{Error, Result};
+use crate::recall::{grep, tokenizer};
 use crate::tokens::TokenCounter;
 
-pub use arena::{ArenaWrite, Ceiling, WriteOutcome};
-pub use commit::CommitResult;
-pub use compaction::{PruneResult, SpanInfo, SummaryRow, TextResult};
-pub use events::{EventRow, WriteEvent};
-pub use expand::{ExpandedMessage, Expansion, Focus};
-pub use extractive::SpanCommit;
-pub use files::{FileRecord, NewFile};
-pub use grep::{GrepHit, GrepMode};
-pub use maps::{MapOutcome, MapRun};
-pub use memory_recall::{NewestRecall, RecallHit};
-pub use messages::{AppendResult, MessageRecord, Usage};
-pub use read::MessageRead;
+pub use crate::db::schema;
+
+pub use crate::arena::entries::{ArenaWrite, Ceiling, WriteOutcome};
+pub use crate::arena::memory_recall::{NewestRecall, RecallHit};
+pub use crate::compaction::commit::CommitResult;
+pub use crate::compaction::extractive_commit::SpanCommit;
+pub use crate::compaction::prune::PruneResult;
+pub use crate::compaction::round::{leaf_runs, LeafWriter, RoundOutcome};
+pub use crate::compaction::span::SpanInfo;
+pub use crate::compaction::summaries::{SummaryRow, TextResult};
+pub use crate::context::view::{Assembled, ItemKind, RenderedItem, ViewItem, ViewStats};
+pub use crate::files::records::{FileRecord, NewFile};
+pub use crate::history::events::{EventRow, WriteEvent};
+pub use crate::history::messages::{AppendResult, MessageRecord, Usage};
+pub use crate::history::sessions::{SessionInfo, SessionSummary};
+pub use crate::history::streams::{StreamRow, INTERRUPTED};
+pub use crate::maps::{MapOutcome, MapRun};
+pub use crate::recall::dag::{DagNode, StoreStats};
+pub use crate::recall::expand::{ExpandedMessage, Expansion, Focus};
+pub use crate::recall::grep::{GrepHit, GrepMode};
+pub use crate::recall::index::BACKLOG_LIMIT;
+pub use crate::recall::read::MessageRead;
 pub use readonly::OLDEST_READABLE_SCHEMA;
-pub use recall::{DagNode, StoreStats};
-pub use round::{leaf_runs, LeafWriter, RoundOutcome};
-pub use search::BACKLOG_LIMIT;
-pub use sessions::{SessionInfo, SessionSummary};
-pub use streams::{StreamRow, INTERRUPTED};
-pub use view::{Assembled, ItemKind, RenderedItem, ViewItem, ViewStats};
 
 /// How hard a commit waits for the disk (`PRAGMA synchronous`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,33 +112,33 @@ impl Default for OpenOptions {
 
 /// One connection to a lossless database, with its per-session caches.
 pub struct Store {
-    conn: backend::Conn,
-    path: String,
+    pub(crate) conn: backend::Conn,
+    pub(crate) path: String,
     /// The file's gate, shared by every store of this process on the same file (one
     /// writer at a time), and this connection's checkpoint mark.
-    writer: gate::Writer,
-    sessions: HashMap<String, SessionInfo>,
-    views: view::ViewCache,
+    pub(crate) writer: gate::Writer,
+    pub(crate) sessions: HashMap<String, SessionInfo>,
+    pub(crate) views: view::ViewCache,
     /// A second, read-only connection to the same file, opened the first time a
     /// read is split across two threads.
-    reader: Option<backend::Conn>,
+    pub(crate) reader: Option<backend::Conn>,
     /// Opening `reader` failed (or the database is not a file): reads stay on `conn`.
-    reader_failed: bool,
+    pub(crate) reader_failed: bool,
     /// Opened with [`Store::open_read_only`]: nothing is written, not even the
     /// search index's backlog.
-    read_only: bool,
+    pub(crate) read_only: bool,
     /// Index rows each searched word matched, and the index size when counted.
-    word_counts: grep::WordCounts,
+    pub(crate) word_counts: grep::WordCounts,
     /// The `data_version` of the file when a read-only store last indexed the rows
     /// queued for the index (see `pending.rs`): unchanged, the index is reused.
-    pending_version: std::cell::Cell<Option<i64>>,
+    pub(crate) pending_version: std::cell::Cell<Option<i64>>,
     /// The languages this connection's tokenizer indexed documents in.
-    indexed_languages: std::sync::Arc<tokenizer::Seen>,
+    pub(crate) indexed_languages: std::sync::Arc<tokenizer::Seen>,
     /// Each session's live arena entries as last read.
-    arena: arena::ArenaCache,
+    pub(crate) arena: arena::ArenaCache,
     /// The compaction leases this connection holds on PostgreSQL, by session, with
     /// their holders (see `lease.rs`).
-    leases: HashMap<String, String>,
+    pub(crate) leases: HashMap<String, String>,
 }
 
 impl Store {
@@ -236,7 +213,7 @@ impl Store {
         let found = check::inspect(&conn, path)?;
         configure_waiting(&conn, options).map_err(|err| open_error(path, err))?;
         let indexed_languages = tokenizer::register(&conn)?;
-        schema::migrate(&mut conn, path)?;
+        crate::db::schema::migrate(&mut conn, path)?;
         if found == 0 && path != ":memory:" {
             // A new database's schema goes from the WAL into the main file at once, so
             // that a copy of the main file alone (without its -wal) holds the schema
@@ -399,7 +376,7 @@ fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
 /// A read-only connection to the database file at `path`, configured like the
 /// store's own; `None` when `path` is not a file on disk (`:memory:`, a temporary
 /// database) or it cannot be opened.
-fn open_reader(path: &str) -> Option<backend::Conn> {
+pub(crate) fn open_reader(path: &str) -> Option<backend::Conn> {
     if !Path::new(path).is_file() {
         return None;
     }

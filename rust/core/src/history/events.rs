@@ -1,0 +1,115 @@
+//! The persisted event tape of each session.
+
+use crate::db::backend::{args, Conn};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::ids::{new_id, now_ms};
+use crate::parts::check_identifier;
+use crate::store::Store;
+
+/// One stored event.
+#[derive(Clone, Debug)]
+pub struct EventRow {
+    pub id: String,
+    pub seq: i64,
+    pub name: String,
+    pub payload: String,
+    pub created_at: i64,
+}
+
+/// An event that a write records in its own transaction, so the tape never misses
+/// a write nor reports one that did not happen. The write adds what only it knows
+/// (a new message's id) to the payload.
+#[derive(Clone, Debug)]
+pub struct WriteEvent {
+    pub name: String,
+    pub payload: Map<String, Value>,
+}
+
+impl WriteEvent {
+    /// The event `name` with the JSON object `payload`, both checked.
+    pub fn parse(name: &str, payload: &str) -> Result<Self> {
+        check_identifier("name", name)?;
+        match serde_json::from_str::<Value>(payload) {
+            Ok(Value::Object(payload)) => Ok(Self {
+                name: name.to_string(),
+                payload,
+            }),
+            Ok(_) => Err(Error::invalid("payload", "not a JSON object")),
+            Err(err) => Err(Error::invalid("payload", format!("not valid JSON: {err}"))),
+        }
+    }
+
+    /// Writes the event, with `extra` added to its payload, inside the caller's
+    /// transaction.
+    pub(crate) fn insert(
+        &self,
+        conn: &Conn,
+        session_id: &str,
+        extra: &[(&str, &str)],
+    ) -> Result<i64> {
+        let mut payload = self.payload.clone();
+        for (key, value) in extra {
+            payload.insert((*key).to_string(), Value::from(*value));
+        }
+        insert_event(
+            conn,
+            session_id,
+            &self.name,
+            &Value::Object(payload).to_string(),
+        )
+    }
+}
+
+/// Writes one event row inside the caller's transaction; returns its sequence number.
+fn insert_event(conn: &Conn, session_id: &str, name: &str, payload: &str) -> Result<i64> {
+    let seq = conn
+        .prepare_cached(
+            "INSERT INTO events (session_id, seq, id, name, payload, created_at)
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM events WHERE session_id = ?1
+             RETURNING seq",
+        )?
+        .query_row(
+            args![session_id, new_id("evt"), name, payload, now_ms()],
+            |row| row.get(0),
+        )?;
+    Ok(seq)
+}
+
+impl Store {
+    /// Appends an event to the session's tape; returns its sequence number.
+    pub fn append_event(&mut self, session_id: &str, name: &str, payload: &str) -> Result<i64> {
+        check_identifier("name", name)?;
+        serde_json::from_str::<serde_json::Value>(payload)
+            .map_err(|err| Error::invalid("payload", format!("not valid JSON: {err}")))?;
+        self.session(session_id)?;
+        if self.conn.is_postgres() {
+            // The next sequence number is read and written: one writer of the
+            // session at a time, across workers (see `Write::for_session`).
+            return crate::db::gate::transact(&self.conn, &self.writer, Some(session_id), |tx| {
+                insert_event(tx, session_id, name, payload)
+            });
+        }
+        let _gate = self.writer.hold()?;
+        insert_event(&self.conn, session_id, name, payload)
+    }
+
+    /// The session's events in order.
+    pub fn events(&mut self, session_id: &str) -> Result<Vec<EventRow>> {
+        self.session(session_id)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, seq, name, payload, created_at FROM events WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(args![session_id], |row| {
+            Ok(EventRow {
+                id: row.get(0)?,
+                seq: row.get(1)?,
+                name: row.get(2)?,
+                payload: row.get(3)?,
+                created_at: row.get(4)?,
+            })
+        })?;
+        Ok(rows.into_iter().collect::<_>())
+    }
+}
