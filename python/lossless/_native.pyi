@@ -464,7 +464,9 @@ class Store:
     def arena_reset(self, session_id: str, event: str, payload: str) -> None: ...
     def recall_newest(
         self, session_id: str, k: int, max_tokens: int
-    ) -> tuple[str | None, list[dict[str, Any]]]: ...
+    ) -> tuple[str | None, list[dict[str, Any]], int]:
+        """(question, hits, the recall's generation: equal while it is the same recall; 0
+        without a question)."""
     def recall(
         self, session_id: str, question: str, k: int, max_tokens: int
     ) -> list[dict[str, Any]]: ...

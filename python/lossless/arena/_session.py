@@ -153,7 +153,8 @@ class SessionArena:
         self._default_port: RecallPort | None = None
         # The last recall and plan: the core hands back the same objects while
         # nothing they depend on changed, and so the turn reuses what it made of them.
-        self._recalled: object = None
+        # The generation of the core's recall the kept `Prepared` was made from.
+        self._recalled = 0
         self._prepared = Prepared()
         self._planned: Planned | None = None
         #: Writes made through :meth:`add` and :meth:`remove` (pins, task, working
@@ -387,12 +388,11 @@ class SessionArena:
         if not (self.enabled and (internal or self._external_on)):
             return Prepared()
         host = self._host
-        found = host.store.recall_newest(
+        question, hits, generation = host.store.recall_newest(
             host.id, config.recall_hits if internal else 0, config.recall_hit_tokens
         )
-        if found is not self._recalled:
-            question, hits = found
-            self._recalled, self._prepared = found, Prepared(question, hits)
+        if generation != self._recalled:
+            self._recalled, self._prepared = generation, Prepared(question, hits)
         return self._prepared
 
     async def prepare(self) -> Prepared:
@@ -474,7 +474,11 @@ class SessionArena:
                     allowance = wider
                     raw = self._plan_within(allowance, prepared)
         kept = self._planned
-        if kept is not None and kept.raw is raw and kept.prepared is prepared:
+        if (
+            kept is not None
+            and kept.raw["generation"] == raw["generation"]
+            and kept.prepared == prepared
+        ):
             return kept
         demand = sum(zone["demand"] for zone in raw["zones"].values())
         if demand == 0:

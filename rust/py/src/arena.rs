@@ -2,11 +2,11 @@
 //! usage normaliser, as Python sees them.
 
 use lossless_core::arena::{
-    self, ArenaState, CeilingPolicy, ControllerRules, Entry, PlanRules, Priority, Zone, ZoneLimits,
-    ZoneReport,
+    self, Candidate, CeilingPolicy, ControllerRules, Entry, Observed, PlanRules, PlannedTurn,
+    Priority, Zone, ZoneLimits,
 };
-use lossless_core::store::{self as core_store, ArenaWrite, Ceiling, RecallHit, WriteEvent};
-use lossless_core::{Error, Result};
+use lossless_core::store::{ArenaWrite, Ceiling, RecallHit, WriteOutcome};
+use lossless_core::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pyo3::prelude::*;
@@ -146,16 +146,6 @@ pub fn writes(
         .collect()
 }
 
-/// The caps the controller learned for `session_id`, if it has.
-pub fn learned_caps(
-    store: &mut core_store::Store,
-    session_id: &str,
-    rules: &arena::ArenaRules,
-) -> Result<Option<[i64; 7]>> {
-    let state = read_state(store, session_id)?;
-    Ok(arena::turn::current_caps(&state, rules))
-}
-
 pub fn ceiling(rules: &ArenaRules) -> Ceiling {
     Ceiling {
         max_entries: rules.inner.max_entries,
@@ -163,10 +153,7 @@ pub fn ceiling(rules: &ArenaRules) -> Ceiling {
     }
 }
 
-pub fn outcomes<'py>(
-    py: Python<'py>,
-    outcomes: &[core_store::WriteOutcome],
-) -> PyResult<Bound<'py, PyList>> {
+pub fn outcomes<'py>(py: Python<'py>, outcomes: &[WriteOutcome]) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for outcome in outcomes {
         let dict = PyDict::new(py);
@@ -201,55 +188,29 @@ pub fn entry_dict<'py>(py: Python<'py>, entry: &Entry) -> PyResult<Bound<'py, Py
 /// priority, text).
 pub type TransientArgs = (String, String, String, String, String);
 
-/// What `arena_plan` computes with the interpreter released.
-pub struct Planned {
-    pub turn: arena::TurnPlan,
-    pub stable_tokens: usize,
-    pub volatile_tokens: usize,
-}
-
-/// Plans a turn of `session_id` under `cap`, with `transient` candidates.
-pub fn plan(
-    store: &mut core_store::Store,
-    session_id: &str,
-    (live, state): (&[Entry], Option<&str>),
-    rules: &arena::ArenaRules,
-    cap: i64,
-    transient: Vec<TransientArgs>,
-) -> Result<Planned> {
-    let state = parse_state(state);
-    let counter = store.counter(session_id)?;
-    let count = |text: &str| counter.count(text);
-    let mut extra = Vec::with_capacity(transient.len());
-    for (at, (zone, key, source, priority, text)) in transient.into_iter().enumerate() {
-        let tokens = count(&text) as i64;
-        extra.push(Entry {
-            // After every stored entry: this turn's candidates are the newest.
-            seq: i64::MAX - 1_000 + at as i64,
-            zone: Zone::parse(&zone)?,
+/// This turn's candidates as the core takes them.
+pub fn candidates(transient: Vec<TransientArgs>) -> Vec<Candidate> {
+    transient
+        .into_iter()
+        .map(|(zone, key, source, priority, text)| Candidate {
+            zone,
             key,
             source,
-            priority: Priority::parse(&priority)?,
+            priority,
             text,
-            tokens,
-            full_tokens: tokens,
-            once: false,
-            external: false,
-        });
-    }
-    let turn = arena::plan_turn(live, &extra, &state, rules, cap, &count);
-    let stable_tokens = count(&turn.rendered.stable);
-    let volatile_tokens = count(&turn.rendered.volatile);
-    Ok(Planned {
-        turn,
-        stable_tokens,
-        volatile_tokens,
-    })
+        })
+        .collect()
 }
 
-pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'py, PyDict>> {
+/// One once-per-session entry a turn injected, as Python hands it over: (zone, key,
+/// sequence number).
+pub type OnceArgs = (String, String, i64);
+
+/// A plan as Python reads it, with the generation that names it.
+pub fn planned_dict<'py>(py: Python<'py>, planned: &PlannedTurn) -> PyResult<Bound<'py, PyDict>> {
     let turn = &planned.turn;
     let dict = PyDict::new(py);
+    dict.set_item("generation", planned.generation.0)?;
     dict.set_item("stable", &turn.rendered.stable)?;
     dict.set_item("volatile", &turn.rendered.volatile)?;
     dict.set_item("stable_tokens", planned.stable_tokens)?;
@@ -285,95 +246,7 @@ pub fn planned_dict<'py>(py: Python<'py>, planned: &Planned) -> PyResult<Bound<'
     Ok(dict)
 }
 
-fn read_state(store: &mut core_store::Store, session_id: &str) -> Result<ArenaState> {
-    Ok(parse_state(store.arena_state(session_id)?.as_deref()))
-}
-
-fn parse_state(json: Option<&str>) -> ArenaState {
-    // A state this build cannot read starts afresh: it is tuning, not content.
-    json.map(|json| serde_json::from_str(json).unwrap_or_default())
-        .unwrap_or_default()
-}
-
-/// Starts the session's arena state afresh: no learned caps, no entry shown yet.
-pub fn reset(store: &mut core_store::Store, session_id: &str, event: &WriteEvent) -> Result<()> {
-    let json = serde_json::to_string(&ArenaState::default())
-        .map_err(|err| Error::invalid("state", err.to_string()))?;
-    store.set_arena_state(session_id, &json, Some(event))
-}
-
-/// What `arena_observe` returns: the shifts made and the caps after them.
-pub struct Observed {
-    pub shifts: Vec<arena::Shift>,
-    pub caps: Option<[i64; 7]>,
-    pub turns: u32,
-}
-
-/// One once-per-session entry a turn injected, as Python hands it over: (zone, key,
-/// sequence number).
-pub type OnceArgs = (String, String, i64);
-
-/// Observes a sent turn: (demand, accepted, cut at write) per zone in zone order.
-pub fn observe(
-    store: &mut core_store::Store,
-    session_id: &str,
-    rules: &arena::ArenaRules,
-    zones: &[(i64, i64, i64)],
-    once: &[OnceArgs],
-    event: Option<&str>,
-) -> Result<Observed> {
-    if zones.len() != 7 {
-        return Err(Error::invalid(
-            "zones",
-            "expected 7 (demand, accepted, cut_at_write) triples",
-        ));
-    }
-    let mut reports: [ZoneReport; 7] = Default::default();
-    for (report, (demand, accepted, cut_at_write)) in reports.iter_mut().zip(zones) {
-        report.demand = *demand;
-        report.accepted = *accepted;
-        report.cut_at_write = *cut_at_write;
-    }
-    let once = once
-        .iter()
-        .map(|(zone, key, seq)| Ok((Zone::parse(zone)?, key.clone(), *seq)))
-        .collect::<Result<Vec<_>>>()?;
-    let mut state = read_state(store, session_id)?;
-    let shifts = arena::observe_turn(&mut state, rules, &reports, &once);
-    let caps = state.controller.as_ref().map(|c| c.caps);
-    let turns = state.controller.as_ref().map_or(0, |c| c.turns);
-    let json =
-        serde_json::to_string(&state).map_err(|err| Error::invalid("state", err.to_string()))?;
-    let event = match (event, shifts.is_empty()) {
-        (Some(name), false) => Some(WriteEvent::parse(
-            name,
-            &shift_payload(&shifts, caps, turns),
-        )?),
-        _ => None,
-    };
-    store.set_arena_state(session_id, &json, event.as_ref())?;
-    Ok(Observed {
-        shifts,
-        caps,
-        turns,
-    })
-}
-
-fn shift_payload(shifts: &[arena::Shift], caps: Option<[i64; 7]>, turns: u32) -> String {
-    let shifts: Vec<serde_json::Value> = shifts
-        .iter()
-        .map(|s| serde_json::json!({"from": s.from.as_str(), "to": s.to.as_str(), "tokens": s.tokens}))
-        .collect();
-    let caps: serde_json::Map<String, serde_json::Value> = Zone::ALL
-        .iter()
-        .zip(caps.unwrap_or_default())
-        .map(|(zone, cap)| (zone.as_str().to_string(), cap.into()))
-        .collect();
-    let moved: i64 = shifts.iter().filter_map(|s| s["tokens"].as_i64()).sum();
-    serde_json::json!({"shifts": shifts, "caps": caps, "turn": turns, "moved_tokens": moved})
-        .to_string()
-}
-
+/// What observing a turn changed, as Python reads it.
 pub fn observed_dict<'py>(py: Python<'py>, observed: &Observed) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     let shifts = PyList::empty(py);

@@ -31,7 +31,7 @@ impl Store {
         };
         let ceiling = arena::ceiling(rules);
         let outcomes = self.with(py, |store| {
-            let learned = arena::learned_caps(store, session_id, &rules.inner)?;
+            let learned = store.arena_learned_caps(session_id, &rules.inner)?;
             let writes = arena::writes(writes, &rules.inner, learned.as_ref())?;
             store.arena_write(session_id, &writes, ceiling, event.as_ref())
         })?;
@@ -62,16 +62,11 @@ impl Store {
         cap: i64,
         transient: Vec<arena::TransientArgs>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        loop {
-            let outcome = self.quick(py, |store| {
-                self.turn.plan(store, session_id, rules, cap, &transient)
-            })?;
-            if let Some(dict) = self.turn.plan_dict(py, outcome)? {
-                return Ok(dict);
-            }
-            // Another session's plan replaced the one found: plan anew.
-            self.turn.forget_plan();
-        }
+        let candidates = arena::candidates(transient);
+        let planned = self.quick(py, |store| {
+            store.arena_plan(session_id, &rules.inner, rules.id, cap, &candidates)
+        })?;
+        self.turn.plan_dict(py, &planned)
     }
 
     /// The session's tool calls still waiting for their result: (call id, name).
@@ -93,7 +88,7 @@ impl Store {
         event: Option<&str>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let observed = self.with(py, |store| {
-            arena::observe(store, session_id, &rules.inner, &zones, &once, event)
+            store.arena_observe(session_id, &rules.inner, &zones, &once, event)
         })?;
         arena::observed_dict(py, &observed)
     }
@@ -108,11 +103,11 @@ impl Store {
         payload: &str,
     ) -> PyResult<()> {
         let event = WriteEvent::parse(event, payload).map_err(crate::errors::to_py_err)?;
-        self.with(py, |store| arena::reset(store, session_id, &event))
+        self.with(py, |store| store.arena_reset(session_id, &event))
     }
 
     /// The newest user message of the view and the parts out of the view that
-    /// match it best: (question or None, hits).
+    /// match it best: (question or None, hits, the recall's generation).
     fn recall_newest<'py>(
         &self,
         py: Python<'py>,
