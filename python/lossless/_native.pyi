@@ -10,6 +10,7 @@ from typing import Any, Literal, Self, final, overload
 __all__ = [
     "MARKER_TOKENS",
     "MIN_SUMMARY_TOKENS",
+    "PART_KINDS",
     "SUMMARY_FRAMING_TOKENS",
     "WELL_SHRUNK_DIVISOR",
     "ArenaRules",
@@ -49,6 +50,8 @@ __version__: str
 # Tokens an assembly reserves for its lead marker (messages left out, or a
 # conversation that does not open with a user message).
 MARKER_TOKENS: int
+# The part kinds the core declares, in their order (see `lossless.parts.PART_TYPES`).
+PART_KINDS: list[str]
 # The smallest summary a round writes, and what a summary costs in the view beyond
 # its text (its header and message framing).
 MIN_SUMMARY_TOKENS: int

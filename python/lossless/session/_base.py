@@ -57,10 +57,6 @@ class SessionBase:
     #: The connections this session opened itself, ended when it closes: on a
     #: database server each holds one of its limited connection slots.
     _opened: tuple[_native.Store, ...]
-    #: The view's size right after this session's last write (a turn, a tool
-    #: result, a reply), taken by the next model turn; None once anything else
-    #: may have written.
-    _view_after_write: int | None
     #: The last request sent, to count how much of the next one repeats it.
     _last_request: _Request | None
     _last_request_at: float | None
@@ -163,12 +159,11 @@ class SessionBase:
     def _on_retry(self, attempt: int, reason: str) -> None:
         self.events.publish(EventName.LLM_RETRY, self.id, attempt=attempt, reason=reason)
 
-    async def _respect_hard_threshold(self, known: int | None = None) -> None:
+    async def _respect_hard_threshold(self) -> None:
         """The seam where a turn waits for compaction: never send an over-budget view.
-        ``known`` is the view's size as the session's last write left it, if nothing
-        has written since: only compaction can have changed it, and compaction only
-        makes it smaller, so under the limit it spares reading the size again."""
-        if not self.compaction.is_hard_overflow(self.view_tokens() if known is None else known):
+        The view's size is read from the store's cached view (the one cache layer),
+        so asking again costs a lookup, not an assembly."""
+        if not self.compaction.is_hard_overflow(self.view_tokens()):
             return
         if self.compaction.pending:
             await self.compaction.wait_for_pending()

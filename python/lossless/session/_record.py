@@ -65,7 +65,6 @@ class Recorder(RequestComposer):
         else:
             # Let a just-started background round begin while the caller carries on.
             await anyio.lowlevel.checkpoint()
-        self._view_after_write = view_tokens
         return view_tokens, triggered
 
     async def record_messages(self, messages: Sequence[OpenAIMessage]) -> list[RecordResult]:

@@ -175,10 +175,8 @@ class RequestComposer(SessionBase):
         recalls, plans and assembles the request, and records it as sent. Returns
         the request (with cache hints when configured) with the arena's plan, and
         the turn's recall."""
-        known, self._view_after_write = self._view_after_write, None
-        if await self._compact_if_cache_expired():
-            known = None
-        await self._respect_hard_threshold(known)
+        await self._compact_if_cache_expired()
+        await self._respect_hard_threshold()
         prepared = await self.arena.prepare() if self.arena.enabled else None
         return self._request_for(tools, prepared), prepared
 

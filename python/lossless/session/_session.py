@@ -94,7 +94,6 @@ class Session(ModelTurns):
         # The view's size right after this session's last write (a turn, a tool
         # result, a reply), taken by the next model turn; None once anything else
         # may have written.
-        self._view_after_write: int | None = None
         # The last request sent, to count how much of the next one repeats it.
         self._last_request: _Request | None = None
         self._last_request_at: float | None = None

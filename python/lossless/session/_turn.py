@@ -210,7 +210,6 @@ class ModelTurns(Recorder):
         await self.arena.note_parts(reply.tool_calls)
         await self.arena.after_turn(planned)
         triggered = self.compaction.check_and_trigger(view_tokens, self._background)
-        self._view_after_write = view_tokens
         # Tool calls are handed over once the reply is stored and accounted for, so a
         # callback that raises on one leaves the store and the events complete.
         for call in reply.tool_calls:
@@ -293,7 +292,6 @@ class ModelTurns(Recorder):
         """Keep what streamed before a failure, flagged incomplete; never the error text.
         The reason is the message's finish reason, unless the provider gave one. A
         checkpoint write still in flight ends first."""
-        self._view_after_write = None
         await checkpoint.settle()
         usage = _usage(reply)
         usage["finish_reason"] = reply.finish_reason or _reason_code(reason)

@@ -41,6 +41,7 @@ where
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("MARKER_TOKENS", lossless_core::request::MARKER_TOKENS)?;
+    module.add("PART_KINDS", lossless_core::parts::KIND_NAMES.to_vec())?;
     module.add_class::<store::Store>()?;
     module.add_class::<store::ViewStats>()?;
     module.add_class::<arena::ArenaRules>()?;
