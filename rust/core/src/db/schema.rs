@@ -1,4 +1,8 @@
 //! The database schema, its immutability triggers and its version.
+//!
+//! Longer than most modules on purpose: the DDL of every table and each
+//! migration from an older version read best together, since a migration must
+//! produce exactly the tables a new database gets.
 
 use rusqlite::Connection;
 
