@@ -2,29 +2,33 @@
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from lossless import _native
-from lossless.arena._ports import LexicalRecallPort, RecallHit, RecallPort
+from lossless.arena._external import search_port, valid_hits
+from lossless.arena._plan import (
+    Planned,
+    Prepared,
+    essential_unmet,
+    external_key,
+    rendered_tokens,
+    report_of,
+    rules_of,
+)
+from lossless.arena._ports import LexicalRecallPort, RecallPort
 from lossless.arena._types import (
     PRIORITIES,
     ArenaEntry,
     ArenaWriteResult,
-    InjectionReport,
     Priority,
-    ZoneInjection,
 )
-from lossless.config import ZONES, ArenaConfig, ZoneName
+from lossless.config import ZONES, ZoneName
 from lossless.errors import ArenaFullError, InvalidInputError
 from lossless.events import Event, EventName
 from lossless.parts import Part, ToolPart
@@ -41,85 +45,8 @@ _CALLS_KEPT = 4_096
 
 Write = tuple[str, str, str, str, str | None, bool, bool, int]
 
-
-def rules_of(config: ArenaConfig, max_cap: int) -> _native.ArenaRules:
-    """The native rules of ``config``."""
-    return _native.ArenaRules(
-        [config.floor(zone) for zone in ZONES],
-        [config.cap(zone) for zone in ZONES],
-        relax_order=list(config.relax_order),
-        cascade=config.floor_cascade,
-        min_cut_tokens=config.min_cut_tokens,
-        max_entries=config.max_entries,
-        policy=config.degradation_policy,
-        adaptive=config.adaptive,
-        alpha=config.ema_alpha,
-        warmup_turns=config.warmup_turns,
-        step_tokens=config.step_tokens,
-        max_shift_tokens=config.max_shift_tokens,
-        truncation_ratio=config.upshift_truncation_ratio,
-        idle_ratio=config.downshift_idle_ratio,
-        max_cap=max_cap,
-    )
-
-
-@dataclass(slots=True)
-class Prepared:
-    """What a turn found to recall before it planned: this turn's candidates."""
-
-    question: str | None = None
-    internal: list[dict[str, Any]] = field(default_factory=list)
-    external: list[RecallHit] = field(default_factory=list)
-    candidates: list[tuple[str, str, str, str, str]] | None = field(default=None, repr=False)
-
-    @property
-    def best_internal(self) -> float | None:
-        return max((hit["score"] for hit in self.internal), default=None)
-
-    def transient(self) -> list[tuple[str, str, str, str, str]]:
-        """This turn's candidates as the core plans them (made once)."""
-        if self.candidates is None:
-            self.candidates = self._candidates()
-        return self.candidates
-
-    def _candidates(self) -> list[tuple[str, str, str, str, str]]:
-        candidates = [
-            (
-                "memory_recall",
-                f"recall:{hit['part_id']}",
-                "recall",
-                "normal",
-                f"[{hit['message_id']}] {hit['text']}",
-            )
-            for hit in self.internal
-        ]
-        candidates.extend(
-            ("rag_external", external_key(hit), "external", "normal", hit.text)
-            for hit in self.external
-        )
-        return candidates
-
-
-def external_key(hit: RecallHit) -> str:
-    digest = hashlib.sha256((hit.id or hit.text).encode()).hexdigest()[:16]
-    return f"external:{digest}"
-
-
-@dataclass(slots=True)
-class Planned:
-    """A turn's plan as the session uses it."""
-
-    raw: dict[str, Any]
-    report: InjectionReport
-    prepared: Prepared
-    #: The report with the window's usage of the last build that asked for it.
-    reported: InjectionReport | None = None
-
-    def report_with(self, usage: float | None) -> InjectionReport:
-        """The report with ``usage`` filled in (the same object while it is unchanged)."""
-        if self.reported is None or self.reported.usage != usage:
-            self.reported = replace(self.report, usage=usage)
-        return self.reported
+#: Plans made at most to fit a plan's rendered cost into its allowance.
+_FIT_ATTEMPTS = 4
 
 
 class SessionArena:
@@ -410,7 +337,7 @@ class SessionArena:
         port = config.recall_port or await self._builtin_port()
         try:
             with anyio.fail_after(config.external_timeout_s):
-                found = await _search(port, prepared.question or "", config.external_hits)
+                found = await search_port(port, prepared.question or "", config.external_hits)
         except TimeoutError:
             await self._skipped(prepared, "timeout")
             return prepared
@@ -418,7 +345,7 @@ class SessionArena:
             log.warning("external recall failed", exc_info=True)
             await self._skipped(prepared, "port_error", error=f"{type(err).__name__}: {err}")
             return prepared
-        hits = _valid_hits(found)
+        hits = valid_hits(found)
         if hits is None:
             await self._skipped(prepared, "junk", returned=type(found).__name__)
         elif not hits:
@@ -467,7 +394,7 @@ class SessionArena:
         allowance = max(0, min(config_cap, free))
         raw = self._plan_within(allowance, prepared)
         if most is not None and allowance < config_cap:
-            essential = _essential_unmet(raw)
+            essential = essential_unmet(raw)
             if essential:
                 wider = max(0, min(config_cap, most, allowance + essential))
                 if wider > allowance:
@@ -483,7 +410,7 @@ class SessionArena:
         demand = sum(zone["demand"] for zone in raw["zones"].values())
         if demand == 0:
             return None
-        self._planned = Planned(raw, _report(raw, prepared), prepared)
+        self._planned = Planned(raw, report_of(raw, prepared), prepared)
         return self._planned
 
     def _plan_within(self, allowance: int, prepared: Prepared) -> dict[str, Any]:
@@ -584,81 +511,8 @@ class SessionArena:
             self._request_compaction("floor_unmet")
 
 
-#: Plans made at most to fit a plan's rendered cost into its allowance.
-_FIT_ATTEMPTS = 4
-#: The zones every request carries ahead of older history.
-_ESSENTIAL_ZONES = ("identity", "truth", "task_state")
-#: What a zone's tags cost around its entries (``<truth>\n`` … ``\n</truth>``).
-_ZONE_TAG_TOKENS = 12
-#: What the system part's joint and the block's message and ``<context>`` wrapper
-#: cost together, at most.
-_PART_FRAMING_TOKENS = 16
-#: The system message's joint and the block's message and ``<context>`` wrapper.
-STABLE_JOINT_TOKENS = 3
-BLOCK_FRAMING_TOKENS = 4
-
-
-def rendered_tokens(raw: dict[str, Any]) -> int:
-    """What a plan costs in a request: its rendered system part with the joint to
-    the system prompt, and its block as a message of its own."""
-    stable = raw["stable_tokens"] + STABLE_JOINT_TOKENS if raw["stable"] else 0
-    volatile = raw["volatile_tokens"] + BLOCK_FRAMING_TOKENS if raw["volatile"] else 0
-    return int(stable + volatile)
-
-
-def _essential_unmet(raw: dict[str, Any]) -> int:
-    """Tokens the essential zones asked for and were not given, with their tags and
-    the framing of the parts they go in."""
-    unmet = 0
-    for zone in _ESSENTIAL_ZONES:
-        report = raw["zones"][zone]
-        missing = report["demand"] - report["accepted"]
-        if missing > 0:
-            unmet += missing + _ZONE_TAG_TOKENS
-    return int(unmet + _PART_FRAMING_TOKENS) if unmet else 0
-
-
 def _check_key(key: object) -> None:
     if not isinstance(key, str):
         raise InvalidInputError(f"key: expected str, got {type(key).__name__}")
     if not key.strip():
         raise InvalidInputError("key: must not be empty")
-
-
-async def _search(port: RecallPort, query: str, k: int) -> object:
-    search = port.search
-    if inspect.iscoroutinefunction(search):
-        return await search(query, k)
-    # A plain function may block: it runs in a worker thread the timeout can abandon.
-    result = await anyio.to_thread.run_sync(partial(search, query, k), abandon_on_cancel=True)
-    if inspect.isawaitable(result):
-        return await result
-    return result
-
-
-def _valid_hits(found: object) -> list[RecallHit] | None:
-    """The port's answer as hits; ``None`` when it is not a sequence of hits."""
-    if isinstance(found, str | bytes) or not isinstance(found, Sequence):
-        return None
-    hits: list[RecallHit] = []
-    for item in found:
-        if not isinstance(item, RecallHit) or not isinstance(item.text, str):
-            return None
-        if item.text.strip():
-            hits.append(item)
-    return hits
-
-
-def _report(raw: dict[str, Any], prepared: Prepared) -> InjectionReport:
-    zones = {name: ZoneInjection(**values) for name, values in raw["zones"].items()}
-    return InjectionReport(
-        cap=raw["cap"],
-        tokens=raw["tokens"],
-        system_tokens=raw["stable_tokens"],
-        block_tokens=raw["volatile_tokens"],
-        stage=raw["stage"],
-        relaxed=list(raw["relaxed"]),
-        zones=zones,
-        injected=list(raw["injected"]),
-        recall_score=prepared.best_internal,
-    )

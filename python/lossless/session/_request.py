@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from lossless import _native
-from lossless.arena._session import BLOCK_FRAMING_TOKENS, STABLE_JOINT_TOKENS, Planned, Prepared
+from lossless.arena._plan import BLOCK_FRAMING_TOKENS, STABLE_JOINT_TOKENS, Planned, Prepared
 from lossless.prompt_cache import CacheHints, with_cache_hints
 from lossless.results import BuiltContext
 from lossless.session._base import SessionBase
