@@ -867,3 +867,40 @@ def test_view_stats_are_typed_and_still_read_by_name(store: Store) -> None:
     assert stats == store.view_stats(sid)
     store.append(sid, "assistant", "Reading the modules first.")
     assert store.view_stats(sid).version > stats.version
+
+
+def test_session_results_are_typed_and_still_read_by_name(store: Store) -> None:
+    sid = store.create_session(MODEL, config_json='{"a": 1}', system_prompt="Be brief.")
+    store.append(sid, "user", "hello")
+    info = store.native.get_session(sid)
+    assert (info.id, info.model, info.config_json, info.system_prompt) == (
+        sid,
+        MODEL,
+        '{"a": 1}',
+        "Be brief.",
+    )
+    assert dict(info) == {
+        "id": sid,
+        "model": MODEL,
+        "created_at": info.created_at,
+        "config_json": '{"a": 1}',
+        "system_prompt": "Be brief.",
+    }
+    assert info.get("system_prompt") == "Be brief." and info.get("absent", 7) == 7
+    assert info.get("absent") is None
+    with pytest.raises(KeyError):
+        info["absent"]
+    (row,) = store.sessions()
+    assert list(row.keys()) == ["id", "model", "created_at", "messages", "summaries"]
+    assert (row["id"], row.messages, row["summaries"]) == (sid, 1, 0)
+    assert row == store.sessions()[0] and row.created_at == info.created_at
+    assert store.native.streams(sid) == []
+    message_id = store.native.begin_message(sid, "assistant")
+    (stream,) = store.native.streams(sid)
+    assert dict(stream) == {
+        "message_id": message_id,
+        "owner": "local",
+        "beat_at": stream.beat_at,
+        "chars": 0,
+    }
+    assert stream.message_id == stream["message_id"] and stream["beat_at"] > 0

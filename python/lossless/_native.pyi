@@ -17,8 +17,11 @@ __all__ = [
     "LexicalIndex",
     "RequestPrint",
     "RoundRules",
+    "SessionInfo",
+    "SessionRow",
     "Span",
     "Store",
+    "StreamRow",
     "TokenCounter",
     "ViewStats",
     "__version__",
@@ -162,6 +165,65 @@ class ViewStats:
     def instruction_tokens(self) -> int:
         """Tokens of the newest user message; 0 without one."""
     def __getitem__(self, key: str, /) -> int: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+# A result below is also read by name, as the dict the call returned before it had
+# a type of its own: ``row["id"]``, ``row.get("id")``, ``row.keys()``, ``dict(row)``.
+
+@final
+class SessionInfo:
+    """A session's row, as ``Store.get_session`` reads it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def config_json(self) -> str: ...
+    @property
+    def system_prompt(self) -> str | None: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class SessionRow:
+    """A session as listed: its row with its message and summary counts."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def messages(self) -> int: ...
+    @property
+    def summaries(self) -> int: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class StreamRow:
+    """A reply still streaming."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def owner(self) -> str | None:
+        """Who streams it; None for a reply begun before checkpoints existed."""
+    @property
+    def beat_at(self) -> int | None:
+        """When its owner last wrote a checkpoint (ms since the epoch)."""
+    @property
+    def chars(self) -> int:
+        """Characters of text checkpointed so far."""
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
     def keys(self) -> list[str]: ...
 
 @final
@@ -301,14 +363,13 @@ class Store:
     def schema_version(self) -> int: ...
     # sessions
     def create_session(self, model: str, config_json: str, system_prompt: str | None) -> str: ...
-    def get_session(self, session_id: str) -> dict[str, Any]: ...
-    def list_sessions(self) -> list[dict[str, Any]]: ...
+    def get_session(self, session_id: str) -> SessionInfo: ...
+    def list_sessions(self) -> list[SessionRow]: ...
     def flag_interrupted(self, session_id: str, message_ids: list[str]) -> int:
         """Closes the named streaming replies as incomplete, each with its last
         checkpoint as text, in one transaction; returns how many were closed."""
-    def streams(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's replies still streaming: ``message_id``, ``owner``,
-        ``beat_at`` (ms) and ``chars`` checkpointed."""
+    def streams(self, session_id: str) -> list[StreamRow]:
+        """The session's replies still streaming."""
     def checkpoint_message(self, message_id: str, owner: str, appended: str | None = None) -> None:
         """Adds the text a streaming reply received since its last checkpoint, with its
         owner's heartbeat (None: only the heartbeat)."""
@@ -670,5 +731,5 @@ def create_child_session(
 def item_session(store: Store, map_id: str, idx: int) -> str | None:
     """The session item ``idx`` of a run ran in, if it started."""
 
-def child_sessions(store: Store, parent_id: str) -> list[dict[str, Any]]:
+def child_sessions(store: Store, parent_id: str) -> list[SessionRow]:
     """The sessions linked to ``parent_id``, with their counts."""

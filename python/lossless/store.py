@@ -11,10 +11,27 @@ from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
-__all__ = ["Store", "ViewStats", "database_path", "prepare_postgres"]
+__all__ = [
+    "SessionInfo",
+    "SessionRow",
+    "Store",
+    "StreamRow",
+    "ViewStats",
+    "database_path",
+    "prepare_postgres",
+]
 
+# The store's results: each read by attribute, and by name as the dicts they were
+# (``row["id"]``, ``row.get("id")``, ``row.keys()``, ``dict(row)``).
 ViewStats = _native.ViewStats
 """The sizes of a session's view, as :meth:`Store.view_stats` gives them."""
+SessionInfo = _native.SessionInfo
+"""A session's row: id, model, creation time, configuration and system prompt."""
+SessionRow = _native.SessionRow
+"""A session as :meth:`Store.sessions` lists it, with its message and summary counts."""
+StreamRow = _native.StreamRow
+"""A reply still streaming: its owner, the owner's last heartbeat and the characters
+checkpointed so far."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -108,7 +125,7 @@ class Store:
         """Create a session row and return its id."""
         return self._inner.create_session(model, config_json, system_prompt)
 
-    def sessions(self) -> list[dict[str, Any]]:
+    def sessions(self) -> list[SessionRow]:
         """Every session with its message and summary counts."""
         return self._inner.list_sessions()
 

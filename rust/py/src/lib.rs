@@ -16,6 +16,7 @@ mod postgres;
 mod prefix;
 mod recall;
 mod render_cache;
+mod results;
 mod round;
 mod span;
 mod store;
@@ -43,6 +44,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("MARKER_TOKENS", lossless_core::request::MARKER_TOKENS)?;
     module.add_class::<store::Store>()?;
     module.add_class::<store::ViewStats>()?;
+    module.add_class::<store::SessionInfo>()?;
+    module.add_class::<store::SessionRow>()?;
+    module.add_class::<store::StreamRow>()?;
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;

@@ -4,7 +4,7 @@ use lossless_core::store::{MapOutcome, SessionSummary};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::store::{dict_of, obj, Store};
+use crate::store::{dict_of, obj, SessionRow, Store};
 
 /// Stores a new run over `inputs` (JSON texts); returns its id.
 #[pyfunction]
@@ -159,24 +159,11 @@ pub fn item_session(
 
 /// The sessions linked to `parent_id`, as `Store.list_sessions` lists sessions.
 #[pyfunction]
-pub fn child_sessions<'py>(
-    py: Python<'py>,
+pub fn child_sessions(
+    py: Python<'_>,
     store: &Store,
     parent_id: String,
-) -> PyResult<Bound<'py, PyList>> {
+) -> PyResult<Vec<SessionRow>> {
     let rows: Vec<SessionSummary> = store.with(py, |core| core.child_sessions(&parent_id))?;
-    let list = PyList::empty(py);
-    for row in &rows {
-        list.append(dict_of(
-            py,
-            &[
-                ("id", obj(py, &row.id)?),
-                ("model", obj(py, &row.model)?),
-                ("created_at", obj(py, row.created_at)?),
-                ("messages", obj(py, row.messages)?),
-                ("summaries", obj(py, row.summaries)?),
-            ],
-        )?)?;
-    }
-    Ok(list)
+    Ok(rows.into_iter().map(SessionRow::from).collect())
 }

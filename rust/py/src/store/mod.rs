@@ -23,6 +23,7 @@ mod sessions;
 mod turns;
 
 pub use context::ViewStats;
+pub use sessions::{SessionInfo, SessionRow, StreamRow};
 
 /// A connection to a lossless database.
 // `weakref`: whoever keeps track of stores (a test that nothing holds one after
