@@ -904,3 +904,49 @@ def test_session_results_are_typed_and_still_read_by_name(store: Store) -> None:
         "chars": 0,
     }
     assert stream.message_id == stream["message_id"] and stream["beat_at"] > 0
+
+
+def test_turn_results_are_typed_and_still_read_by_name(store: Store, sid: str) -> None:
+    appended = store.append(sid, "user", ["first", "second"])
+    assert list(appended.keys()) == ["id", "seq", "token_count", "part_ids"]
+    assert (appended["id"], appended["seq"], appended.get("seq")) == (appended.id, 1, 1)
+    assert len(appended.part_ids) == 2 and appended.token_count > 0
+    assert appended.get("view_tokens", "absent") == "absent"
+    payload = json.dumps({"role": "user"})
+    parts = [{"kind": "text", "text": "third"}]
+    turn = store.native.append_turn(sid, "user", parts, "message_created", payload)
+    assert dict(turn) == {
+        "id": turn.id,
+        "seq": 2,
+        "token_count": turn.token_count,
+        "part_ids": turn.part_ids,
+        "view_tokens": store.view_stats(sid).tokens,
+    }
+    first, second = store.history(sid)
+    assert list(first.keys()) == [
+        "id",
+        "session_id",
+        "seq",
+        "role",
+        "status",
+        "created_at",
+        "model",
+        "token_count",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "finish_reason",
+        "parts",
+    ]
+    assert (first.id, first.session_id, first.status, first.cost) == (
+        appended.id,
+        sid,
+        "complete",
+        None,
+    )
+    assert [part["text"] for part in first.parts] == ["first", "second"]
+    assert first["parts"] is first.parts and dict(second)["id"] == turn.id
+    # Records compare by their fields, the parts' dicts included.
+    assert store.native.get_message(first.id) == first and first != second
+    with pytest.raises(KeyError):
+        first["text"]

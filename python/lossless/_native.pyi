@@ -12,9 +12,11 @@ __all__ = [
     "MIN_SUMMARY_TOKENS",
     "SUMMARY_FRAMING_TOKENS",
     "WELL_SHRUNK_DIVISOR",
+    "AppendResult",
     "ArenaRules",
     "ItemUnits",
     "LexicalIndex",
+    "MessageRecord",
     "RequestPrint",
     "RoundRules",
     "SessionInfo",
@@ -23,6 +25,7 @@ __all__ = [
     "Store",
     "StreamRow",
     "TokenCounter",
+    "TurnAppendResult",
     "ViewStats",
     "__version__",
     "check_summary",
@@ -227,6 +230,77 @@ class StreamRow:
     def keys(self) -> list[str]: ...
 
 @final
+class AppendResult:
+    """A message just written: its id, place in the session, tokens and part ids."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def part_ids(self) -> list[str]: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class TurnAppendResult:
+    """A turn just written, as ``AppendResult``, with the view's size in tokens read
+    right after in the same call."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def part_ids(self) -> list[str]: ...
+    @property
+    def view_tokens(self) -> int: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class MessageRecord:
+    """A stored message with its usage and its parts, each part the wire dict
+    :func:`lossless.parts.part_from_wire` reads."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def status(self) -> Literal["complete", "streaming", "incomplete"]:
+        """As the schema allows: a reply still streaming, or one that ended early."""
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def token_count(self) -> int | None: ...
+    @property
+    def input_tokens(self) -> int | None: ...
+    @property
+    def output_tokens(self) -> int | None: ...
+    @property
+    def cost(self) -> float | None: ...
+    @property
+    def finish_reason(self) -> str | None: ...
+    @property
+    def parts(self) -> list[dict[str, Any]]: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
 class Span:
     """The oldest unprotected run of messages in a view: what the next summary covers.
 
@@ -376,7 +450,7 @@ class Store:
     # messages
     def append_message(
         self, session_id: str, role: str, parts: list[dict[str, Any]], model: str | None = None
-    ) -> dict[str, Any]: ...
+    ) -> AppendResult: ...
     @overload
     def append_turn(
         self,
@@ -386,7 +460,7 @@ class Store:
         event: str,
         payload_json: str,
         wait: Literal[True] = True,
-    ) -> dict[str, Any]:
+    ) -> TurnAppendResult:
         """A turn as one transaction: the message, the event ``event`` (its payload given
         the new message's id) and, read right after, the view's size (``view_tokens``).
         With ``wait=False`` the write is made at once, the interpreter held, or not at
@@ -401,7 +475,7 @@ class Store:
         event: str,
         payload_json: str,
         wait: bool,
-    ) -> dict[str, Any] | None: ...
+    ) -> TurnAppendResult | None: ...
     @overload
     def begin_message(
         self,
@@ -427,7 +501,7 @@ class Store:
         parts: list[dict[str, Any]],
         complete: bool,
         usage: dict[str, Any] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> AppendResult: ...
     @overload
     def finish_turn(
         self,
@@ -439,7 +513,7 @@ class Store:
         event: str,
         payload_json: str,
         wait: Literal[True] = True,
-    ) -> dict[str, Any]:
+    ) -> TurnAppendResult:
         """A reply finished as one transaction with its event, and the view's size
         (``view_tokens``) read right after; ``wait`` as in ``append_turn``."""
     @overload
@@ -453,7 +527,7 @@ class Store:
         event: str,
         payload_json: str,
         wait: bool,
-    ) -> dict[str, Any] | None: ...
+    ) -> TurnAppendResult | None: ...
     def update_tool(
         self,
         session_id: str,
@@ -488,8 +562,8 @@ class Store:
         payload_json: str,
         wait: bool,
     ) -> int | None: ...
-    def get_message(self, message_id: str) -> dict[str, Any]: ...
-    def history(self, session_id: str) -> list[dict[str, Any]]: ...
+    def get_message(self, message_id: str) -> MessageRecord: ...
+    def history(self, session_id: str) -> list[MessageRecord]: ...
     # context view
     def assemble(
         self, session_id: str, budget_tokens: int, profile: str = "default"

@@ -12,10 +12,13 @@ from lossless.errors import InvalidInputError
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
 __all__ = [
+    "AppendResult",
+    "MessageRecord",
     "SessionInfo",
     "SessionRow",
     "Store",
     "StreamRow",
+    "TurnAppendResult",
     "ViewStats",
     "database_path",
     "prepare_postgres",
@@ -32,6 +35,12 @@ SessionRow = _native.SessionRow
 StreamRow = _native.StreamRow
 """A reply still streaming: its owner, the owner's last heartbeat and the characters
 checkpointed so far."""
+AppendResult = _native.AppendResult
+"""A message just written (:meth:`Store.append`): id, sequence number, tokens, part ids."""
+TurnAppendResult = _native.TurnAppendResult
+"""A turn just written with its event, and the view's size (``view_tokens``) after it."""
+MessageRecord = _native.MessageRecord
+"""A stored message (:meth:`Store.history`) with its usage and its parts as wire dicts."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -129,12 +138,12 @@ class Store:
         """Every session with its message and summary counts."""
         return self._inner.list_sessions()
 
-    def append(self, session_id: str, role: str, parts: PartsInput) -> dict[str, Any]:
+    def append(self, session_id: str, role: str, parts: PartsInput) -> AppendResult:
         """Append one message; returns its id, sequence number and token count."""
         wire = parts_to_wire(normalize_parts(parts))
         return self._inner.append_message(session_id, role, wire)
 
-    def history(self, session_id: str) -> list[dict[str, Any]]:
+    def history(self, session_id: str) -> list[MessageRecord]:
         """Every stored message of a session, oldest first, with parts."""
         return self._inner.history(session_id)
 

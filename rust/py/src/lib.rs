@@ -47,6 +47,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::SessionInfo>()?;
     module.add_class::<store::SessionRow>()?;
     module.add_class::<store::StreamRow>()?;
+    module.add_class::<store::AppendResult>()?;
+    module.add_class::<store::TurnAppendResult>()?;
+    module.add_class::<store::MessageRecord>()?;
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;

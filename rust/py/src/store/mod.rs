@@ -24,6 +24,7 @@ mod turns;
 
 pub use context::ViewStats;
 pub use sessions::{SessionInfo, SessionRow, StreamRow};
+pub use turns::{AppendResult, MessageRecord, TurnAppendResult};
 
 /// A connection to a lossless database.
 // `weakref`: whoever keeps track of stores (a test that nothing holds one after
