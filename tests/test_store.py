@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lossless import FileRefPart, Store, TextPart, ToolPart
+from lossless import FileRefPart, Store, TextPart, ToolPart, _native
 from lossless._native import MARKER_TOKENS
 from lossless.errors import (
     InvalidInputError,
@@ -950,3 +950,45 @@ def test_turn_results_are_typed_and_still_read_by_name(store: Store, sid: str) -
     assert store.native.get_message(first.id) == first and first != second
     with pytest.raises(KeyError):
         first["text"]
+
+
+def test_event_stats_file_and_map_results_are_typed_and_read_by_name(
+    store: Store, sid: str, tmp_path: Path
+) -> None:
+    store.append(sid, "user", "hello")
+    event_id = store.native.append_event(sid, "custom", '{"a": 1}')
+    (event,) = [event for event in store.events(sid) if event.name == "custom"]
+    assert dict(event) == {
+        "id": event.id,
+        "seq": event_id,
+        "name": "custom",
+        "payload_json": '{"a": 1}',
+        "created_at": event.created_at,
+    }
+    stats = store.stats()
+    assert (stats.sessions, stats["messages"], stats.get("events")) == (1, 1, stats.events)
+    assert list(stats.keys())[:3] == ["sessions", "messages", "parts"] and len(dict(stats)) == 10
+    source = tmp_path / "notes.txt"
+    source.write_text("one\ntwo\n")
+    scan = _native.scan_file(source)
+    assert (scan.bytes, scan["lines"], scan.utf8, scan.has_nul) == (8, 2, True, False)
+    assert list(scan.keys()) == ["sha256", "file_id", "bytes", "lines", "has_nul", "utf8"]
+    record, stored = _native.store_file(
+        store.native, source, scan.sha256, "notes.txt", "text", 4, "two lines"
+    )
+    assert stored and record.file_id == scan["file_id"] and record["line_count"] == 2
+    assert _native.file_record(store.native, scan.file_id) == record
+    assert dict(record)["summary"] == "two lines" and record.is_text
+    map_id = _native.create_map(store.native, "llm", sid, "{}", ['"a"', '"b"'])
+    run = _native.map_run(store.native, map_id)
+    assert (run.kind, run["parent_id"], run.item_count) == ("llm", sid, 2)
+    _native.record_map_outcome(store.native, map_id, 1, True, '"B"', None, None, 1, "{}")
+    (outcome,) = _native.map_outcomes(store.native, map_id)
+    assert (outcome.idx, outcome["succeeded"], outcome.output, outcome.get("error")) == (
+        1,
+        True,
+        '"B"',
+        None,
+    )
+    with pytest.raises(KeyError):
+        outcome["status"]

@@ -13,10 +13,16 @@ from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
 __all__ = [
     "AppendResult",
+    "EventRow",
+    "FileRecord",
+    "FileScan",
+    "MapOutcome",
+    "MapRun",
     "MessageRecord",
     "SessionInfo",
     "SessionRow",
     "Store",
+    "StoreStats",
     "StreamRow",
     "TurnAppendResult",
     "ViewStats",
@@ -41,6 +47,18 @@ TurnAppendResult = _native.TurnAppendResult
 """A turn just written with its event, and the view's size (``view_tokens``) after it."""
 MessageRecord = _native.MessageRecord
 """A stored message (:meth:`Store.history`) with its usage and its parts as wire dicts."""
+EventRow = _native.EventRow
+"""One event of a session's tape (:meth:`Store.events`), its payload as JSON text."""
+StoreStats = _native.StoreStats
+"""Counts over the whole database (:meth:`Store.stats`)."""
+FileScan = _native.FileScan
+"""One streamed pass over a file: its hash and id, its size, and its content's kind."""
+FileRecord = _native.FileRecord
+"""A stored file's reference and size, as the store keeps it."""
+MapRun = _native.MapRun
+"""A map run: its kind, parent, spec and item count."""
+MapOutcome = _native.MapOutcome
+"""One finished attempt at an item of a map run."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -205,11 +223,11 @@ class Store:
         """
         return self._inner.flush_search_index()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StoreStats:
         """Counts over the whole database."""
         return self._inner.stats()
 
-    def events(self, session_id: str) -> list[dict[str, Any]]:
+    def events(self, session_id: str) -> list[EventRow]:
         """The persisted event tape of a session."""
         return self._inner.events(session_id)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from lossless.cli._common import open_existing_store, stdout_console
-from lossless.store import SessionInfo, Store
+from lossless.store import EventRow, SessionInfo, Store
 from lossless.tokens import TokenCounter
 
 __all__ = [
@@ -90,7 +90,7 @@ def usable_budget(config_json: str) -> tuple[int, str]:
     return (usable, "session config") if usable > 0 else (DEFAULT_BUDGET, "default")
 
 
-def recorded_usable(events: list[dict[str, Any]]) -> int | None:
+def recorded_usable(events: Sequence[EventRow]) -> int | None:
     """The usable budget a session announced in its ``session_created`` event, if any.
 
     That number is the session's own (window from litellm's model map when the config
@@ -98,10 +98,10 @@ def recorded_usable(events: list[dict[str, Any]]) -> int | None:
     importing litellm.
     """
     for event in reversed(events):
-        if not str(event["name"]).startswith("session_"):
+        if not event.name.startswith("session_"):
             continue
         try:
-            payload: Any = json.loads(event["payload_json"])
+            payload: Any = json.loads(event.payload_json)
         except ValueError:
             continue
         usable = payload.get("usable") if isinstance(payload, dict) else None

@@ -50,6 +50,12 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::AppendResult>()?;
     module.add_class::<store::TurnAppendResult>()?;
     module.add_class::<store::MessageRecord>()?;
+    module.add_class::<store::EventRow>()?;
+    module.add_class::<store::StoreStats>()?;
+    module.add_class::<files::FileScan>()?;
+    module.add_class::<files::FileRecord>()?;
+    module.add_class::<maps::MapRun>()?;
+    module.add_class::<maps::MapOutcome>()?;
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
