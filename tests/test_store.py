@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lossless import FileRefPart, Store, TextPart, ToolPart
+from lossless import FileRefPart, Store, TextPart, ToolPart, _native
 from lossless._native import MARKER_TOKENS
 from lossless.errors import (
     InvalidInputError,
@@ -867,3 +867,128 @@ def test_view_stats_are_typed_and_still_read_by_name(store: Store) -> None:
     assert stats == store.view_stats(sid)
     store.append(sid, "assistant", "Reading the modules first.")
     assert store.view_stats(sid).version > stats.version
+
+
+def test_session_results_are_typed_and_still_read_by_name(store: Store) -> None:
+    sid = store.create_session(MODEL, config_json='{"a": 1}', system_prompt="Be brief.")
+    store.append(sid, "user", "hello")
+    info = store.native.get_session(sid)
+    assert (info.id, info.model, info.config_json, info.system_prompt) == (
+        sid,
+        MODEL,
+        '{"a": 1}',
+        "Be brief.",
+    )
+    assert dict(info) == {
+        "id": sid,
+        "model": MODEL,
+        "created_at": info.created_at,
+        "config_json": '{"a": 1}',
+        "system_prompt": "Be brief.",
+    }
+    assert info.get("system_prompt") == "Be brief." and info.get("absent", 7) == 7
+    assert info.get("absent") is None
+    with pytest.raises(KeyError):
+        info["absent"]
+    (row,) = store.sessions()
+    assert list(row.keys()) == ["id", "model", "created_at", "messages", "summaries"]
+    assert (row["id"], row.messages, row["summaries"]) == (sid, 1, 0)
+    assert row == store.sessions()[0] and row.created_at == info.created_at
+    assert store.native.streams(sid) == []
+    message_id = store.native.begin_message(sid, "assistant")
+    (stream,) = store.native.streams(sid)
+    assert dict(stream) == {
+        "message_id": message_id,
+        "owner": "local",
+        "beat_at": stream.beat_at,
+        "chars": 0,
+    }
+    assert stream.message_id == stream["message_id"] and stream["beat_at"] > 0
+
+
+def test_turn_results_are_typed_and_still_read_by_name(store: Store, sid: str) -> None:
+    appended = store.append(sid, "user", ["first", "second"])
+    assert list(appended.keys()) == ["id", "seq", "token_count", "part_ids"]
+    assert (appended["id"], appended["seq"], appended.get("seq")) == (appended.id, 1, 1)
+    assert len(appended.part_ids) == 2 and appended.token_count > 0
+    assert appended.get("view_tokens", "absent") == "absent"
+    payload = json.dumps({"role": "user"})
+    parts = [{"kind": "text", "text": "third"}]
+    turn = store.native.append_turn(sid, "user", parts, "message_created", payload)
+    assert dict(turn) == {
+        "id": turn.id,
+        "seq": 2,
+        "token_count": turn.token_count,
+        "part_ids": turn.part_ids,
+        "view_tokens": store.view_stats(sid).tokens,
+    }
+    first, second = store.history(sid)
+    assert list(first.keys()) == [
+        "id",
+        "session_id",
+        "seq",
+        "role",
+        "status",
+        "created_at",
+        "model",
+        "token_count",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "finish_reason",
+        "parts",
+    ]
+    assert (first.id, first.session_id, first.status, first.cost) == (
+        appended.id,
+        sid,
+        "complete",
+        None,
+    )
+    assert [part["text"] for part in first.parts] == ["first", "second"]
+    assert first["parts"] is first.parts and dict(second)["id"] == turn.id
+    # Records compare by their fields, the parts' dicts included.
+    assert store.native.get_message(first.id) == first and first != second
+    with pytest.raises(KeyError):
+        first["text"]
+
+
+def test_event_stats_file_and_map_results_are_typed_and_read_by_name(
+    store: Store, sid: str, tmp_path: Path
+) -> None:
+    store.append(sid, "user", "hello")
+    event_id = store.native.append_event(sid, "custom", '{"a": 1}')
+    (event,) = [event for event in store.events(sid) if event.name == "custom"]
+    assert dict(event) == {
+        "id": event.id,
+        "seq": event_id,
+        "name": "custom",
+        "payload_json": '{"a": 1}',
+        "created_at": event.created_at,
+    }
+    stats = store.stats()
+    assert (stats.sessions, stats["messages"], stats.get("events")) == (1, 1, stats.events)
+    assert list(stats.keys())[:3] == ["sessions", "messages", "parts"] and len(dict(stats)) == 10
+    source = tmp_path / "notes.txt"
+    source.write_text("one\ntwo\n")
+    scan = _native.scan_file(source)
+    assert (scan.bytes, scan["lines"], scan.utf8, scan.has_nul) == (8, 2, True, False)
+    assert list(scan.keys()) == ["sha256", "file_id", "bytes", "lines", "has_nul", "utf8"]
+    record, stored = _native.store_file(
+        store.native, source, scan.sha256, "notes.txt", "text", 4, "two lines"
+    )
+    assert stored and record.file_id == scan["file_id"] and record["line_count"] == 2
+    assert _native.file_record(store.native, scan.file_id) == record
+    assert dict(record)["summary"] == "two lines" and record.is_text
+    map_id = _native.create_map(store.native, "llm", sid, "{}", ['"a"', '"b"'])
+    run = _native.map_run(store.native, map_id)
+    assert (run.kind, run["parent_id"], run.item_count) == ("llm", sid, 2)
+    _native.record_map_outcome(store.native, map_id, 1, True, '"B"', None, None, 1, "{}")
+    (outcome,) = _native.map_outcomes(store.native, map_id)
+    assert (outcome.idx, outcome["succeeded"], outcome.output, outcome.get("error")) == (
+        1,
+        True,
+        '"B"',
+        None,
+    )
+    with pytest.raises(KeyError):
+        outcome["status"]

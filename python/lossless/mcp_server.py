@@ -165,9 +165,8 @@ def _cut(text: str, chars: int) -> str:
 
 
 def _sessions(store: Store) -> list[dict[str, Any]]:
-    rows = sorted(store.sessions(), key=lambda row: row["created_at"], reverse=True)
-    keys = ("id", "model", "created_at", "messages", "summaries")
-    return [{key: row[key] for key in keys if key in row} for row in rows]
+    rows = sorted(store.sessions(), key=lambda row: row.created_at, reverse=True)
+    return [dict(row) for row in rows]
 
 
 def _grep(

@@ -11,10 +11,54 @@ from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
-__all__ = ["Store", "ViewStats", "database_path", "prepare_postgres"]
+__all__ = [
+    "AppendResult",
+    "EventRow",
+    "FileRecord",
+    "FileScan",
+    "MapOutcome",
+    "MapRun",
+    "MessageRecord",
+    "SessionInfo",
+    "SessionRow",
+    "Store",
+    "StoreStats",
+    "StreamRow",
+    "TurnAppendResult",
+    "ViewStats",
+    "database_path",
+    "prepare_postgres",
+]
 
+# The store's results: each read by attribute, and by name as the dicts they were
+# (``row["id"]``, ``row.get("id")``, ``row.keys()``, ``dict(row)``).
 ViewStats = _native.ViewStats
 """The sizes of a session's view, as :meth:`Store.view_stats` gives them."""
+SessionInfo = _native.SessionInfo
+"""A session's row: id, model, creation time, configuration and system prompt."""
+SessionRow = _native.SessionRow
+"""A session as :meth:`Store.sessions` lists it, with its message and summary counts."""
+StreamRow = _native.StreamRow
+"""A reply still streaming: its owner, the owner's last heartbeat and the characters
+checkpointed so far."""
+AppendResult = _native.AppendResult
+"""A message just written (:meth:`Store.append`): id, sequence number, tokens, part ids."""
+TurnAppendResult = _native.TurnAppendResult
+"""A turn just written with its event, and the view's size (``view_tokens``) after it."""
+MessageRecord = _native.MessageRecord
+"""A stored message (:meth:`Store.history`) with its usage and its parts as wire dicts."""
+EventRow = _native.EventRow
+"""One event of a session's tape (:meth:`Store.events`), its payload as JSON text."""
+StoreStats = _native.StoreStats
+"""Counts over the whole database (:meth:`Store.stats`)."""
+FileScan = _native.FileScan
+"""One streamed pass over a file: its hash and id, its size, and its content's kind."""
+FileRecord = _native.FileRecord
+"""A stored file's reference and size, as the store keeps it."""
+MapRun = _native.MapRun
+"""A map run: its kind, parent, spec and item count."""
+MapOutcome = _native.MapOutcome
+"""One finished attempt at an item of a map run."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -108,16 +152,16 @@ class Store:
         """Create a session row and return its id."""
         return self._inner.create_session(model, config_json, system_prompt)
 
-    def sessions(self) -> list[dict[str, Any]]:
+    def sessions(self) -> list[SessionRow]:
         """Every session with its message and summary counts."""
         return self._inner.list_sessions()
 
-    def append(self, session_id: str, role: str, parts: PartsInput) -> dict[str, Any]:
+    def append(self, session_id: str, role: str, parts: PartsInput) -> AppendResult:
         """Append one message; returns its id, sequence number and token count."""
         wire = parts_to_wire(normalize_parts(parts))
         return self._inner.append_message(session_id, role, wire)
 
-    def history(self, session_id: str) -> list[dict[str, Any]]:
+    def history(self, session_id: str) -> list[MessageRecord]:
         """Every stored message of a session, oldest first, with parts."""
         return self._inner.history(session_id)
 
@@ -179,11 +223,11 @@ class Store:
         """
         return self._inner.flush_search_index()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StoreStats:
         """Counts over the whole database."""
         return self._inner.stats()
 
-    def events(self, session_id: str) -> list[dict[str, Any]]:
+    def events(self, session_id: str) -> list[EventRow]:
         """The persisted event tape of a session."""
         return self._inner.events(session_id)
 

@@ -72,9 +72,9 @@ def gone_streams(store: _native.Store, session_id: str, stale_s: float) -> list[
     from a worker thread."""
     now_ms = int(time.time() * 1000)
     return [
-        row["message_id"]
+        row.message_id
         for row in store.streams(session_id)
-        if _owner_gone(row["owner"], row["beat_at"], stale_s, now_ms)
+        if _owner_gone(row.owner, row.beat_at, stale_s, now_ms)
     ]
 
 

@@ -76,9 +76,9 @@ class LexicalRecallPort:
         """A port over the summaries of every session of ``store`` but one."""
         port = cls()
         for session in store.list_sessions():
-            if session["id"] == exclude_session:
+            if session.id == exclude_session:
                 continue
-            for node in store.describe(session["id"], None):
+            for node in store.describe(session.id, None):
                 summary: dict[str, Any] = node.get("summary", node)
                 port.add(str(summary["id"]), str(summary["text"]))
         return port

@@ -55,24 +55,24 @@ def file(
         fail(f"no file with id {file_id!r} in {ctx.find_root().obj.db}")
     if info:
         console = stdout_console()
-        console.print(Text(record["file_id"], style="bold"))
+        console.print(Text(record.file_id, style="bold"))
         for label, value in (
-            ("path", record["path"]),
-            ("type", record["file_type"]),
-            ("size", f"{format_bytes(record['byte_count'])}, {record['line_count']:,} lines"),
-            ("stored", format_bytes(record["stored_bytes"]) + " compressed"),
-            ("tokens", f"{record['token_count']:,}"),
-            ("sha256", record["content_hash"]),
-            ("added", format_time(record["created_at"])),
+            ("path", record.path),
+            ("type", record.file_type),
+            ("size", f"{format_bytes(record.byte_count)}, {record.line_count:,} lines"),
+            ("stored", format_bytes(record.stored_bytes) + " compressed"),
+            ("tokens", f"{record.token_count:,}"),
+            ("sha256", record.content_hash),
+            ("added", format_time(record.created_at)),
         ):
             console.print(f"{label:>7}: {value}", soft_wrap=True)
-        console.print(record["summary"], soft_wrap=True)
+        console.print(record.summary, soft_wrap=True)
         return
     if out is not None:
         written = _native.export_file(store, file_id, out)
         stdout_console().print(f"wrote {written:,} bytes to {out}", soft_wrap=True)
         return
-    if not record["is_text"]:
+    if not record.is_text:
         fail(f"{file_id} is a binary file; write its bytes with --out PATH")
     first, last = _range(lines) if lines is not None else (None, None)
     data = _native.read_file(store, file_id, first, last)

@@ -58,14 +58,14 @@ def sessions(
     table.add_column("model", overflow="fold")
     for row in rows:
         # One view_stats call per session: list_sessions does not carry view tokens.
-        view = store.view_stats(row["id"])
+        view = store.view_stats(row.id)
         table.add_row(
-            row["id"],
-            format_time(row["created_at"]),
-            f"{row['messages']:,}",
-            f"{row['summaries']:,}",
+            row.id,
+            format_time(row.created_at),
+            f"{row.messages:,}",
+            f"{row.summaries:,}",
             f"{view.tokens:,}",
-            row["model"],
+            row.model,
         )
     console.print(table)
 

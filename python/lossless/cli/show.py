@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from lossless.cli._common import open_existing_store, stdout_console
-from lossless.store import Store
+from lossless.store import EventRow, SessionInfo, Store
 from lossless.tokens import TokenCounter
 
 __all__ = [
@@ -90,7 +90,7 @@ def usable_budget(config_json: str) -> tuple[int, str]:
     return (usable, "session config") if usable > 0 else (DEFAULT_BUDGET, "default")
 
 
-def recorded_usable(events: list[dict[str, Any]]) -> int | None:
+def recorded_usable(events: Sequence[EventRow]) -> int | None:
     """The usable budget a session announced in its ``session_created`` event, if any.
 
     That number is the session's own (window from litellm's model map when the config
@@ -98,10 +98,10 @@ def recorded_usable(events: list[dict[str, Any]]) -> int | None:
     importing litellm.
     """
     for event in reversed(events):
-        if not str(event["name"]).startswith("session_"):
+        if not event.name.startswith("session_"):
             continue
         try:
-            payload: Any = json.loads(event["payload_json"])
+            payload: Any = json.loads(event.payload_json)
         except ValueError:
             continue
         usable = payload.get("usable") if isinstance(payload, dict) else None
@@ -110,16 +110,16 @@ def recorded_usable(events: list[dict[str, Any]]) -> int | None:
     return None
 
 
-def _session_budget(store: Store, info: Mapping[str, Any]) -> tuple[int, str]:
+def _session_budget(store: Store, info: SessionInfo) -> tuple[int, str]:
     """The budget the session itself assembles with, and where the number came from."""
-    recorded = recorded_usable(store.events(info["id"]))
+    recorded = recorded_usable(store.events(info.id))
     if recorded is not None:
         return recorded, "recorded by the session"
-    budget, source = usable_budget(info.get("config_json") or "{}")
-    prompt = info.get("system_prompt")
+    budget, source = usable_budget(info.config_json or "{}")
+    prompt = info.system_prompt
     if not prompt:
         return budget, source
-    system_tokens = TokenCounter(info["model"]).count(prompt) + SYSTEM_MESSAGE_OVERHEAD
+    system_tokens = TokenCounter(info.model).count(prompt) + SYSTEM_MESSAGE_OVERHEAD
     return max(0, budget - system_tokens), f"{source}, less {system_tokens:,} for the system prompt"
 
 
@@ -202,15 +202,15 @@ def show(
     """
     store = open_existing_store(ctx)
     info = store.native.get_session(session)
-    prompt: str = info.get("system_prompt") or ""
+    prompt = info.system_prompt or ""
     budget, source = (budget, "--budget") if budget is not None else _session_budget(store, info)
     messages, tokens, item_ids, omitted = store.assemble(session, budget)
     console = stdout_console()
     header = Text.assemble(
         ("session ", "bold"),
-        info["id"],
+        info.id,
         (" · model ", "bold"),
-        str(info["model"]),
+        info.model,
         (" · budget ", "bold"),
         f"{budget:,} ({source})",
     )

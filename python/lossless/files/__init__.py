@@ -19,7 +19,6 @@ import codecs
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -93,8 +92,20 @@ class FileHandleResult:
         return None if self.file is None else self.file.file_id
 
 
-def _stored(record: dict[str, Any]) -> StoredFile:
-    return StoredFile(**record)
+def _stored(record: _native.FileRecord) -> StoredFile:
+    return StoredFile(
+        file_id=record.file_id,
+        path=record.path,
+        file_type=record.file_type,
+        token_count=record.token_count,
+        summary=record.summary,
+        content_hash=record.content_hash,
+        byte_count=record.byte_count,
+        line_count=record.line_count,
+        stored_bytes=record.stored_bytes,
+        is_text=record.is_text,
+        created_at=record.created_at,
+    )
 
 
 def native_store(db: object) -> _native.Store:
@@ -136,11 +147,11 @@ class LargeFileHandler:
         source = _source_path(path)
         size = await anyio.to_thread.run_sync(_checked_size, source, self.config.max_file_bytes)
         scan = await anyio.to_thread.run_sync(_scan, source)
-        found = await anyio.to_thread.run_sync(_native.file_record, self._store, scan["file_id"])
+        found = await anyio.to_thread.run_sync(_native.file_record, self._store, scan.file_id)
         if found is not None:
             stored = _stored(found)
             return FileHandleResult(stored.part, stored.token_count, stored, stored=False)
-        if scan["utf8"] and not scan["has_nul"]:
+        if scan["utf8"] and not scan.has_nul:
             inline = await anyio.to_thread.run_sync(self._inline_text, source, size)
             if inline is not None:
                 return inline
@@ -161,7 +172,7 @@ class LargeFileHandler:
         shown = storable_name(str(source))
         return FileHandleResult(TextPart(f'<file path="{shown}">\n{text}\n</file>'), tokens)
 
-    async def _store_reference(self, source: Path, scan: dict[str, Any]) -> FileHandleResult:
+    async def _store_reference(self, source: Path, scan: _native.FileScan) -> FileHandleResult:
         exploration, tokens = await anyio.to_thread.run_sync(self._explore, source, scan)
         record, stored = await anyio.to_thread.run_sync(
             _store_file, self._store, source, scan, exploration, tokens
@@ -169,31 +180,31 @@ class LargeFileHandler:
         file = _stored(record)
         return FileHandleResult(file.part, file.token_count, file, stored=stored)
 
-    def _explore(self, source: Path, scan: dict[str, Any]) -> tuple[Exploration, int]:
+    def _explore(self, source: Path, scan: _native.FileScan) -> tuple[Exploration, int]:
         """The summary of the file and its token count: counted over the whole file
         when it is read whole, else estimated from its head."""
         limit = self.config.summary_max_bytes
         with source.open("rb") as stream:
-            head = stream.read(limit if scan["utf8"] and not scan["has_nul"] else _BINARY_HEAD)
-        if not scan["utf8"] or scan["has_nul"]:
+            head = stream.read(limit if scan["utf8"] and not scan.has_nul else _BINARY_HEAD)
+        if not scan["utf8"] or scan.has_nul:
             explored = explore_binary(
-                head, byte_count=scan["bytes"], utf8=scan["utf8"], has_nul=scan["has_nul"]
+                head, byte_count=scan.bytes, utf8=scan["utf8"], has_nul=scan.has_nul
             )
             return explored, 0
-        partial = scan["bytes"] > len(head)
+        partial = scan.bytes > len(head)
         # A head cut inside a character drops that character's first bytes.
         text = codecs.getincrementaldecoder("utf-8")().decode(head, final=not partial)
         explored = explore_text(
             str(source.name),
             text,
-            byte_count=scan["bytes"],
-            line_count=scan["lines"],
+            byte_count=scan.bytes,
+            line_count=scan.lines,
             partial=partial,
             outline_chars=self.config.outline_max_bytes,
         )
         tokens = count_tokens(text, model=self.model)
         if partial and head:
-            tokens = round(tokens * scan["bytes"] / len(head))
+            tokens = round(tokens * scan.bytes / len(head))
         return explored, tokens
 
     async def info(self, file_id: str) -> StoredFile:
@@ -267,7 +278,7 @@ def _checked_size(source: Path, limit: int) -> int:
     return stat.st_size
 
 
-def _scan(source: Path) -> dict[str, Any]:
+def _scan(source: Path) -> _native.FileScan:
     try:
         return _native.scan_file(source)
     except InvalidInputError as err:
@@ -277,10 +288,10 @@ def _scan(source: Path) -> dict[str, Any]:
 def _store_file(
     store: _native.Store,
     source: Path,
-    scan: dict[str, Any],
+    scan: _native.FileScan,
     exploration: Exploration,
     tokens: int,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[_native.FileRecord, bool]:
     try:
         return _native.store_file(
             store,

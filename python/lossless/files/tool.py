@@ -58,18 +58,18 @@ def answer_read_file(session: SessionView, args: dict[str, Any], budget: int) ->
     record = _native.file_record(session.store, file_id)
     if record is None:
         raise NotFoundError(f"no stored file with id {file_id!r}")
-    if not record["is_text"]:
+    if not record.is_text:
         raise InvalidInputError(f"file_id: {file_id} is a binary file; it has no lines to read")
     lines = _native.read_file(session.store, file_id, first, last).decode().splitlines(True)
 
     def answer(count: int) -> str:
         shown_last = first + count - 1
-        more = shown_last < record["line_count"]
+        more = shown_last < record.line_count
         return json.dumps(
             {
                 "file_id": file_id,
-                "path": record["path"],
-                "total_lines": record["line_count"],
+                "path": record.path,
+                "total_lines": record.line_count,
                 "first_line": first,
                 "last_line": shown_last,
                 "text": "".join(lines[:count]),

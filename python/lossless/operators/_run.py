@@ -343,8 +343,8 @@ def pending_items(
     outcomes = _native.map_outcomes(store, map_id)
     done: set[int] = set()
     for row in outcomes:
-        if row["succeeded"] or not retry_failed or row["error_kind"] in permanent:
-            done.add(row["idx"])
+        if row.succeeded or not retry_failed or row.error_kind in permanent:
+            done.add(row.idx)
     return [(index, json.loads(text)) for index, text in enumerate(inputs) if index not in done]
 
 
@@ -354,22 +354,22 @@ def stored_results(
     """The outcome of each item of a run that has one, in input order: its success,
     else its last failure."""
     inputs = _native.map_inputs(store, map_id)
-    latest: dict[int, dict[str, Any]] = {}
+    latest: dict[int, _native.MapOutcome] = {}
     for row in _native.map_outcomes(store, map_id):
-        if latest.get(row["idx"], {}).get("succeeded"):
+        if row.idx in latest and latest[row.idx].succeeded:
             continue
-        latest[row["idx"]] = row
+        latest[row.idx] = row
     return [
         MapResult(
             map_id,
             index,
             json.loads(inputs[index]),
-            load(json.loads(row["output"])) if row["succeeded"] else None,
-            None if row["succeeded"] else row["error_kind"],
-            row["error"],
-            row["attempts"],
-            json.loads(row["usage"]),
-            row["session_id"],
+            load(json.loads(row.output)) if row.succeeded and row.output is not None else None,
+            None if row.succeeded else row.error_kind,
+            row.error,
+            row.attempts,
+            json.loads(row.usage),
+            row.session_id,
         )
         for index, row in sorted(latest.items())
     ]

@@ -131,10 +131,10 @@ class AgenticMap:
         async def prepare() -> tuple[str, _native.Store, list[tuple[int, Any]], Any, Any]:
             store = await anyio.to_thread.run_sync(native_store, self._db)
             run = await anyio.to_thread.run_sync(_native.map_run, store, map_id)
-            if run["kind"] != "agentic":
-                raise InvalidInputError(f"map_id: {map_id} is an {run['kind']} map run")
+            if run.kind != "agentic":
+                raise InvalidInputError(f"map_id: {map_id} is an {run.kind} map run")
             self._map_id, self._store, self._new_run = map_id, store, False
-            self.parent_id = run["parent_id"]
+            self.parent_id = run.parent_id
             pending = await anyio.to_thread.run_sync(
                 lambda: pending_items(store, map_id, retry_failed=retry_failed)
             )

@@ -148,9 +148,9 @@ class LLMMap:
         async def prepare() -> tuple[str, _native.Store, list[tuple[int, Any]], Any, Any]:
             store = await anyio.to_thread.run_sync(native_store, db)
             run = await anyio.to_thread.run_sync(_native.map_run, store, map_id)
-            if run["kind"] != "llm":
-                raise InvalidInputError(f"map_id: {map_id} is an {run['kind']} map run")
-            spec = json.loads(run["spec"])
+            if run.kind != "llm":
+                raise InvalidInputError(f"map_id: {map_id} is an {run.kind} map run")
+            spec = json.loads(run.spec)
             operator = cls._from_spec(spec, db, config, output_schema, concurrency, events)
             holder.append(operator)
             pending = await anyio.to_thread.run_sync(

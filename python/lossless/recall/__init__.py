@@ -201,9 +201,7 @@ def describe(
     elif session_id is not None:
         rows = store.describe(session_id, None)
     else:
-        rows = [
-            row for listed in store.list_sessions() for row in store.describe(listed["id"], None)
-        ]
+        rows = [row for listed in store.list_sessions() for row in store.describe(listed.id, None)]
     return [_node(row) for row in rows]
 
 

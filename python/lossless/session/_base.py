@@ -171,18 +171,20 @@ class SessionBase:
             await self.compaction.run_compaction()
 
 
-def _message(row: dict[str, Any]) -> Message:
+def _message(row: _native.MessageRecord) -> Message:
+    usage = {
+        "input_tokens": row.input_tokens,
+        "output_tokens": row.output_tokens,
+        "cost": row.cost,
+        "finish_reason": row.finish_reason,
+    }
     return Message(
-        id=row["id"],
-        seq=row["seq"],
-        role=row["role"],
-        status=row["status"],
-        parts=[part_from_wire(part) for part in row["parts"]],
-        token_count=row["token_count"],
-        created_at=row["created_at"],
-        usage={
-            key: row[key]
-            for key in ("input_tokens", "output_tokens", "cost", "finish_reason")
-            if row[key] is not None
-        },
+        id=row.id,
+        seq=row.seq,
+        role=row.role,
+        status=row.status,
+        parts=[part_from_wire(part) for part in row.parts],
+        token_count=row.token_count,
+        created_at=row.created_at,
+        usage={key: value for key, value in usage.items() if value is not None},
     )

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -66,15 +66,15 @@ async def shared_session_parts(
 
 
 def _check_stored(
-    row: dict[str, Any], session_id: str, model: str, system_prompt: str | None
+    row: _native.SessionInfo, session_id: str, model: str, system_prompt: str | None
 ) -> None:
     """Refuses to open a stored session for another model or system prompt: both are
     fixed when the session is created."""
-    if row["model"] != model:
+    if row.model != model:
         raise InvalidInputError(
-            f"model: session {session_id} was created for {row['model']!r}, not {model!r}"
+            f"model: session {session_id} was created for {row.model!r}, not {model!r}"
         )
-    if system_prompt is not None and system_prompt != row["system_prompt"]:
+    if system_prompt is not None and system_prompt != row.system_prompt:
         raise InvalidInputError(
             f"system_prompt: session {session_id} was created with another system prompt; "
             "it cannot change"

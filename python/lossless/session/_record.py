@@ -39,15 +39,15 @@ class Recorder(RequestComposer):
         appended = await self._write_turn(
             partial(self._store.append_turn, self.id, role, wire, created.name.value), created
         )
-        created.payload["message_id"] = appended["id"]
+        created.payload["message_id"] = appended.id
         self.events.deliver(created)
         self._watch_tool_calls(normalized)
         await self.arena.note_parts(normalized)
         return RecordResult(
-            appended["id"],
-            appended["seq"],
-            appended["token_count"],
-            int(appended["view_tokens"]),
+            appended.id,
+            appended.seq,
+            appended.token_count,
+            appended.view_tokens,
             compaction_triggered=False,
         )
 

@@ -234,22 +234,20 @@ class Session(ModelTurns):
         if expected is not None:
             _check_stored(row, session_id, *expected)
         stored = (
-            Config.model_validate_json(row["config_json"])
-            if row["config_json"] != "{}"
-            else Config()
+            Config.model_validate_json(row.config_json) if row.config_json != "{}" else Config()
         )
         config = config or stored
 
-        limits = await resolve_limits_async(row["model"], config.model)
+        limits = await resolve_limits_async(row.model, config.model)
         compaction_window = await _compaction_window(config, limits)
-        counter = _native.TokenCounter(row["model"])
+        counter = _native.TokenCounter(row.model)
         compaction_store = await _second_store(store, config)
         session = cls(
             store=store,
             session_id=session_id,
-            model=row["model"],
+            model=row.model,
             config=config,
-            system_prompt=row["system_prompt"],
+            system_prompt=row.system_prompt,
             limits=limits,
             compaction_window=compaction_window,
             counter=counter,

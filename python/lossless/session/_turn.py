@@ -14,6 +14,7 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 
+from lossless import _native
 from lossless._writes import write_now_or_in_thread
 from lossless.errors import ChatTemplateError, InvalidInputError, LLMError, SessionBusyError
 from lossless.events import Event, EventName
@@ -215,7 +216,7 @@ class ModelTurns(Recorder):
         for call in reply.tool_calls:
             await _deliver(on_part, call)
         return TurnResult(
-            message_id=finished["id"],
+            message_id=finished.id,
             text=reply.text,
             tool_calls=reply.tool_calls,
             input_tokens=reply.input_tokens,
@@ -264,7 +265,7 @@ class ModelTurns(Recorder):
 
     async def _finish_reply(
         self, message_id: str, reply: StreamedReply, created: Event
-    ) -> tuple[dict[str, Any], int]:
+    ) -> tuple[_native.TurnAppendResult, int]:
         """Stores a reply whole with its event, and reads the view's size, in one
         native call (decision 103): on the loop when it need not wait, else in a
         worker thread (decision 120). What the call takes is made here, on the loop:
@@ -280,7 +281,7 @@ class ModelTurns(Recorder):
             json.dumps(created.payload, default=str),
         )
         finished = await write_now_or_in_thread(finish)
-        return finished, int(finished["view_tokens"])
+        return finished, finished.view_tokens
 
     async def _store_incomplete(
         self,

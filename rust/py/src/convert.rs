@@ -3,7 +3,7 @@
 use lossless_core::parts::{Part, Role, WireSink, WireSource};
 use lossless_core::profile::Profile;
 use lossless_core::render::{ChatMessage, StoredPart, ToolCall};
-use lossless_core::store::{Durability, GrepMode, MessageRecord, SummaryRow, Usage};
+use lossless_core::store::{Durability, GrepMode, SummaryRow, Usage};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
@@ -227,32 +227,6 @@ pub fn stored_part<'py>(py: Python<'py>, stored: &StoredPart) -> PyResult<Bound<
     dict.set_item("id", &stored.id)?;
     stored.part.write_wire(&mut DictSink(&dict))?;
     dict.set_item("compacted", stored.tombstone.is_some())?;
-    Ok(dict)
-}
-
-/// A stored message with its parts.
-pub fn message_record<'py>(
-    py: Python<'py>,
-    record: &MessageRecord,
-) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("id", &record.id)?;
-    dict.set_item("session_id", &record.session_id)?;
-    dict.set_item("seq", record.seq)?;
-    dict.set_item("role", &record.role)?;
-    dict.set_item("status", &record.status)?;
-    dict.set_item("created_at", record.created_at)?;
-    dict.set_item("model", record.model.as_deref())?;
-    dict.set_item("token_count", record.token_count)?;
-    dict.set_item("input_tokens", record.usage.input_tokens)?;
-    dict.set_item("output_tokens", record.usage.output_tokens)?;
-    dict.set_item("cost", record.usage.cost)?;
-    dict.set_item("finish_reason", record.usage.finish_reason.as_deref())?;
-    let parts = PyList::empty(py);
-    for stored in &record.parts {
-        parts.append(stored_part(py, stored)?)?;
-    }
-    dict.set_item("parts", parts)?;
     Ok(dict)
 }
 

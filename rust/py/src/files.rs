@@ -3,47 +3,77 @@
 use std::path::PathBuf;
 
 use lossless_core::filescan;
-use lossless_core::store::{FileRecord, NewFile};
+use lossless_core::store::{FileRecord as CoreFileRecord, NewFile};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 
 use crate::release;
-use crate::store::{dict_of, obj, Store};
+use crate::results::result_class;
+use crate::store::Store;
 
-fn record<'py>(py: Python<'py>, file: &FileRecord) -> PyResult<Bound<'py, PyDict>> {
-    dict_of(
-        py,
-        &[
-            ("file_id", obj(py, &file.file_id)?),
-            ("content_hash", obj(py, &file.content_hash)?),
-            ("path", obj(py, &file.path)?),
-            ("file_type", obj(py, &file.file_type)?),
-            ("token_count", obj(py, file.token_count)?),
-            ("summary", obj(py, &file.summary)?),
-            ("created_at", obj(py, file.created_at)?),
-            ("byte_count", obj(py, file.byte_count)?),
-            ("line_count", obj(py, file.line_count)?),
-            ("stored_bytes", obj(py, file.stored_bytes)?),
-            ("is_text", obj(py, file.is_text)?),
-        ],
-    )
+result_class! {
+    eq;
+    /// A stored file: its reference (path, type, tokens, summary) and its bytes' size.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct FileRecord {
+        file_id: String,
+        content_hash: String,
+        path: String,
+        file_type: String,
+        token_count: i64,
+        summary: String,
+        created_at: i64,
+        byte_count: i64,
+        line_count: i64,
+        stored_bytes: i64,
+        is_text: bool,
+    }
+}
+
+impl From<CoreFileRecord> for FileRecord {
+    fn from(file: CoreFileRecord) -> Self {
+        Self {
+            file_id: file.file_id,
+            content_hash: file.content_hash,
+            path: file.path,
+            file_type: file.file_type,
+            token_count: file.token_count,
+            summary: file.summary,
+            created_at: file.created_at,
+            byte_count: file.byte_count,
+            line_count: file.line_count,
+            stored_bytes: file.stored_bytes,
+            is_text: file.is_text,
+        }
+    }
+}
+
+result_class! {
+    eq;
+    /// One streamed pass over a file: its hash and id, its size, and its content's kind.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct FileScan {
+        sha256: String,
+        file_id: String,
+        bytes: u64,
+        lines: u64,
+        has_nul: bool,
+        utf8: bool,
+    }
 }
 
 /// One streamed pass over the file at `path`: its hash, size and kind of content.
 #[pyfunction]
-pub fn scan_file(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
+pub fn scan_file(py: Python<'_>, path: PathBuf) -> PyResult<FileScan> {
     let (scan, ends) = release(py, || filescan::scan_path(&path))?;
-    dict_of(
-        py,
-        &[
-            ("sha256", obj(py, &scan.sha256)?),
-            ("file_id", obj(py, scan.file_id())?),
-            ("bytes", obj(py, scan.bytes)?),
-            ("lines", obj(py, scan.lines(ends))?),
-            ("has_nul", obj(py, scan.has_nul)?),
-            ("utf8", obj(py, scan.utf8)?),
-        ],
-    )
+    Ok(FileScan {
+        file_id: scan.file_id(),
+        lines: scan.lines(ends),
+        sha256: scan.sha256,
+        bytes: scan.bytes,
+        has_nul: scan.has_nul,
+        utf8: scan.utf8,
+    })
 }
 
 /// Stores the file at `source` (whose scan found `sha256`) with its reference;
@@ -54,8 +84,8 @@ pub fn scan_file(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
     clippy::too_many_arguments,
     reason = "one argument per column of the reference"
 )]
-pub fn store_file<'py>(
-    py: Python<'py>,
+pub fn store_file(
+    py: Python<'_>,
     store: &Store,
     source: PathBuf,
     sha256: String,
@@ -63,7 +93,7 @@ pub fn store_file<'py>(
     file_type: String,
     token_count: i64,
     summary: String,
-) -> PyResult<(Bound<'py, PyDict>, bool)> {
+) -> PyResult<(FileRecord, bool)> {
     let (file, stored) = store.with(py, |core| {
         core.store_file(&NewFile {
             source: &source,
@@ -74,18 +104,14 @@ pub fn store_file<'py>(
             summary: &summary,
         })
     })?;
-    Ok((record(py, &file)?, stored))
+    Ok((FileRecord::from(file), stored))
 }
 
 /// The stored file `file_id`, or `None`.
 #[pyfunction]
-pub fn file_record<'py>(
-    py: Python<'py>,
-    store: &Store,
-    file_id: String,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
+pub fn file_record(py: Python<'_>, store: &Store, file_id: String) -> PyResult<Option<FileRecord>> {
     let found = store.with(py, |core| core.file_record(&file_id))?;
-    found.map(|file| record(py, &file)).transpose()
+    Ok(found.map(FileRecord::from))
 }
 
 /// The bytes of a stored file, whole or lines `first..=last` (from 1).

@@ -1,10 +1,70 @@
 //! Map runs: inputs, outcomes, and the sessions of agentic items.
 
-use lossless_core::store::{MapOutcome, SessionSummary};
+use lossless_core::store::{self as core_store, SessionSummary};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
 
-use crate::store::{dict_of, obj, Store};
+use crate::results::result_class;
+use crate::store::{SessionRow, Store};
+
+result_class! {
+    eq;
+    /// A map run: its kind, parent, spec and item count.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct MapRun {
+        map_id: String,
+        kind: String,
+        parent_id: Option<String>,
+        spec: String,
+        item_count: i64,
+        created_at: i64,
+    }
+}
+
+impl From<core_store::MapRun> for MapRun {
+    fn from(run: core_store::MapRun) -> Self {
+        Self {
+            map_id: run.map_id,
+            kind: run.kind,
+            parent_id: run.parent_id,
+            spec: run.spec,
+            item_count: run.item_count,
+            created_at: run.created_at,
+        }
+    }
+}
+
+result_class! {
+    eq;
+    /// One finished attempt at an item of a run: a success or a failure.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct MapOutcome {
+        idx: i64,
+        succeeded: bool,
+        output: Option<String>,
+        error_kind: Option<String>,
+        error: Option<String>,
+        attempts: i64,
+        usage: String,
+        session_id: Option<String>,
+        created_at: i64,
+    }
+}
+
+impl From<core_store::MapOutcome> for MapOutcome {
+    fn from(row: core_store::MapOutcome) -> Self {
+        Self {
+            idx: row.idx,
+            succeeded: row.succeeded,
+            output: row.output,
+            error_kind: row.error_kind,
+            error: row.error,
+            attempts: row.attempts,
+            usage: row.usage,
+            session_id: row.session_id,
+            created_at: row.created_at,
+        }
+    }
+}
 
 /// Stores a new run over `inputs` (JSON texts); returns its id.
 #[pyfunction]
@@ -24,23 +84,9 @@ pub fn create_map(
 
 /// The run `map_id`: kind, parent, spec and item count.
 #[pyfunction]
-pub fn map_run<'py>(
-    py: Python<'py>,
-    store: &Store,
-    map_id: String,
-) -> PyResult<Bound<'py, PyDict>> {
+pub fn map_run(py: Python<'_>, store: &Store, map_id: String) -> PyResult<MapRun> {
     let run = store.with(py, |core| core.map_run(&map_id))?;
-    dict_of(
-        py,
-        &[
-            ("map_id", obj(py, &run.map_id)?),
-            ("kind", obj(py, &run.kind)?),
-            ("parent_id", obj(py, run.parent_id.as_deref())?),
-            ("spec", obj(py, &run.spec)?),
-            ("item_count", obj(py, run.item_count)?),
-            ("created_at", obj(py, run.created_at)?),
-        ],
-    )
+    Ok(MapRun::from(run))
 }
 
 /// The inputs of a run (JSON texts), by index.
@@ -51,30 +97,9 @@ pub fn map_inputs(py: Python<'_>, store: &Store, map_id: String) -> PyResult<Vec
 
 /// Every outcome stored for a run, by item then in the order written.
 #[pyfunction]
-pub fn map_outcomes<'py>(
-    py: Python<'py>,
-    store: &Store,
-    map_id: String,
-) -> PyResult<Bound<'py, PyList>> {
+pub fn map_outcomes(py: Python<'_>, store: &Store, map_id: String) -> PyResult<Vec<MapOutcome>> {
     let rows = store.with(py, |core| core.map_outcomes(&map_id))?;
-    let list = PyList::empty(py);
-    for row in &rows {
-        list.append(dict_of(
-            py,
-            &[
-                ("idx", obj(py, row.idx)?),
-                ("succeeded", obj(py, row.succeeded)?),
-                ("output", obj(py, row.output.as_deref())?),
-                ("error_kind", obj(py, row.error_kind.as_deref())?),
-                ("error", obj(py, row.error.as_deref())?),
-                ("attempts", obj(py, row.attempts)?),
-                ("usage", obj(py, &row.usage)?),
-                ("session_id", obj(py, row.session_id.as_deref())?),
-                ("created_at", obj(py, row.created_at)?),
-            ],
-        )?)?;
-    }
-    Ok(list)
+    Ok(rows.into_iter().map(MapOutcome::from).collect())
 }
 
 /// Stores one item's outcome (returning `True`); a second success of an item raises
@@ -100,7 +125,7 @@ pub fn record_map_outcome(
     session_id: Option<String>,
     wait: bool,
 ) -> PyResult<Option<bool>> {
-    let outcome = MapOutcome {
+    let outcome = core_store::MapOutcome {
         idx,
         succeeded,
         output,
@@ -159,24 +184,11 @@ pub fn item_session(
 
 /// The sessions linked to `parent_id`, as `Store.list_sessions` lists sessions.
 #[pyfunction]
-pub fn child_sessions<'py>(
-    py: Python<'py>,
+pub fn child_sessions(
+    py: Python<'_>,
     store: &Store,
     parent_id: String,
-) -> PyResult<Bound<'py, PyList>> {
+) -> PyResult<Vec<SessionRow>> {
     let rows: Vec<SessionSummary> = store.with(py, |core| core.child_sessions(&parent_id))?;
-    let list = PyList::empty(py);
-    for row in &rows {
-        list.append(dict_of(
-            py,
-            &[
-                ("id", obj(py, &row.id)?),
-                ("model", obj(py, &row.model)?),
-                ("created_at", obj(py, row.created_at)?),
-                ("messages", obj(py, row.messages)?),
-                ("summaries", obj(py, row.summaries)?),
-            ],
-        )?)?;
-    }
-    Ok(list)
+    Ok(rows.into_iter().map(SessionRow::from).collect())
 }

@@ -11,6 +11,7 @@ use pyo3::types::{PyList, PyTuple};
 use crate::convert;
 use crate::prefix::ItemUnits;
 use crate::render_cache::RenderCache;
+use crate::results::result_class;
 
 use super::{dict_of, obj, Store};
 
@@ -159,30 +160,21 @@ fn profiled<'py>(
     PyTuple::new(py, members)
 }
 
-/// The sizes of a session's view. Also read by name (`stats["tokens"]`), as the
-/// mapping the call returned before it had a type of its own.
-#[pyclass(frozen, get_all, eq, skip_from_py_object, module = "lossless._native")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ViewStats {
-    items: i64,
-    message_items: i64,
-    summary_items: i64,
-    tokens: i64,
-    summary_tokens: i64,
-    version: i64,
-    instruction_tokens: i64,
+result_class! {
+    eq;
+    /// The sizes of a session's view. Also read by name (`stats["tokens"]`), as the
+    /// mapping the call returned before it had a type of its own.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct ViewStats {
+        items: i64,
+        message_items: i64,
+        summary_items: i64,
+        tokens: i64,
+        summary_tokens: i64,
+        version: i64,
+        instruction_tokens: i64,
+    }
 }
-
-/// The field names, in the order `keys()` gives them.
-const VIEW_STATS_KEYS: [&str; 7] = [
-    "items",
-    "message_items",
-    "summary_items",
-    "tokens",
-    "summary_tokens",
-    "version",
-    "instruction_tokens",
-];
 
 impl From<lossless_core::model::ViewStats> for ViewStats {
     fn from(stats: lossless_core::model::ViewStats) -> Self {
@@ -195,31 +187,5 @@ impl From<lossless_core::model::ViewStats> for ViewStats {
             version: stats.version,
             instruction_tokens: stats.instruction_tokens,
         }
-    }
-}
-
-#[pymethods]
-impl ViewStats {
-    fn __getitem__(&self, key: &str) -> PyResult<i64> {
-        Ok(match key {
-            "items" => self.items,
-            "message_items" => self.message_items,
-            "summary_items" => self.summary_items,
-            "tokens" => self.tokens,
-            "summary_tokens" => self.summary_tokens,
-            "version" => self.version,
-            "instruction_tokens" => self.instruction_tokens,
-            _ => return Err(pyo3::exceptions::PyKeyError::new_err(key.to_string())),
-        })
-    }
-
-    /// The field names: with `__getitem__`, `dict(stats)` makes the mapping.
-    #[allow(clippy::unused_self)] // A method, as the mapping protocol calls it.
-    fn keys(&self) -> [&'static str; 7] {
-        VIEW_STATS_KEYS
-    }
-
-    fn __repr__(&self) -> String {
-        format!("{self:?}")
     }
 }

@@ -1,11 +1,12 @@
 //! The event tape and the compaction lease.
 
+use lossless_core::store::EventRow as CoreEventRow;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 
 use crate::convert;
+use crate::results::result_class;
 
-use super::{dict_of, obj, Store};
+use super::Store;
 
 #[pymethods]
 impl Store {
@@ -21,27 +22,10 @@ impl Store {
         })
     }
 
-    fn events<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
+    fn events(&self, py: Python<'_>, session_id: &Bound<'_, PyAny>) -> PyResult<Vec<EventRow>> {
         let session_id = convert::text(session_id, "session_id")?;
         let rows = self.with(py, |store| store.events(&session_id))?;
-        let list = PyList::empty(py);
-        for row in &rows {
-            list.append(dict_of(
-                py,
-                &[
-                    ("id", obj(py, &row.id)?),
-                    ("seq", obj(py, row.seq)?),
-                    ("name", obj(py, &row.name)?),
-                    ("payload_json", obj(py, &row.payload)?),
-                    ("created_at", obj(py, row.created_at)?),
-                ],
-            )?)?;
-        }
-        Ok(list)
+        Ok(rows.into_iter().map(EventRow::from).collect())
     }
 
     fn acquire_compaction_lease(
@@ -65,5 +49,30 @@ impl Store {
         self.with(py, |store| {
             store.release_compaction_lease(session_id, holder)
         })
+    }
+}
+
+result_class! {
+    eq;
+    /// One event of a session's tape, its payload as JSON text.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct EventRow {
+        id: String,
+        seq: i64,
+        name: String,
+        payload_json: String,
+        created_at: i64,
+    }
+}
+
+impl From<CoreEventRow> for EventRow {
+    fn from(row: CoreEventRow) -> Self {
+        Self {
+            id: row.id,
+            seq: row.seq,
+            name: row.name,
+            payload_json: row.payload,
+            created_at: row.created_at,
+        }
     }
 }

@@ -12,6 +12,7 @@ use pyo3::IntoPyObjectExt;
 use crate::convert;
 use crate::release;
 use crate::render_cache::RenderCache;
+use crate::results::result_class;
 use crate::turn_memo::TurnMemo;
 
 mod arena;
@@ -23,6 +24,9 @@ mod sessions;
 mod turns;
 
 pub use context::ViewStats;
+pub use events::EventRow;
+pub use sessions::{SessionInfo, SessionRow, StreamRow};
+pub use turns::{AppendResult, MessageRecord, TurnAppendResult};
 
 /// A connection to a lossless database.
 // `weakref`: whoever keeps track of stores (a test that nothing holds one after
@@ -224,22 +228,43 @@ impl Store {
         self.with(py, |store| store.search_backlog())
     }
 
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn stats(&self, py: Python<'_>) -> PyResult<StoreStats> {
         let stats = self.with(py, |store| store.stats())?;
-        dict_of(
-            py,
-            &[
-                ("sessions", obj(py, stats.sessions)?),
-                ("messages", obj(py, stats.messages)?),
-                ("parts", obj(py, stats.parts)?),
-                ("summaries", obj(py, stats.summaries)?),
-                ("live_summaries", obj(py, stats.live_summaries)?),
-                ("compactions", obj(py, stats.compactions)?),
-                ("tokens_stored", obj(py, stats.tokens_stored)?),
-                ("tokens_in_view", obj(py, stats.tokens_in_view)?),
-                ("tombstones", obj(py, stats.tombstones)?),
-                ("events", obj(py, stats.events)?),
-            ],
-        )
+        Ok(StoreStats::from(stats))
+    }
+}
+
+result_class! {
+    eq;
+    /// Counts over the whole database.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct StoreStats {
+        sessions: i64,
+        messages: i64,
+        parts: i64,
+        summaries: i64,
+        live_summaries: i64,
+        compactions: i64,
+        tokens_stored: i64,
+        tokens_in_view: i64,
+        tombstones: i64,
+        events: i64,
+    }
+}
+
+impl From<core_store::StoreStats> for StoreStats {
+    fn from(stats: core_store::StoreStats) -> Self {
+        Self {
+            sessions: stats.sessions,
+            messages: stats.messages,
+            parts: stats.parts,
+            summaries: stats.summaries,
+            live_summaries: stats.live_summaries,
+            compactions: stats.compactions,
+            tokens_stored: stats.tokens_stored,
+            tokens_in_view: stats.tokens_in_view,
+            tombstones: stats.tombstones,
+            events: stats.events,
+        }
     }
 }

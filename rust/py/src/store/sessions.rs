@@ -1,12 +1,16 @@
 //! Sessions and the replies still streaming in them.
 
+use lossless_core::store::{
+    SessionInfo as CoreSessionInfo, SessionSummary, StreamRow as CoreStreamRow,
+};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::PyString;
 
 use crate::convert;
+use crate::results::result_class;
 use crate::tokens::utf8;
 
-use super::{dict_of, obj, Store};
+use super::Store;
 
 #[pymethods]
 impl Store {
@@ -26,41 +30,15 @@ impl Store {
         })
     }
 
-    fn get_session<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    fn get_session(&self, py: Python<'_>, session_id: &Bound<'_, PyAny>) -> PyResult<SessionInfo> {
         let session_id = convert::text(session_id, "session_id")?;
         let info = self.with(py, |store| store.session(&session_id).cloned())?;
-        dict_of(
-            py,
-            &[
-                ("id", obj(py, &info.id)?),
-                ("model", obj(py, &info.model)?),
-                ("created_at", obj(py, info.created_at)?),
-                ("config_json", obj(py, &info.config)?),
-                ("system_prompt", obj(py, info.system_prompt.as_deref())?),
-            ],
-        )
+        Ok(SessionInfo::from(info))
     }
 
-    fn list_sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn list_sessions(&self, py: Python<'_>) -> PyResult<Vec<SessionRow>> {
         let rows = self.with(py, |store| store.list_sessions())?;
-        let list = PyList::empty(py);
-        for row in &rows {
-            list.append(dict_of(
-                py,
-                &[
-                    ("id", obj(py, &row.id)?),
-                    ("model", obj(py, &row.model)?),
-                    ("created_at", obj(py, row.created_at)?),
-                    ("messages", obj(py, row.messages)?),
-                    ("summaries", obj(py, row.summaries)?),
-                ],
-            )?)?;
-        }
-        Ok(list)
+        Ok(rows.into_iter().map(SessionRow::from).collect())
     }
 
     fn flag_interrupted(
@@ -72,21 +50,9 @@ impl Store {
         self.with(py, |store| store.flag_interrupted(session_id, &message_ids))
     }
 
-    fn streams<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+    fn streams(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<StreamRow>> {
         let rows = self.with(py, |store| store.streams(session_id))?;
-        let list = PyList::empty(py);
-        for row in rows {
-            list.append(dict_of(
-                py,
-                &[
-                    ("message_id", obj(py, row.message_id)?),
-                    ("owner", obj(py, row.owner)?),
-                    ("beat_at", obj(py, row.beat_at)?),
-                    ("chars", obj(py, row.chars)?),
-                ],
-            )?)?;
-        }
-        Ok(list)
+        Ok(rows.into_iter().map(StreamRow::from).collect())
     }
 
     #[pyo3(signature = (message_id, owner, appended = None))]
@@ -104,5 +70,79 @@ impl Store {
         self.with(py, |store| {
             store.checkpoint_message(message_id, owner, appended)
         })
+    }
+}
+
+result_class! {
+    eq;
+    /// A session's row, as `Store.get_session` reads it.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct SessionInfo {
+        id: String,
+        model: String,
+        created_at: i64,
+        config_json: String,
+        system_prompt: Option<String>,
+    }
+}
+
+impl From<CoreSessionInfo> for SessionInfo {
+    fn from(info: CoreSessionInfo) -> Self {
+        Self {
+            id: info.id,
+            model: info.model,
+            created_at: info.created_at,
+            config_json: info.config,
+            system_prompt: info.system_prompt,
+        }
+    }
+}
+
+result_class! {
+    eq;
+    /// A session as listed: its row with its message and summary counts.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct SessionRow {
+        id: String,
+        model: String,
+        created_at: i64,
+        messages: i64,
+        summaries: i64,
+    }
+}
+
+impl From<SessionSummary> for SessionRow {
+    fn from(row: SessionSummary) -> Self {
+        Self {
+            id: row.id,
+            model: row.model,
+            created_at: row.created_at,
+            messages: row.messages,
+            summaries: row.summaries,
+        }
+    }
+}
+
+result_class! {
+    eq;
+    /// A reply still streaming: its owner, the owner's last heartbeat (ms) and the
+    /// characters checkpointed so far.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StreamRow {
+        message_id: String,
+        owner: Option<String>,
+        beat_at: Option<i64>,
+        chars: i64,
+    }
+}
+
+impl From<CoreStreamRow> for StreamRow {
+    fn from(row: CoreStreamRow) -> Self {
+        Self {
+            message_id: row.message_id,
+            owner: row.owner,
+            beat_at: row.beat_at,
+            chars: row.chars,
+        }
     }
 }

@@ -7,8 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::convert;
+use crate::results::result_class;
 
-use super::{dict_of, obj, Store};
+use super::Store;
 
 #[pymethods]
 impl Store {
@@ -20,7 +21,7 @@ impl Store {
         role: &Bound<'py, PyAny>,
         parts: &Bound<'py, PyAny>,
         model: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<AppendResult> {
         let session_id = convert::text(session_id, "session_id")?;
         let role = convert::role(role)?;
         let parts = convert::parts(parts)?;
@@ -28,7 +29,7 @@ impl Store {
         let result = self.with(py, |store| {
             store.append_message(&session_id, role, &parts, model.as_deref())
         })?;
-        append_result(py, &result)
+        Ok(AppendResult::from(result))
     }
 
     /// A turn as one transaction: the message, the event `event` (its payload given
@@ -45,7 +46,7 @@ impl Store {
         event: &str,
         payload_json: &str,
         wait: bool,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+    ) -> PyResult<Option<TurnAppendResult>> {
         let session_id = convert::text(session_id, "session_id")?;
         let role = convert::role(role)?;
         let parts = convert::parts(parts)?;
@@ -54,12 +55,7 @@ impl Store {
             let result = store.append_turn(&session_id, role, &parts, None, Some(&event))?;
             Ok((result, store.view_stats(&session_id)?.tokens))
         })?;
-        let Some((result, view_tokens)) = written else {
-            return Ok(None);
-        };
-        let dict = append_result(py, &result)?;
-        dict.set_item("view_tokens", view_tokens)?;
-        Ok(Some(dict))
+        Ok(written.map(TurnAppendResult::from))
     }
 
     /// Without `wait`, `None` where the write would wait (see [`Store::write`]).
@@ -87,13 +83,13 @@ impl Store {
         parts: &Bound<'py, PyAny>,
         complete: bool,
         usage: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<AppendResult> {
         let parts = convert::parts(parts)?;
         let usage = convert::usage(usage)?;
         let result = self.with(py, |store| {
             store.finish_message(message_id, &parts, complete, &usage)
         })?;
-        append_result(py, &result)
+        Ok(AppendResult::from(result))
     }
 
     /// A reply of `session_id` finished as one transaction with its event `event`
@@ -114,7 +110,7 @@ impl Store {
         event: &str,
         payload_json: &str,
         wait: bool,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+    ) -> PyResult<Option<TurnAppendResult>> {
         let parts = convert::parts(parts)?;
         let usage = convert::usage(usage)?;
         let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
@@ -122,12 +118,7 @@ impl Store {
             let result = store.finish_turn(message_id, &parts, complete, &usage, Some(&event))?;
             Ok((result, store.view_stats(session_id)?.tokens))
         })?;
-        let Some((result, view_tokens)) = written else {
-            return Ok(None);
-        };
-        let dict = append_result(py, &result)?;
-        dict.set_item("view_tokens", view_tokens)?;
-        Ok(Some(dict))
+        Ok(written.map(TurnAppendResult::from))
     }
 
     #[pyo3(signature = (session_id, call_id, status, output = None, error = None))]
@@ -169,44 +160,153 @@ impl Store {
         })
     }
 
-    fn get_message<'py>(
+    fn get_message(
         &self,
-        py: Python<'py>,
-        message_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+        py: Python<'_>,
+        message_id: &Bound<'_, PyAny>,
+    ) -> PyResult<MessageRecord> {
         let message_id = convert::text(message_id, "message_id")?;
         let record = self.with(py, |store| store.get_message(&message_id))?;
-        convert::message_record(py, &record)
+        MessageRecord::convert(py, record)
     }
 
-    fn history<'py>(
+    fn history(
         &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
+        py: Python<'_>,
+        session_id: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<MessageRecord>> {
         let session_id = convert::text(session_id, "session_id")?;
         let records = self.quick(py, |store| store.history(&session_id))?;
-        let list = PyList::empty(py);
-        for record in &records {
-            list.append(convert::message_record(py, record)?)?;
-        }
-        Ok(list)
+        records
+            .into_iter()
+            .map(|record| MessageRecord::convert(py, record))
+            .collect()
     }
 }
 
-fn append_result<'py>(
-    py: Python<'py>,
-    result: &core_store::AppendResult,
-) -> PyResult<Bound<'py, PyDict>> {
-    dict_of(
-        py,
-        &[
-            ("id", obj(py, &result.id)?),
-            ("seq", obj(py, result.seq)?),
-            ("token_count", obj(py, result.token_count)?),
-            ("part_ids", obj(py, &result.part_ids)?),
-        ],
-    )
+result_class! {
+    eq;
+    /// A message just written: its id, place in the session, tokens and part ids.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct AppendResult {
+        id: String,
+        seq: i64,
+        token_count: i64,
+        part_ids: Vec<String>,
+    }
+}
+
+impl From<core_store::AppendResult> for AppendResult {
+    fn from(result: core_store::AppendResult) -> Self {
+        Self {
+            id: result.id,
+            seq: result.seq,
+            token_count: result.token_count,
+            part_ids: result.part_ids,
+        }
+    }
+}
+
+result_class! {
+    eq;
+    /// A turn just written, as [`AppendResult`], with the view's size in tokens
+    /// read right after in the same call.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct TurnAppendResult {
+        id: String,
+        seq: i64,
+        token_count: i64,
+        part_ids: Vec<String>,
+        view_tokens: i64,
+    }
+}
+
+impl From<(core_store::AppendResult, i64)> for TurnAppendResult {
+    fn from((result, view_tokens): (core_store::AppendResult, i64)) -> Self {
+        Self {
+            id: result.id,
+            seq: result.seq,
+            token_count: result.token_count,
+            part_ids: result.part_ids,
+            view_tokens,
+        }
+    }
+}
+
+result_class! {
+    eq;
+    /// A stored message with its usage and its parts, each part the wire dict
+    /// `lossless.parts.part_from_wire` reads.
+    #[derive(Debug)]
+    pub struct MessageRecord {
+        id: String,
+        session_id: String,
+        seq: i64,
+        role: String,
+        status: String,
+        created_at: i64,
+        model: Option<String>,
+        token_count: Option<i64>,
+        input_tokens: Option<i64>,
+        output_tokens: Option<i64>,
+        cost: Option<f64>,
+        finish_reason: Option<String>,
+        parts: Py<PyList>,
+    }
+}
+
+impl MessageRecord {
+    fn convert(py: Python<'_>, record: core_store::MessageRecord) -> PyResult<Self> {
+        let parts = PyList::empty(py);
+        for stored in &record.parts {
+            parts.append(convert::stored_part(py, stored)?)?;
+        }
+        Ok(Self {
+            id: record.id,
+            session_id: record.session_id,
+            seq: record.seq,
+            role: record.role,
+            status: record.status,
+            created_at: record.created_at,
+            model: record.model,
+            token_count: record.token_count,
+            input_tokens: record.usage.input_tokens,
+            output_tokens: record.usage.output_tokens,
+            cost: record.usage.cost,
+            finish_reason: record.usage.finish_reason,
+            parts: parts.unbind(),
+        })
+    }
+
+    /// Every field but the parts.
+    fn head(&self) -> impl PartialEq + '_ {
+        (
+            (
+                &self.id,
+                &self.session_id,
+                self.seq,
+                &self.role,
+                &self.status,
+            ),
+            (self.created_at, &self.model, self.token_count),
+            (self.input_tokens, self.output_tokens, self.cost),
+            &self.finish_reason,
+        )
+    }
+}
+
+/// Records are equal when their fields are, the parts compared as Python compares
+/// their dicts (the interpreter is held: PyO3 compares under it).
+impl PartialEq for MessageRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.head() == other.head()
+            && Python::attach(|py| {
+                self.parts
+                    .bind(py)
+                    .eq(other.parts.bind(py))
+                    .unwrap_or(false)
+            })
+    }
 }
 
 /// The arguments of a tool call's update, converted from Python.
