@@ -992,3 +992,36 @@ def test_event_stats_file_and_map_results_are_typed_and_read_by_name(
     )
     with pytest.raises(KeyError):
         outcome["status"]
+
+
+def test_search_results_are_typed_and_read_by_name(store: Store, sid: str) -> None:
+    for turn in range(6):
+        store.append(sid, "user", f"question {turn} about the parser")
+        store.append(sid, "assistant", f"answer {turn}: the parser rotates tokens")
+    span = store.native.compaction_span(sid, protect_user_turns=1)
+    store.native.commit_extractive_summary(span, 200)
+    (hit, *_) = store.grep("rotates", session_id=sid)
+    assert list(hit.keys()) == [
+        "session_id",
+        "owner_kind",
+        "owner_id",
+        "part_id",
+        "snippet",
+        "rank",
+        "covering_summary_id",
+        "leaf_summary_id",
+    ]
+    assert hit["owner_id"] == hit.owner_id and hit.session_id == sid
+    (node,) = store.describe(sid)
+    assert (node.live, node["source_kind"], node.kind) == (True, "message", "leaf")
+    assert dict(node)["sources"] == node.sources and len(node.keys()) == 16
+    expansion = store.expand(node.id, max_tokens=20_000)
+    assert expansion["summary_id"] == node.id and expansion.session_id == sid
+    first = expansion.messages[0]
+    assert expansion["messages"] is expansion.messages and dict(first)["id"] == first.id
+    assert list(first.keys()) == ["id", "seq", "role", "text", "tokens"]
+    assert expansion == store.expand(node.id, max_tokens=20_000)
+    page = store.read(first.id)
+    assert (page.message_id, page["cursor"], page.next_cursor) == (first.id, 0, None)
+    with pytest.raises(KeyError):
+        page["message"]

@@ -13,11 +13,16 @@ from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
 __all__ = [
     "AppendResult",
+    "DagRow",
     "EventRow",
+    "ExpandedRow",
+    "ExpansionRow",
     "FileRecord",
     "FileScan",
+    "GrepRow",
     "MapOutcome",
     "MapRun",
+    "MessagePageRow",
     "MessageRecord",
     "SessionInfo",
     "SessionRow",
@@ -59,6 +64,16 @@ MapRun = _native.MapRun
 """A map run: its kind, parent, spec and item count."""
 MapOutcome = _native.MapOutcome
 """One finished attempt at an item of a map run."""
+GrepRow = _native.GrepRow
+"""A search hit (:meth:`Store.grep`), with the summaries covering it."""
+DagRow = _native.DagRow
+"""A summary of the DAG (:meth:`Store.describe`): its row, whether it is live, its sources."""
+ExpansionRow = _native.ExpansionRow
+"""A window of a summary's source messages (:meth:`Store.expand`)."""
+ExpandedRow = _native.ExpandedRow
+"""One source message of an expansion, written out as text."""
+MessagePageRow = _native.MessagePageRow
+"""A page of one stored message written out whole (:meth:`Store.read`)."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -179,13 +194,13 @@ class Store:
         session_id: str | None = None,
         mode: Literal["text", "regex"] = "text",
         limit: int = 20,
-    ) -> list[dict[str, Any]]:
+    ) -> list[GrepRow]:
         """Search every message part and summary; see :func:`lossless.recall.grep`."""
         return self._inner.grep(query, session_id, mode, limit)
 
     def describe(
         self, session_id: str | None = None, summary_id: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[DagRow]:
         """The summary DAG of a session, or of one summary."""
         return self._inner.describe(session_id, summary_id)
 
@@ -203,14 +218,14 @@ class Store:
         query: str | None = None,
         before: str | None = None,
         after: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ExpansionRow:
         """A window of a summary's source messages within ``max_tokens``; see
         :func:`lossless.recall.expand`."""
         return self._inner.expand(summary_id, max_tokens, around, query, before, after)
 
     def read(
         self, message_id: str, *, max_tokens: int = 4_000, cursor: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MessagePageRow:
         """A page of one stored message written out whole; see :func:`lossless.recall.read`."""
         return self._inner.read_message(message_id, max_tokens, cursor)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from lossless import _native
 
@@ -79,6 +79,5 @@ class LexicalRecallPort:
             if session.id == exclude_session:
                 continue
             for node in store.describe(session.id, None):
-                summary: dict[str, Any] = node.get("summary", node)
-                port.add(str(summary["id"]), str(summary["text"]))
+                port.add(node.id, node.text)
         return port

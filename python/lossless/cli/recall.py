@@ -6,7 +6,7 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.padding import Padding
@@ -15,6 +15,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from lossless.cli._common import open_existing_store, plural, stdout_console
+from lossless.store import DagRow, ExpansionRow
 
 __all__ = ["expand", "grep", "highlight_snippet", "read", "summary_label", "tree"]
 
@@ -22,28 +23,26 @@ _MARKED = re.compile(r"\[([^\[\]]*)\]")
 _WORD = re.compile(r"[^\W_]+")  # the core's FTS tokenizer (unicode61) splits on "_" too
 
 
-def summary_label(node: Mapping[str, Any]) -> Text:
+def summary_label(node: DagRow) -> Text:
     """``sum_… condensed L3 depth 1 · seq 1–16 · 16 messages · 256 tokens``."""
-    label = Text(str(node["id"]), style="bold")
-    label.append(f"  {node['kind']}", style="magenta" if node["kind"] == "condensed" else "cyan")
-    label.append(f" L{node['level']} depth {node['depth']}")
+    label = Text(node.id, style="bold")
+    label.append(f"  {node.kind}", style="magenta" if node.kind == "condensed" else "cyan")
+    label.append(f" L{node.level} depth {node.depth}")
     label.append(
-        f" · seq {node['span_start_seq']}–{node['span_end_seq']}"
-        f" · {node['message_count']:,} messages · {node['token_count']:,} tokens",
+        f" · seq {node.span_start_seq}–{node.span_end_seq}"
+        f" · {node.message_count:,} messages · {node.token_count:,} tokens",
         style="dim",
     )
     return label
 
 
-def _add_subtree(
-    branch: Tree, node: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]
-) -> None:
-    if node["source_kind"] != "summary":
-        span = f"seq {node['span_start_seq']}–{node['span_end_seq']}"
-        branch.add(Text(f"{node['message_count']:,} messages ({span})"))
+def _add_subtree(branch: Tree, node: DagRow, nodes: Mapping[str, DagRow]) -> None:
+    if node.source_kind != "summary":
+        span = f"seq {node.span_start_seq}–{node.span_end_seq}"
+        branch.add(Text(f"{node.message_count:,} messages ({span})"))
         return
-    children = [nodes[source] for source in node["sources"] if source in nodes]
-    for child in sorted(children, key=lambda child: child["span_start_seq"]):
+    children = [nodes[source] for source in node.sources if source in nodes]
+    for child in sorted(children, key=lambda child: child.span_start_seq):
         _add_subtree(branch.add(summary_label(child)), child, nodes)
 
 
@@ -57,10 +56,8 @@ def tree(
     if not described:
         console.print(f"{session} has no summaries: every message is still in the view")
         return
-    nodes = {node["id"]: node for node in described}
-    live = sorted(
-        (node for node in described if node["live"]), key=lambda node: node["span_start_seq"]
-    )
+    nodes = {node.id: node for node in described}
+    live = sorted((node for node in described if node.live), key=lambda node: node.span_start_seq)
     root = Tree(Text(f"{session} · {len(live)} live of {len(described)} summaries", style="bold"))
     for node in live:
         _add_subtree(root.add(summary_label(node)), node, nodes)
@@ -151,20 +148,20 @@ def grep(
     # A heading per hit with the snippet indented below it, as ripgrep prints: ids stay
     # on one line and snippets get the full width, even on an 80-column terminal.
     console.print(Text(f'{plural(len(hits), "hit")} for "{query}"', style="bold"), soft_wrap=True)
-    several = len({hit["session_id"] for hit in hits}) > 1
+    several = len({hit.session_id for hit in hits}) > 1
     for hit in hits:
         heading = Text()
         if several:
-            heading.append(f"{hit['session_id']} ", style="dim")
-        heading.append(hit["owner_id"], style="bold")
-        covering = hit["covering_summary_id"]
+            heading.append(f"{hit.session_id} ", style="dim")
+        heading.append(hit.owner_id, style="bold")
+        covering = hit.covering_summary_id
         if covering:
             heading.append("  covered by ", style="dim")
             heading.append(covering, style="magenta")
         else:
             heading.append("  in view", style="dim")
         console.print(heading, soft_wrap=True)
-        snippet = highlight_snippet(hit["snippet"], query, regex=regex)
+        snippet = highlight_snippet(hit.snippet, query, regex=regex)
         console.print(Padding(snippet, (0, 0, 0, 4), expand=False))
 
 
@@ -197,51 +194,51 @@ def expand(
     console.print(
         Text.assemble(
             ("summary ", "bold"),
-            expansion["summary_id"],
-            f" · {len(expansion['messages'])} of {expansion['total_messages']:,} source messages"
-            f" · {expansion['tokens']:,} tokens",
+            expansion.summary_id,
+            f" · {len(expansion.messages)} of {expansion.total_messages:,} source messages"
+            f" · {expansion.tokens:,} tokens",
         ),
         soft_wrap=True,
     )
-    for message in expansion["messages"]:
-        header = f"[#{message['seq']} {message['role']}]"
-        focus = "  ← focus" if message["id"] == expansion["focus_id"] else ""
+    for message in expansion.messages:
+        header = f"[#{message.seq} {message.role}]"
+        focus = "  ← focus" if message.id == expansion.focus_id else ""
         console.print(
             Rule(
-                Text(f"{header} {message['id']} · {message['tokens']:,} tokens{focus}"),
+                Text(f"{header} {message.id} · {message.tokens:,} tokens{focus}"),
                 align="left",
                 style="dim",
             )
         )
         # The core starts each text with the same "[#seq role]" header the rule shows.
-        text: str = message["text"]
+        text = message.text
         console.print(Text(text.removeprefix(header + "\n")))
     console.print(Text(_paging_note(expansion, max_tokens), style="yellow"), soft_wrap=True)
 
 
-def _paging_note(expansion: Mapping[str, Any], max_tokens: int) -> str:
+def _paging_note(expansion: ExpansionRow, max_tokens: int) -> str:
     """What was left out and the commands that show it."""
-    shown, total = len(expansion["messages"]), expansion["total_messages"]
+    shown, total = len(expansion.messages), expansion.total_messages
     if shown == total:
         return f"all {plural(total, 'source message')} shown"
     lines = [
         f"{shown:,} of {total:,} source messages shown within {max_tokens:,} tokens;"
         f" {total - shown:,} left out"
     ]
-    command = f"lossless expand {expansion['summary_id']}"
+    command = f"lossless expand {expansion.summary_id}"
     budget = "" if max_tokens == 20_000 else f" --max-tokens {max_tokens}"
-    if expansion["before_cursor"]:
+    if expansion.before_cursor:
         lines.append(
-            f"{plural(expansion['messages_before'], 'older message')} before:"
-            f" {command} --before {expansion['before_cursor']}{budget}"
+            f"{plural(expansion.messages_before, 'older message')} before:"
+            f" {command} --before {expansion.before_cursor}{budget}"
         )
-    if expansion["after_cursor"]:
+    if expansion.after_cursor:
         lines.append(
-            f"{plural(expansion['messages_after'], 'newer message')} after:"
-            f" {command} --after {expansion['after_cursor']}{budget}"
+            f"{plural(expansion.messages_after, 'newer message')} after:"
+            f" {command} --after {expansion.after_cursor}{budget}"
         )
     if shown == 0:
-        at = expansion["focus_id"] or expansion["before_cursor"] or expansion["after_cursor"]
+        at = expansion.focus_id or expansion.before_cursor or expansion.after_cursor
         lines.append(f"{at} alone is over the budget: lossless read {at}")
     return "\n".join(lines)
 
@@ -264,19 +261,19 @@ def read(
     console.print(
         Text.assemble(
             ("message ", "bold"),
-            page["message_id"],
-            f" · {page['session_id']} · {plural(page['parts'], 'part')}"
-            f" · characters {page['cursor']:,}–{page['cursor'] + len(page['text']):,}"
-            f" of {page['total_chars']:,}",
+            page.message_id,
+            f" · {page.session_id} · {plural(page.parts, 'part')}"
+            f" · characters {page.cursor:,}–{page.cursor + len(page.text):,}"
+            f" of {page.total_chars:,}",
         ),
         soft_wrap=True,
     )
-    console.print(Text(page["text"]))
-    if page["next_cursor"] is not None:
+    console.print(Text(page.text))
+    if page.next_cursor is not None:
         budget = "" if max_tokens == 4_000 else f" --max-tokens {max_tokens}"
         console.print(
             Text(
-                f"more: lossless read {page['message_id']} --cursor {page['next_cursor']}{budget}",
+                f"more: lossless read {page.message_id} --cursor {page.next_cursor}{budget}",
                 style="yellow",
             ),
             soft_wrap=True,

@@ -102,7 +102,7 @@ def export(
     # an empty file behind.
     records: list[dict[str, Any]] = [{"type": "message", **m} for m in store.history(session)]
     if with_summaries:
-        nodes = sorted(store.describe(session), key=lambda node: node["id"])  # ids sort by time
+        nodes = sorted(store.describe(session), key=lambda node: node.id)  # ids sort by time
         records.extend({"type": "summary", **node} for node in nodes)
     if output is None:
         _write_jsonl(sys.stdout, records)

@@ -21,8 +21,9 @@ Session) restricts grep and describe to one session.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.recall._target import Database, SessionRef, as_session, is_id, open_target
 
@@ -173,7 +174,7 @@ def grep(
     """
     _at_least_one("limit", limit)
     store, session_id = open_target(db, session)
-    return [GrepHit(**row) for row in store.grep(query, session_id, mode, limit)]
+    return [_hit(row) for row in store.grep(query, session_id, mode, limit)]
 
 
 def group_by_summary(hits: list[GrepHit]) -> dict[str | None, list[GrepHit]]:
@@ -261,18 +262,74 @@ def read(
     character ``cursor`` (0 when ``None``), as much of it as ``max_tokens`` holds."""
     _at_least_one("max_tokens", max_tokens)
     store, _ = open_target(db)
-    return MessagePage(**store.read_message(message_id, max_tokens, cursor))
+    page = store.read_message(message_id, max_tokens, cursor)
+    return MessagePage(
+        message_id=page.message_id,
+        session_id=page.session_id,
+        seq=page.seq,
+        role=page.role,
+        status=page.status,
+        parts=page.parts,
+        text=page.text,
+        tokens=page.tokens,
+        cursor=page.cursor,
+        next_cursor=page.next_cursor,
+        total_chars=page.total_chars,
+    )
 
 
-def _expansion(row: dict[str, Any]) -> Expansion:
-    fields = {key: row[key] for key in Expansion.__dataclass_fields__ if key != "messages"}
-    messages = [ExpandedMessage(**message) for message in row["messages"]]
-    return Expansion(messages=messages, **fields)
+def _hit(row: _native.GrepRow) -> GrepHit:
+    return GrepHit(
+        session_id=row.session_id,
+        owner_kind=row.owner_kind,
+        owner_id=row.owner_id,
+        part_id=row.part_id,
+        snippet=row.snippet,
+        rank=row.rank,
+        covering_summary_id=row.covering_summary_id,
+        leaf_summary_id=row.leaf_summary_id,
+    )
 
 
-def _node(row: dict[str, Any]) -> DagNode:
-    fields = DagNode.__dataclass_fields__
-    return DagNode(**{key: row[key] for key in fields})
+def _expansion(row: _native.ExpansionRow) -> Expansion:
+    messages = [
+        ExpandedMessage(id=m.id, seq=m.seq, role=m.role, text=m.text, tokens=m.tokens)
+        for m in row.messages
+    ]
+    return Expansion(
+        summary_id=row.summary_id,
+        session_id=row.session_id,
+        messages=messages,
+        tokens=row.tokens,
+        total_messages=row.total_messages,
+        omitted_messages=row.omitted_messages,
+        messages_before=row.messages_before,
+        messages_after=row.messages_after,
+        focus_id=row.focus_id,
+        before_cursor=row.before_cursor,
+        after_cursor=row.after_cursor,
+        note=row.note,
+    )
+
+
+def _node(row: _native.DagRow) -> DagNode:
+    return DagNode(
+        id=row.id,
+        session_id=row.session_id,
+        kind=row.kind,
+        level=row.level,
+        depth=row.depth,
+        span_start_seq=row.span_start_seq,
+        span_end_seq=row.span_end_seq,
+        message_count=row.message_count,
+        token_count=row.token_count,
+        live=row.live,
+        superseded_by=row.superseded_by,
+        source_kind=row.source_kind,
+        sources=row.sources,
+        file_ids=row.file_ids,
+        text=row.text,
+    )
 
 
 from lossless.recall.tools import (  # noqa: E402  (the tools use the functions above)

@@ -57,6 +57,11 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<files::FileRecord>()?;
     module.add_class::<maps::MapRun>()?;
     module.add_class::<maps::MapOutcome>()?;
+    module.add_class::<store::GrepRow>()?;
+    module.add_class::<store::DagRow>()?;
+    module.add_class::<recall::ExpansionRow>()?;
+    module.add_class::<recall::ExpandedRow>()?;
+    module.add_class::<recall::MessagePageRow>()?;
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;

@@ -2,11 +2,10 @@
 
 use lossless_core::store::{Expansion, Focus, MessageRead};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
-use pyo3::IntoPyObjectExt;
 
 use crate::convert;
 use crate::errors::invalid;
+use crate::results::{result_class, SharedList};
 
 /// Where an expansion starts: at most one of `around`, `query`, `before`, `after`.
 pub fn focus(
@@ -32,55 +31,98 @@ pub fn focus(
     Ok(first)
 }
 
-fn set<'py, T: IntoPyObject<'py>>(dict: &Bound<'py, PyDict>, key: &str, value: T) -> PyResult<()> {
-    dict.set_item(key, value.into_bound_py_any(dict.py())?)
-}
-
-/// An expansion as a dict.
-pub fn expansion<'py>(py: Python<'py>, expansion: &Expansion) -> PyResult<Bound<'py, PyDict>> {
-    let messages = PyList::empty(py);
-    for message in &expansion.messages {
-        let item = PyDict::new(py);
-        set(&item, "id", &message.id)?;
-        set(&item, "seq", message.seq)?;
-        set(&item, "role", &message.role)?;
-        set(&item, "text", &message.text)?;
-        set(&item, "tokens", message.tokens)?;
-        messages.append(item)?;
+result_class! {
+    eq;
+    /// One source message of an expansion, written out as text.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct ExpandedRow {
+        id: String,
+        seq: i64,
+        role: String,
+        text: String,
+        tokens: i64,
     }
-    let dict = PyDict::new(py);
-    set(&dict, "summary_id", &expansion.summary_id)?;
-    set(&dict, "session_id", &expansion.session_id)?;
-    set(&dict, "messages", messages)?;
-    set(&dict, "tokens", expansion.tokens)?;
-    set(&dict, "total_messages", expansion.total_messages)?;
-    set(&dict, "omitted_messages", expansion.omitted_messages)?;
-    set(&dict, "messages_before", expansion.messages_before)?;
-    set(&dict, "messages_after", expansion.messages_after)?;
-    set(&dict, "focus_id", expansion.focus_id.as_deref())?;
-    set(&dict, "before_cursor", expansion.before_cursor.as_deref())?;
-    set(&dict, "after_cursor", expansion.after_cursor.as_deref())?;
-    set(&dict, "note", &expansion.note)?;
-    Ok(dict)
 }
 
-/// A page of a message as a dict; `next_cursor` is `None` on the last page.
-pub fn message_read<'py>(py: Python<'py>, read: &MessageRead) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    set(&dict, "message_id", &read.message_id)?;
-    set(&dict, "session_id", &read.session_id)?;
-    set(&dict, "seq", read.seq)?;
-    set(&dict, "role", &read.role)?;
-    set(&dict, "status", &read.status)?;
-    set(&dict, "parts", read.parts)?;
-    set(&dict, "text", &read.text)?;
-    set(&dict, "tokens", read.tokens)?;
-    set(&dict, "cursor", read.start)?;
-    set(&dict, "total_chars", read.total_chars)?;
-    set(
-        &dict,
-        "next_cursor",
-        (read.end < read.total_chars).then_some(read.end),
-    )?;
-    Ok(dict)
+result_class! {
+    eq;
+    /// A window of a summary's source messages, with what lies before and after it.
+    #[derive(Debug, PartialEq)]
+    pub struct ExpansionRow {
+        summary_id: String,
+        session_id: String,
+        messages: SharedList,
+        tokens: i64,
+        total_messages: i64,
+        omitted_messages: i64,
+        messages_before: i64,
+        messages_after: i64,
+        focus_id: Option<String>,
+        before_cursor: Option<String>,
+        after_cursor: Option<String>,
+        note: String,
+    }
+}
+
+impl ExpansionRow {
+    pub fn convert(py: Python<'_>, expansion: Expansion) -> PyResult<Self> {
+        let messages = expansion.messages.into_iter().map(|message| ExpandedRow {
+            id: message.id,
+            seq: message.seq,
+            role: message.role,
+            text: message.text,
+            tokens: message.tokens,
+        });
+        Ok(Self {
+            summary_id: expansion.summary_id,
+            session_id: expansion.session_id,
+            messages: SharedList::of(py, messages)?,
+            tokens: expansion.tokens,
+            total_messages: expansion.total_messages,
+            omitted_messages: expansion.omitted_messages,
+            messages_before: expansion.messages_before,
+            messages_after: expansion.messages_after,
+            focus_id: expansion.focus_id,
+            before_cursor: expansion.before_cursor,
+            after_cursor: expansion.after_cursor,
+            note: expansion.note,
+        })
+    }
+}
+
+result_class! {
+    eq;
+    /// A page of one message written out whole; `next_cursor` is `None` on the last.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct MessagePageRow {
+        message_id: String,
+        session_id: String,
+        seq: i64,
+        role: String,
+        status: String,
+        parts: usize,
+        text: String,
+        tokens: i64,
+        cursor: usize,
+        total_chars: usize,
+        next_cursor: Option<usize>,
+    }
+}
+
+impl From<MessageRead> for MessagePageRow {
+    fn from(read: MessageRead) -> Self {
+        Self {
+            next_cursor: (read.end < read.total_chars).then_some(read.end),
+            message_id: read.message_id,
+            session_id: read.session_id,
+            seq: read.seq,
+            role: read.role,
+            status: read.status,
+            parts: read.parts,
+            text: read.text,
+            tokens: read.tokens,
+            cursor: read.start,
+            total_chars: read.total_chars,
+        }
+    }
 }

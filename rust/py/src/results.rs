@@ -1,5 +1,10 @@
 //! What native results share: a frozen class read by attribute, and also by name,
-//! as the dict each call returned before it had a type of its own (decision 198).
+//! as the dict each call returned before it had a type of its own (decisions 198 and 201).
+
+use std::convert::Infallible;
+
+use pyo3::prelude::*;
+use pyo3::types::PyList;
 
 /// Declares a result class and its reading by name: `row["id"]` (a `KeyError` for
 /// a name it lacks), `row.get("id", default)`, `row.keys()` (the field names, in
@@ -89,3 +94,40 @@ macro_rules! result_class {
 }
 
 pub(crate) use result_class;
+
+/// A list a result holds as built once (a message's part dicts, an expansion's
+/// messages): each read gives the same list, and results compare it as Python
+/// compares lists.
+#[derive(Debug)]
+pub struct SharedList(Py<PyList>);
+
+impl SharedList {
+    /// A list of `items`, converted once.
+    pub fn of<'py, T: IntoPyObject<'py>>(
+        py: Python<'py>,
+        items: impl IntoIterator<Item = T>,
+    ) -> PyResult<Self> {
+        let list = PyList::empty(py);
+        for item in items {
+            list.append(item)?;
+        }
+        Ok(Self(list.unbind()))
+    }
+}
+
+impl PartialEq for SharedList {
+    fn eq(&self, other: &Self) -> bool {
+        // Results compare under the interpreter (PyO3's `__eq__`): attaching is free.
+        Python::attach(|py| self.0.bind(py).eq(other.0.bind(py)).unwrap_or(false))
+    }
+}
+
+impl<'py> IntoPyObject<'py> for &SharedList {
+    type Target = PyList;
+    type Output = Bound<'py, PyList>;
+    type Error = Infallible;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        Ok(self.0.bind(py).clone())
+    }
+}

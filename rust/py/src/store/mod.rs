@@ -25,6 +25,7 @@ mod turns;
 
 pub use context::ViewStats;
 pub use events::EventRow;
+pub use search::{DagRow, GrepRow};
 pub use sessions::{SessionInfo, SessionRow, StreamRow};
 pub use turns::{AppendResult, MessageRecord, TurnAppendResult};
 

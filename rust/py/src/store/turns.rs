@@ -4,10 +4,10 @@ use lossless_core::parts::{Role, ToolStatus};
 use lossless_core::store::{self as core_store, WriteEvent};
 use lossless_core::Result;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 
 use crate::convert;
-use crate::results::result_class;
+use crate::results::{result_class, SharedList};
 
 use super::Store;
 
@@ -237,7 +237,7 @@ result_class! {
     eq;
     /// A stored message with its usage and its parts, each part the wire dict
     /// `lossless.parts.part_from_wire` reads.
-    #[derive(Debug)]
+    #[derive(Debug, PartialEq)]
     pub struct MessageRecord {
         id: String,
         session_id: String,
@@ -251,16 +251,17 @@ result_class! {
         output_tokens: Option<i64>,
         cost: Option<f64>,
         finish_reason: Option<String>,
-        parts: Py<PyList>,
+        parts: SharedList,
     }
 }
 
 impl MessageRecord {
     fn convert(py: Python<'_>, record: core_store::MessageRecord) -> PyResult<Self> {
-        let parts = PyList::empty(py);
-        for stored in &record.parts {
-            parts.append(convert::stored_part(py, stored)?)?;
-        }
+        let parts = record
+            .parts
+            .iter()
+            .map(|stored| convert::stored_part(py, stored))
+            .collect::<PyResult<Vec<_>>>()?;
         Ok(Self {
             id: record.id,
             session_id: record.session_id,
@@ -274,38 +275,8 @@ impl MessageRecord {
             output_tokens: record.usage.output_tokens,
             cost: record.usage.cost,
             finish_reason: record.usage.finish_reason,
-            parts: parts.unbind(),
+            parts: SharedList::of(py, parts)?,
         })
-    }
-
-    /// Every field but the parts.
-    fn head(&self) -> impl PartialEq + '_ {
-        (
-            (
-                &self.id,
-                &self.session_id,
-                self.seq,
-                &self.role,
-                &self.status,
-            ),
-            (self.created_at, &self.model, self.token_count),
-            (self.input_tokens, self.output_tokens, self.cost),
-            &self.finish_reason,
-        )
-    }
-}
-
-/// Records are equal when their fields are, the parts compared as Python compares
-/// their dicts (the interpreter is held: PyO3 compares under it).
-impl PartialEq for MessageRecord {
-    fn eq(&self, other: &Self) -> bool {
-        self.head() == other.head()
-            && Python::attach(|py| {
-                self.parts
-                    .bind(py)
-                    .eq(other.parts.bind(py))
-                    .unwrap_or(false)
-            })
     }
 }
 
