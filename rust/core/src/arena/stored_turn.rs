@@ -125,11 +125,6 @@ impl Store {
         })
     }
 
-    /// Forgets the kept plan of `session_id`, so the next one is made anew.
-    pub fn forget_arena_plan(&mut self, session_id: &str) {
-        self.arena.plans.remove(session_id);
-    }
-
     /// The caps the controller learned for `session_id`, if it has.
     pub fn arena_learned_caps(
         &mut self,

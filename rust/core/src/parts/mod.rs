@@ -160,8 +160,3 @@ fn known_kinds() -> String {
         None => String::new(),
     }
 }
-
-/// Validates every field of a part; `field` is its path, e.g. `parts[2]`.
-pub fn validate(field: &str, part: &Part) -> Result<()> {
-    part.validate(field)
-}
