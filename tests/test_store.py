@@ -17,6 +17,8 @@ import pytest
 
 from lossless import FileRefPart, Store, TextPart, ToolPart, _native
 from lossless._native import MARKER_TOKENS
+from lossless.arena._plan import rules_of
+from lossless.config import ArenaConfig
 from lossless.errors import (
     InvalidInputError,
     LosslessError,
@@ -1025,3 +1027,33 @@ def test_search_results_are_typed_and_read_by_name(store: Store, sid: str) -> No
     assert (page.message_id, page["cursor"], page.next_cursor) == (first.id, 0, None)
     with pytest.raises(KeyError):
         page["message"]
+
+
+def test_arena_and_view_results_are_typed_and_read_by_name(store: Store, sid: str) -> None:
+    native = store.native
+    rules = rules_of(ArenaConfig(), max_cap=4_000)
+    text = "The budget cap is $500."
+    writes: list[tuple[str, str, str, str, str | None, bool, bool, int]] = [
+        ("truth", "cap", "user", "high", text, False, False, 512)
+    ]
+    (written,) = native.arena_write(sid, writes, rules)
+    assert isinstance(written, _native.ArenaWriteRow)
+    assert (written.key, written["accepted"], written.evicted) == ("cap", True, [])
+    (entry,) = native.arena_entries(sid)
+    assert (entry.zone, entry["priority"], entry.text) == ("truth", "high", text)
+    assert dict(entry)["seq"] == entry.seq == written.seq
+    plan = native.arena_plan(sid, rules, 1_000, [])
+    assert plan is native.arena_plan(sid, rules, 1_000, [])  # the same plan, kept
+    truth = plan.zones.truth
+    assert plan.zones["truth"] is truth and truth.accepted == entry.tokens
+    assert list(plan.zones.keys())[:3] == ["identity", "truth", "task_state"]
+    assert plan["injected"] == ["cap"] and "budget cap" in plan.stable
+    with pytest.raises(AttributeError):
+        plan.cap = 0  # type: ignore[misc]
+    zones = [(0, 0, 0)] * 7
+    observed = native.arena_observe(sid, rules, zones, [])
+    assert (observed.turns, observed["shifts"]) == (1, [])
+    store.append(sid, "user", "what is the budget cap?")
+    (item,) = native.view_items(sid)
+    assert (item.kind, item["role"], dict(item)["seq"]) == ("message", "user", item.seq)
+    assert native.recall(sid, "budget", 3, 200) == []

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from lossless import _native
 from lossless.arena._ports import RecallHit
@@ -51,13 +50,13 @@ class Prepared:
     """What a turn found to recall before it planned: this turn's candidates."""
 
     question: str | None = None
-    internal: list[dict[str, Any]] = field(default_factory=list)
+    internal: list[_native.RecallHitRow] = field(default_factory=list)
     external: list[RecallHit] = field(default_factory=list)
     candidates: list[tuple[str, str, str, str, str]] | None = field(default=None, repr=False)
 
     @property
     def best_internal(self) -> float | None:
-        return max((hit["score"] for hit in self.internal), default=None)
+        return max((hit.score for hit in self.internal), default=None)
 
     def transient(self) -> list[tuple[str, str, str, str, str]]:
         """This turn's candidates as the core plans them (made once)."""
@@ -69,10 +68,10 @@ class Prepared:
         candidates = [
             (
                 "memory_recall",
-                f"recall:{hit['part_id']}",
+                f"recall:{hit.part_id}",
                 "recall",
                 "normal",
-                f"[{hit['message_id']}] {hit['text']}",
+                f"[{hit.message_id}] {hit.text}",
             )
             for hit in self.internal
         ]
@@ -92,7 +91,7 @@ def external_key(hit: RecallHit) -> str:
 class Planned:
     """A turn's plan as the session uses it."""
 
-    raw: dict[str, Any]
+    raw: _native.ArenaPlanRow
     report: InjectionReport
     prepared: Prepared
     #: The report with the window's usage of the last build that asked for it.
@@ -105,36 +104,36 @@ class Planned:
         return self.reported
 
 
-def rendered_tokens(raw: dict[str, Any]) -> int:
+def rendered_tokens(raw: _native.ArenaPlanRow) -> int:
     """What a plan costs in a request: its rendered system part with the joint to
     the system prompt, and its block as a message of its own."""
-    stable = raw["stable_tokens"] + STABLE_JOINT_TOKENS if raw["stable"] else 0
-    volatile = raw["volatile_tokens"] + BLOCK_FRAMING_TOKENS if raw["volatile"] else 0
-    return int(stable + volatile)
+    stable = raw.stable_tokens + STABLE_JOINT_TOKENS if raw.stable else 0
+    volatile = raw.volatile_tokens + BLOCK_FRAMING_TOKENS if raw.volatile else 0
+    return stable + volatile
 
 
-def essential_unmet(raw: dict[str, Any]) -> int:
+def essential_unmet(raw: _native.ArenaPlanRow) -> int:
     """Tokens the essential zones asked for and were not given, with their tags and
     the framing of the parts they go in."""
     unmet = 0
     for zone in _ESSENTIAL_ZONES:
-        report = raw["zones"][zone]
-        missing = report["demand"] - report["accepted"]
+        report = raw.zones[zone]
+        missing = report.demand - report.accepted
         if missing > 0:
             unmet += missing + _ZONE_TAG_TOKENS
-    return int(unmet + _PART_FRAMING_TOKENS) if unmet else 0
+    return unmet + _PART_FRAMING_TOKENS if unmet else 0
 
 
-def report_of(raw: dict[str, Any], prepared: Prepared) -> InjectionReport:
-    zones = {name: ZoneInjection(**values) for name, values in raw["zones"].items()}
+def report_of(raw: _native.ArenaPlanRow, prepared: Prepared) -> InjectionReport:
+    zones: dict[str, ZoneInjection] = {name: ZoneInjection(**raw.zones[name]) for name in ZONES}
     return InjectionReport(
-        cap=raw["cap"],
-        tokens=raw["tokens"],
-        system_tokens=raw["stable_tokens"],
-        block_tokens=raw["volatile_tokens"],
-        stage=raw["stage"],
-        relaxed=list(raw["relaxed"]),
+        cap=raw.cap,
+        tokens=raw.tokens,
+        system_tokens=raw.stable_tokens,
+        block_tokens=raw.volatile_tokens,
+        stage=raw.stage,
+        relaxed=list(raw.relaxed),
         zones=zones,
-        injected=list(raw["injected"]),
+        injected=list(raw.injected),
         recall_score=prepared.best_internal,
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from lossless import _native
 from lossless.arena._external import search_port, valid_hits
 from lossless.arena._plan import (
     Planned,
@@ -163,11 +164,11 @@ class SessionArena:
     async def _write(self, writes: list[Write]) -> list[ArenaWriteResult]:
         rows = await self._write_rows(writes)
         return [
-            ArenaWriteResult(r["key"], r["accepted"], r["tokens"], r["cut_from"], r["evicted"])
-            for r in rows
+            ArenaWriteResult(row.key, row.accepted, row.tokens, row.cut_from, row.evicted)
+            for row in rows
         ]
 
-    async def _write_rows(self, writes: list[Write]) -> list[dict[str, Any]]:
+    async def _write_rows(self, writes: list[Write]) -> list[_native.ArenaWriteRow]:
         """The writes applied, as the core reports them (with each entry's ``seq``)."""
         host = self._host
         self._check_open()
@@ -175,21 +176,21 @@ class SessionArena:
             partial(host.store.arena_write, host.id, writes, self._rules)
         )
         for write, row in zip(writes, rows, strict=True):
-            if row["enforced"]:
+            if row.enforced:
                 await host.events.apublish(
                     EventName.ARENA_CEILING_ENFORCED,
                     host.id,
                     policy=self.config.degradation_policy,
-                    key=row["key"],
+                    key=row.key,
                     zone=write[0],
-                    accepted=row["accepted"],
-                    evicted=row["evicted"],
+                    accepted=row.accepted,
+                    evicted=row.evicted,
                 )
-            if row["compact"]:
+            if row.compact:
                 self._request_compaction("entry_ceiling")
         if self._failing is not None:
             for write, row in zip(writes, rows, strict=True):
-                if write[0] == "tool_failures" and row["accepted"]:
+                if write[0] == "tool_failures" and row.accepted:
                     self._note_failing(write[1], write[4] is not None)
         return rows
 
@@ -401,19 +402,15 @@ class SessionArena:
                     allowance = wider
                     raw = self._plan_within(allowance, prepared)
         kept = self._planned
-        if (
-            kept is not None
-            and kept.raw["generation"] == raw["generation"]
-            and kept.prepared == prepared
-        ):
+        if kept is not None and kept.raw.generation == raw.generation and kept.prepared == prepared:
             return kept
-        demand = sum(zone["demand"] for zone in raw["zones"].values())
+        demand = sum(raw.zones[zone].demand for zone in ZONES)
         if demand == 0:
             return None
         self._planned = Planned(raw, report_of(raw, prepared), prepared)
         return self._planned
 
-    def _plan_within(self, allowance: int, prepared: Prepared) -> dict[str, Any]:
+    def _plan_within(self, allowance: int, prepared: Prepared) -> _native.ArenaPlanRow:
         """The core's plan whose rendered cost is at most ``allowance``. The core
         plans entries' tokens under a cap; the zone tags and the block's framing
         come on top, so a plan that renders over its allowance is made again under
@@ -428,7 +425,7 @@ class SessionArena:
                 return raw
             # Under the entries it took, less the excess: a cap the plan did not
             # fill would give the same plan again.
-            cap = max(0, min(cap, int(raw["tokens"])) - excess)
+            cap = max(0, min(cap, raw.tokens) - excess)
         return host.store.arena_plan(host.id, self._rules, 0, prepared.transient())
 
     async def after_turn(self, planned: Planned | None) -> None:
@@ -438,9 +435,9 @@ class SessionArena:
             return
         host = self._host
         raw, prepared = planned.raw, planned.prepared
-        injected = set(raw["injected"])
+        injected = set(raw.injected)
         shown = [hit for hit in prepared.external if external_key(hit) in injected]
-        once: list[tuple[str, str, int]] = [(zone, key, seq) for zone, key, seq in raw["once"]]
+        once: list[tuple[str, str, int]] = [(zone, key, seq) for zone, key, seq in raw.once]
         if shown:
             writes = [
                 self._entry_write(
@@ -456,7 +453,7 @@ class SessionArena:
             ]
             rows = await self._write_rows(writes)
             # Written after they were shown: the versions written are the ones shown.
-            once.extend(("rag_external", row["key"], row["seq"]) for row in rows if row["accepted"])
+            once.extend(("rag_external", row.key, row.seq) for row in rows if row.accepted)
             await host.events.apublish(
                 EventName.EXTERNAL_RECALL_INJECTED,
                 host.id,
@@ -465,14 +462,8 @@ class SessionArena:
                 injected=len(shown),
                 internal_score=prepared.best_internal,
             )
-        zones = [
-            (
-                raw["zones"][z]["demand"],
-                raw["zones"][z]["accepted"],
-                raw["zones"][z]["cut_at_write"],
-            )
-            for z in ZONES
-        ]
+        reports = [raw.zones[zone] for zone in ZONES]
+        zones = [(report.demand, report.accepted, report.cut_at_write) for report in reports]
         observed = await anyio.to_thread.run_sync(
             partial(
                 host.store.arena_observe,
@@ -483,19 +474,19 @@ class SessionArena:
                 EventName.ARENA_ZONE_ADAPTED.value,
             )
         )
-        if observed["shifts"]:
-            shifts = [{"from": f, "to": t, "tokens": n} for f, t, n in observed["shifts"]]
+        if observed.shifts:
+            shifts = [{"from": f, "to": t, "tokens": n} for f, t, n in observed.shifts]
             host.events.deliver(
                 Event(
                     EventName.ARENA_ZONE_ADAPTED,
                     host.id,
-                    {"shifts": shifts, "caps": observed["caps"], "turn": observed["turns"]},
+                    {"shifts": shifts, "caps": observed.caps, "turn": observed.turns},
                 )
             )
         await self._floor_events(raw)
 
-    async def _floor_events(self, raw: dict[str, Any]) -> None:
-        stage = raw["stage"]
+    async def _floor_events(self, raw: _native.ArenaPlanRow) -> None:
+        stage = raw.stage
         if stage == "met":
             return
         host = self._host
@@ -504,9 +495,7 @@ class SessionArena:
             if stage == "unrecoverable"
             else EventName.ARENA_FLOOR_UNMET_RECOVERED
         )
-        await host.events.apublish(
-            name, host.id, stage=stage, relaxed=raw["relaxed"], cap=raw["cap"]
-        )
+        await host.events.apublish(name, host.id, stage=stage, relaxed=raw.relaxed, cap=raw.cap)
         if stage == "unrecoverable" and self.config.compact_on_floor_unmet:
             self._request_compaction("floor_unmet")
 

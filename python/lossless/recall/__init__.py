@@ -20,8 +20,8 @@ Session) restricts grep and describe to one session.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal, Protocol, TypeVar
 
 from lossless import _native
 from lossless.errors import InvalidInputError
@@ -139,6 +139,15 @@ class MessagePage:
     cursor: int
     next_cursor: int | None
     total_chars: int
+
+
+class _Row(Protocol):
+    """A result read by name: a native row or a dict."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+_Result = TypeVar("_Result", GrepHit, DagNode, ExpandedMessage, Expansion, MessagePage)
 
 
 def _at_least_one(field: str, value: object) -> None:
@@ -262,74 +271,27 @@ def read(
     character ``cursor`` (0 when ``None``), as much of it as ``max_tokens`` holds."""
     _at_least_one("max_tokens", max_tokens)
     store, _ = open_target(db)
-    page = store.read_message(message_id, max_tokens, cursor)
-    return MessagePage(
-        message_id=page.message_id,
-        session_id=page.session_id,
-        seq=page.seq,
-        role=page.role,
-        status=page.status,
-        parts=page.parts,
-        text=page.text,
-        tokens=page.tokens,
-        cursor=page.cursor,
-        next_cursor=page.next_cursor,
-        total_chars=page.total_chars,
-    )
+    return _public(MessagePage, store.read_message(message_id, max_tokens, cursor))
+
+
+# The public results stay dataclasses (``dataclasses.asdict``, ``replace``, made by
+# hand in tests); each is built in one step from the typed native row, reading the
+# fields it declares by name (a row may hold more, such as a summary's time).
+def _public(cls: type[_Result], row: _Row) -> _Result:
+    return cls(**{field.name: row[field.name] for field in fields(cls)})
 
 
 def _hit(row: _native.GrepRow) -> GrepHit:
-    return GrepHit(
-        session_id=row.session_id,
-        owner_kind=row.owner_kind,
-        owner_id=row.owner_id,
-        part_id=row.part_id,
-        snippet=row.snippet,
-        rank=row.rank,
-        covering_summary_id=row.covering_summary_id,
-        leaf_summary_id=row.leaf_summary_id,
-    )
+    return _public(GrepHit, row)
 
 
 def _expansion(row: _native.ExpansionRow) -> Expansion:
-    messages = [
-        ExpandedMessage(id=m.id, seq=m.seq, role=m.role, text=m.text, tokens=m.tokens)
-        for m in row.messages
-    ]
-    return Expansion(
-        summary_id=row.summary_id,
-        session_id=row.session_id,
-        messages=messages,
-        tokens=row.tokens,
-        total_messages=row.total_messages,
-        omitted_messages=row.omitted_messages,
-        messages_before=row.messages_before,
-        messages_after=row.messages_after,
-        focus_id=row.focus_id,
-        before_cursor=row.before_cursor,
-        after_cursor=row.after_cursor,
-        note=row.note,
-    )
+    messages = [_public(ExpandedMessage, message) for message in row.messages]
+    return _public(Expansion, {**row, "messages": messages})
 
 
 def _node(row: _native.DagRow) -> DagNode:
-    return DagNode(
-        id=row.id,
-        session_id=row.session_id,
-        kind=row.kind,
-        level=row.level,
-        depth=row.depth,
-        span_start_seq=row.span_start_seq,
-        span_end_seq=row.span_end_seq,
-        message_count=row.message_count,
-        token_count=row.token_count,
-        live=row.live,
-        superseded_by=row.superseded_by,
-        source_kind=row.source_kind,
-        sources=row.sources,
-        file_ids=row.file_ids,
-        text=row.text,
-    )
+    return _public(DagNode, row)
 
 
 from lossless.recall.tools import (  # noqa: E402  (the tools use the functions above)

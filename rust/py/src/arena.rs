@@ -2,15 +2,13 @@
 //! usage normaliser, as Python sees them.
 
 use lossless_core::arena::{
-    self, Candidate, CeilingPolicy, ControllerRules, Entry, Observed, PlanRules, PlannedTurn,
-    Priority, Zone, ZoneLimits,
+    self, Candidate, CeilingPolicy, ControllerRules, PlanRules, Priority, Zone, ZoneLimits,
 };
-use lossless_core::store::{ArenaWrite, Ceiling, RecallHit, WriteOutcome};
+use lossless_core::store::{ArenaWrite, Ceiling};
 use lossless_core::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
 
 use crate::errors::to_py_err;
 
@@ -153,37 +151,6 @@ pub fn ceiling(rules: &ArenaRules) -> Ceiling {
     }
 }
 
-pub fn outcomes<'py>(py: Python<'py>, outcomes: &[WriteOutcome]) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    for outcome in outcomes {
-        let dict = PyDict::new(py);
-        dict.set_item("key", &outcome.key)?;
-        dict.set_item("seq", outcome.seq)?;
-        dict.set_item("accepted", outcome.accepted)?;
-        dict.set_item("tokens", outcome.tokens)?;
-        dict.set_item("cut_from", outcome.cut_from)?;
-        dict.set_item("evicted", &outcome.evicted)?;
-        dict.set_item("enforced", outcome.enforced)?;
-        dict.set_item("compact", outcome.compact)?;
-        list.append(dict)?;
-    }
-    Ok(list)
-}
-
-pub fn entry_dict<'py>(py: Python<'py>, entry: &Entry) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("seq", entry.seq)?;
-    dict.set_item("zone", entry.zone.as_str())?;
-    dict.set_item("key", &entry.key)?;
-    dict.set_item("source", &entry.source)?;
-    dict.set_item("priority", entry.priority.as_str())?;
-    dict.set_item("text", &entry.text)?;
-    dict.set_item("tokens", entry.tokens)?;
-    dict.set_item("once", entry.once)?;
-    dict.set_item("external", entry.external)?;
-    Ok(dict)
-}
-
 /// A candidate of this turn only as Python hands it over: (zone, key, source,
 /// priority, text).
 pub type TransientArgs = (String, String, String, String, String);
@@ -205,71 +172,6 @@ pub fn candidates(transient: Vec<TransientArgs>) -> Vec<Candidate> {
 /// One once-per-session entry a turn injected, as Python hands it over: (zone, key,
 /// sequence number).
 pub type OnceArgs = (String, String, i64);
-
-/// A plan as Python reads it, with the generation that names it.
-pub fn planned_dict<'py>(py: Python<'py>, planned: &PlannedTurn) -> PyResult<Bound<'py, PyDict>> {
-    let turn = &planned.turn;
-    let dict = PyDict::new(py);
-    dict.set_item("generation", planned.generation.0)?;
-    dict.set_item("stable", &turn.rendered.stable)?;
-    dict.set_item("volatile", &turn.rendered.volatile)?;
-    dict.set_item("stable_tokens", planned.stable_tokens)?;
-    dict.set_item("volatile_tokens", planned.volatile_tokens)?;
-    dict.set_item("tokens", turn.plan.tokens)?;
-    dict.set_item("cap", turn.plan.cap)?;
-    dict.set_item("stage", turn.plan.stage.as_str())?;
-    let relaxed: Vec<&str> = turn.plan.relaxed.iter().map(|zone| zone.as_str()).collect();
-    dict.set_item("relaxed", relaxed)?;
-    let once: Vec<(&str, &str, i64)> = turn
-        .once
-        .iter()
-        .map(|(zone, key, seq)| (zone.as_str(), key.as_str(), *seq))
-        .collect();
-    dict.set_item("once", once)?;
-    dict.set_item("injected", &turn.injected)?;
-    let zones = PyDict::new(py);
-    for zone in Zone::ALL {
-        let report = &turn.plan.zones[zone.index()];
-        let item = PyDict::new(py);
-        item.set_item("demand", report.demand)?;
-        item.set_item("floor", report.floor)?;
-        item.set_item("cap", report.cap)?;
-        item.set_item("allocated", report.allocated)?;
-        item.set_item("accepted", report.accepted)?;
-        item.set_item("cut_at_write", report.cut_at_write)?;
-        item.set_item("cut", &report.cut)?;
-        item.set_item("dropped", &report.dropped)?;
-        item.set_item("dropped_count", report.dropped_count)?;
-        zones.set_item(zone.as_str(), item)?;
-    }
-    dict.set_item("zones", zones)?;
-    Ok(dict)
-}
-
-/// What observing a turn changed, as Python reads it.
-pub fn observed_dict<'py>(py: Python<'py>, observed: &Observed) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    let shifts = PyList::empty(py);
-    for shift in &observed.shifts {
-        shifts.append((shift.from.as_str(), shift.to.as_str(), shift.tokens))?;
-    }
-    dict.set_item("shifts", shifts)?;
-    dict.set_item("caps", observed.caps.map(|caps| caps.to_vec()))?;
-    dict.set_item("turns", observed.turns)?;
-    Ok(dict)
-}
-
-pub fn hit_dict<'py>(py: Python<'py>, hit: &RecallHit) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("message_id", &hit.message_id)?;
-    dict.set_item("part_id", &hit.part_id)?;
-    dict.set_item("seq", hit.seq)?;
-    dict.set_item("text", &hit.text)?;
-    dict.set_item("tokens", hit.tokens)?;
-    dict.set_item("score", hit.score)?;
-    dict.set_item("tombstoned", hit.tombstoned)?;
-    Ok(dict)
-}
 
 /// The built-in lexical retriever's index (see `lossless_core::arena::lexical`).
 #[pyclass(module = "lossless._native")]

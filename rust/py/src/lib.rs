@@ -8,6 +8,7 @@
 )]
 
 mod arena;
+mod arena_rows;
 mod convert;
 mod errors;
 mod files;
@@ -64,6 +65,14 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<recall::MessagePageRow>()?;
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
+    module.add_class::<arena_rows::ArenaWriteRow>()?;
+    module.add_class::<arena_rows::ArenaEntryRow>()?;
+    module.add_class::<arena_rows::ArenaPlanRow>()?;
+    module.add_class::<arena_rows::ZoneReports>()?;
+    module.add_class::<arena_rows::ZoneReportRow>()?;
+    module.add_class::<arena_rows::ArenaObservedRow>()?;
+    module.add_class::<arena_rows::RecallHitRow>()?;
+    module.add_class::<arena_rows::ViewItemRow>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
     module.add_function(wrap_pyfunction!(postgres::prepare_postgres, module)?)?;
     module.add_class::<span::Span>()?;

@@ -10,33 +10,33 @@ use lossless_core::arena::PlannedTurn;
 use lossless_core::model::Generation;
 use lossless_core::store::NewestRecall;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 
-use crate::arena;
+use crate::arena_rows::{ArenaPlanRow, RecallHitRow};
 
 /// The last plan and recall a store's sessions asked for, as Python objects.
 #[derive(Default)]
 pub struct TurnMemo {
-    plan: Mutex<Option<(Generation, Py<PyDict>)>>,
+    plan: Mutex<Option<(Generation, Py<ArenaPlanRow>)>>,
     recall: Mutex<Option<(Generation, Py<PyTuple>)>>,
 }
 
 impl TurnMemo {
-    /// The plan as a dict: the kept one while it is the same plan.
-    pub fn plan_dict<'py>(
+    /// The plan as Python reads it: the kept one while it is the same plan.
+    pub fn plan_row<'py>(
         &self,
         py: Python<'py>,
         planned: &PlannedTurn,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, ArenaPlanRow>> {
         let mut kept = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((generation, dict)) = kept.as_ref() {
+        if let Some((generation, row)) = kept.as_ref() {
             if *generation == planned.generation {
-                return Ok(dict.bind(py).clone());
+                return Ok(row.bind(py).clone());
             }
         }
-        let dict = arena::planned_dict(py, planned)?;
-        *kept = Some((planned.generation, dict.clone().unbind()));
-        Ok(dict)
+        let row = Bound::new(py, ArenaPlanRow::of(py, planned)?)?;
+        *kept = Some((planned.generation, row.clone().unbind()));
+        Ok(row)
     }
 
     /// `(question, hits, generation)` of `recalled`: the kept tuple while it is the
@@ -65,7 +65,7 @@ impl TurnMemo {
         }
         let hits = PyList::empty(py);
         for hit in &recalled.hits {
-            hits.append(arena::hit_dict(py, hit)?)?;
+            hits.append(RecallHitRow::from(hit))?;
         }
         let question = recalled.question.as_str().into_pyobject(py)?.into_any();
         let generation = recalled.generation.0.into_pyobject(py)?.into_any();

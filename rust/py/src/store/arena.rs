@@ -2,9 +2,12 @@
 
 use lossless_core::store::WriteEvent;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::PyTuple;
 
 use crate::arena;
+use crate::arena_rows::{
+    ArenaEntryRow, ArenaObservedRow, ArenaPlanRow, ArenaWriteRow, RecallHitRow,
+};
 
 use super::Store;
 
@@ -13,15 +16,15 @@ impl Store {
     /// Applies arena writes (see `lossless_core::store::ArenaWrite`) in one
     /// transaction with the event `event` (its payload `payload_json`), if given.
     #[pyo3(signature = (session_id, writes, rules, event = None, payload_json = None))]
-    fn arena_write<'py>(
+    fn arena_write(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         session_id: &str,
         writes: Vec<arena::WriteArgs>,
         rules: &arena::ArenaRules,
         event: Option<&str>,
         payload_json: Option<&str>,
-    ) -> PyResult<Bound<'py, PyList>> {
+    ) -> PyResult<Vec<ArenaWriteRow>> {
         let event = match event {
             Some(name) => Some(
                 WriteEvent::parse(name, payload_json.unwrap_or("{}"))
@@ -35,21 +38,13 @@ impl Store {
             let writes = arena::writes(writes, &rules.inner, learned.as_ref())?;
             store.arena_write(session_id, &writes, ceiling, event.as_ref())
         })?;
-        arena::outcomes(py, &outcomes)
+        Ok(outcomes.iter().map(ArenaWriteRow::from).collect())
     }
 
     /// The live entries of a session's arena, oldest first.
-    fn arena_entries<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &str,
-    ) -> PyResult<Bound<'py, PyList>> {
+    fn arena_entries(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<ArenaEntryRow>> {
         let entries = self.quick(py, |store| store.arena_entries(session_id))?;
-        let list = PyList::empty(py);
-        for entry in entries.iter() {
-            list.append(arena::entry_dict(py, entry)?)?;
-        }
-        Ok(list)
+        Ok(entries.iter().map(ArenaEntryRow::from).collect())
     }
 
     /// Plans a turn's injection under `cap` tokens, with this turn's `transient`
@@ -61,12 +56,12 @@ impl Store {
         rules: &arena::ArenaRules,
         cap: i64,
         transient: Vec<arena::TransientArgs>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, ArenaPlanRow>> {
         let candidates = arena::candidates(transient);
         let planned = self.quick(py, |store| {
             store.arena_plan(session_id, &rules.inner, rules.id, cap, &candidates)
         })?;
-        self.turn.plan_dict(py, &planned)
+        self.turn.plan_row(py, &planned)
     }
 
     /// The session's tool calls still waiting for their result: (call id, name).
@@ -78,19 +73,19 @@ impl Store {
     /// once-per-session entries it injected, as (zone, key, seq); stores the
     /// controller's state, with the event `event` when cap moved.
     #[pyo3(signature = (session_id, rules, zones, once, event = None))]
-    fn arena_observe<'py>(
+    fn arena_observe(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         session_id: &str,
         rules: &arena::ArenaRules,
         zones: Vec<(i64, i64, i64)>,
         once: Vec<arena::OnceArgs>,
         event: Option<&str>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<ArenaObservedRow> {
         let observed = self.with(py, |store| {
             store.arena_observe(session_id, &rules.inner, &zones, &once, event)
         })?;
-        arena::observed_dict(py, &observed)
+        Ok(ArenaObservedRow::from(&observed))
     }
 
     /// Forgets the arena's learned caps and the once-per-session entries it showed,
@@ -120,21 +115,17 @@ impl Store {
     }
 
     /// The parts of a session out of its view that match `question` best.
-    fn recall<'py>(
+    fn recall(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         session_id: &str,
         question: &str,
         k: usize,
         max_tokens: usize,
-    ) -> PyResult<Bound<'py, PyList>> {
+    ) -> PyResult<Vec<RecallHitRow>> {
         let hits = self.with(py, |store| {
             store.recall(session_id, question, k, max_tokens)
         })?;
-        let list = PyList::empty(py);
-        for hit in &hits {
-            list.append(arena::hit_dict(py, hit)?)?;
-        }
-        Ok(list)
+        Ok(hits.iter().map(RecallHitRow::from).collect())
     }
 }

@@ -2,18 +2,18 @@
 
 use std::sync::TryLockError;
 
-use lossless_core::parts::Role;
 use lossless_core::profile::Profile;
 use lossless_core::store::{self as core_store};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
+use crate::arena_rows::ViewItemRow;
 use crate::convert;
 use crate::prefix::ItemUnits;
 use crate::render_cache::RenderCache;
 use crate::results::result_class;
 
-use super::{dict_of, obj, Store};
+use super::{obj, Store};
 
 #[pymethods]
 impl Store {
@@ -54,23 +54,9 @@ impl Store {
         Ok(ViewStats::from(stats))
     }
 
-    fn view_items<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Bound<'py, PyList>> {
+    fn view_items(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<ViewItemRow>> {
         let items = self.with(py, |store| store.view_items(session_id))?;
-        let list = PyList::empty(py);
-        for item in &items {
-            list.append(dict_of(
-                py,
-                &[
-                    ("position", obj(py, item.position)?),
-                    ("kind", obj(py, item.kind.as_str())?),
-                    ("id", obj(py, &item.id)?),
-                    ("tokens", obj(py, item.tokens)?),
-                    ("role", obj(py, item.role.map(Role::as_str))?),
-                    ("seq", obj(py, item.seq)?),
-                ],
-            )?)?;
-        }
-        Ok(list)
+        Ok(items.iter().map(ViewItemRow::from).collect())
     }
 }
 
