@@ -17,6 +17,16 @@ _ZoneName: TypeAlias = Literal[
     "rag_external",
 ]
 
+# Payloads in a wire format rather than results: each is a JSON object whose shape
+# is the format's, open by design.
+#: A part as `lossless.parts.part_to_wire` writes it: ``kind`` and the fields of
+#: that kind (the kinds are `PART_KINDS`).
+_WirePart: TypeAlias = dict[str, Any]
+#: A message in the OpenAI Chat Completions format.
+_ChatMessage: TypeAlias = dict[str, Any]
+#: A provider's usage object, as its response reported it.
+_ProviderUsage: TypeAlias = dict[str, Any]
+
 __all__ = [
     "MARKER_TOKENS",
     "MIN_SUMMARY_TOKENS",
@@ -327,7 +337,7 @@ class MessageRecord:
     @property
     def finish_reason(self) -> str | None: ...
     @property
-    def parts(self) -> list[dict[str, Any]]: ...
+    def parts(self) -> list[_WirePart]: ...
     def __getitem__(self, key: str, /) -> Any: ...
     def get(self, key: str, default: Any = None, /) -> Any: ...
     def keys(self) -> list[str]: ...
@@ -955,14 +965,14 @@ class Store:
         owner's heartbeat (None: only the heartbeat)."""
     # messages
     def append_message(
-        self, session_id: str, role: str, parts: list[dict[str, Any]], model: str | None = None
+        self, session_id: str, role: str, parts: list[_WirePart], model: str | None = None
     ) -> AppendResult: ...
     @overload
     def append_turn(
         self,
         session_id: str,
         role: str,
-        parts: list[dict[str, Any]],
+        parts: list[_WirePart],
         event: str,
         payload_json: str,
         wait: Literal[True] = True,
@@ -977,7 +987,7 @@ class Store:
         self,
         session_id: str,
         role: str,
-        parts: list[dict[str, Any]],
+        parts: list[_WirePart],
         event: str,
         payload_json: str,
         wait: bool,
@@ -1004,18 +1014,18 @@ class Store:
     def finish_message(
         self,
         message_id: str,
-        parts: list[dict[str, Any]],
+        parts: list[_WirePart],
         complete: bool,
-        usage: dict[str, Any] | None = None,
+        usage: _ProviderUsage | None = None,
     ) -> AppendResult: ...
     @overload
     def finish_turn(
         self,
         session_id: str,
         message_id: str,
-        parts: list[dict[str, Any]],
+        parts: list[_WirePart],
         complete: bool,
-        usage: dict[str, Any] | None,
+        usage: _ProviderUsage | None,
         event: str,
         payload_json: str,
         wait: Literal[True] = True,
@@ -1027,9 +1037,9 @@ class Store:
         self,
         session_id: str,
         message_id: str,
-        parts: list[dict[str, Any]],
+        parts: list[_WirePart],
         complete: bool,
-        usage: dict[str, Any] | None,
+        usage: _ProviderUsage | None,
         event: str,
         payload_json: str,
         wait: bool,
@@ -1073,10 +1083,10 @@ class Store:
     # context view
     def assemble(
         self, session_id: str, budget_tokens: int, profile: str = "default"
-    ) -> tuple[list[dict[str, Any]], int, list[str], int]: ...
+    ) -> tuple[list[_ChatMessage], int, list[str], int]: ...
     def assemble_placed(
         self, session_id: str, budget_tokens: int, profile: str = "default"
-    ) -> tuple[list[dict[str, Any]], int, list[str], int, int, ItemUnits]: ...
+    ) -> tuple[list[_ChatMessage], int, list[str], int, int, ItemUnits]: ...
     def arena_write(
         self,
         session_id: str,
