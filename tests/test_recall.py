@@ -13,7 +13,7 @@ from lossless.config import Config, LLMConfig, ModelConfig
 from lossless.demo._config import demo_config
 from lossless.demo.trajectory import RECALL_FACT, RECALL_QUERY, RECALL_TURN, generate_trajectory
 from lossless.parts import ToolPart
-from lossless.recall import describe, expand, grep, group_by_summary
+from lossless.recall import describe, expand, grep, group_by_summary, read
 from lossless.session import Session
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
 
@@ -148,6 +148,15 @@ async def test_bad_recall_input_gets_typed_errors(compacted: Session) -> None:
         describe("sum_missing", db=compacted.store.path)
     with pytest.raises(errors.SessionNotFoundError):
         grep("anything", session="ses_missing", db=compacted.store.path)
+    # Each checked once, where it is owned: the type by the binding, the value by the core.
+    for limit, words in [(0, "at least 1"), (-3, "at least 1"), (True, "got bool")]:
+        with pytest.raises(errors.InvalidInputError, match=f"limit: .*{words}"):
+            grep("anything", session=compacted, limit=limit)
+    node = describe(db=compacted.store.path)[0]
+    with pytest.raises(errors.InvalidInputError, match="max_tokens: must be at least 1"):
+        expand(node.id, db=compacted, max_tokens=0)
+    with pytest.raises(errors.InvalidInputError, match="max_tokens: expected an integer"):
+        read(node.sources[0], db=compacted, max_tokens=2.5)  # type: ignore[arg-type]
 
 
 def _last_tool_part(session: Session) -> ToolPart:

@@ -150,13 +150,6 @@ class _Row(Protocol):
 _Result = TypeVar("_Result", GrepHit, DagNode, ExpandedMessage, Expansion, MessagePage)
 
 
-def _at_least_one(field: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{field}: expected an integer, got {type(value).__name__}")
-    if value < 1:
-        raise InvalidInputError(f"{field}: must be at least 1")
-
-
 def grep(
     query: str,
     *,
@@ -181,7 +174,6 @@ def grep(
     2,000 newest are ranked (require a word to narrow, or use ``mode="regex"`` to scan
     all). :func:`group_by_summary` groups the hits by the summary that covers them.
     """
-    _at_least_one("limit", limit)
     store, session_id = open_target(db, session)
     return [_hit(row) for row in store.grep(query, session_id, mode, limit)]
 
@@ -254,7 +246,6 @@ def expand(
     ``after`` (a cursor of an earlier expansion) give the page of older / newer
     messages. At most one of the four.
     """
-    _at_least_one("max_tokens", max_tokens)
     store, _ = open_target(db)
     row = store.expand(summary_id, max_tokens, around, query, before, after)
     return _expansion(row)
@@ -269,7 +260,6 @@ def read(
 ) -> MessagePage:
     """One stored message written out whole (pruned tool outputs included), from
     character ``cursor`` (0 when ``None``), as much of it as ``max_tokens`` holds."""
-    _at_least_one("max_tokens", max_tokens)
     store, _ = open_target(db)
     return _public(MessagePage, store.read_message(message_id, max_tokens, cursor))
 

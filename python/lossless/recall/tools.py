@@ -273,10 +273,8 @@ def _fitted(
 
 
 def _budget(args: dict[str, Any]) -> int:
-    value = _integer(args, "max_tokens", ANSWER_TOKENS)
-    if value < 1:
-        raise InvalidInputError("max_tokens: must be at least 1")
-    return min(value, ANSWER_TOKENS)
+    # Below one is the core's to refuse, as for every caller.
+    return min(_integer(args, "max_tokens", ANSWER_TOKENS), ANSWER_TOKENS)
 
 
 def _text(args: dict[str, Any], key: str) -> str:

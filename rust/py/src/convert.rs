@@ -5,7 +5,7 @@ use lossless_core::profile::Profile;
 use lossless_core::render::{ChatMessage, StoredPart, ToolCall};
 use lossless_core::store::{Durability, GrepMode, SummaryRow, Usage};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
 
 use crate::errors::{invalid, to_py_err};
 
@@ -30,9 +30,17 @@ pub fn maybe_text(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Opt
 
 /// An `int` argument that fits in 64 bits, naming the field when it is not one.
 pub fn int(value: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
+    // `True` is an `int` to Python, never a count or a size to a caller.
     let number = value
         .cast::<PyInt>()
-        .map_err(|_| invalid(field, &format!("expected int, got {}", type_name(value))))?;
+        .ok()
+        .filter(|_| !value.is_instance_of::<PyBool>())
+        .ok_or_else(|| {
+            invalid(
+                field,
+                &format!("expected an integer, got {}", type_name(value)),
+            )
+        })?;
     number
         .extract()
         .map_err(|_| invalid(field, &format!("{number} is out of range")))

@@ -72,10 +72,13 @@ impl Store {
         mode: GrepMode,
         limit: usize,
     ) -> Result<Vec<GrepHit>> {
+        if limit == 0 {
+            return Err(Error::invalid("limit", "must be at least 1"));
+        }
         if let Some(id) = session_id {
             self.session(id)?;
         }
-        let limit = limit.clamp(1, 10_000);
+        let limit = limit.min(10_000);
         self.index_backlog_before_search()?;
         let mut hits = match mode {
             GrepMode::Text if self.conn.is_postgres() => {
