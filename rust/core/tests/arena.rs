@@ -564,6 +564,22 @@ fn an_observed_shift_is_stored_with_its_event_and_a_reset_forgets_it() {
         "{}",
         adapted[0].payload
     );
+    // A write to the zone's cap is cut at the cap the controller learned; a write
+    // with a smaller limit of its own keeps to its limit.
+    let long = "the payout client retries with backoff ".repeat(60);
+    let mut to_zone_cap = write(Zone::TaskState, "task", Some(&long));
+    to_zone_cap.cap_tokens = 400;
+    let mut own_limit = write(Zone::TaskState, "note", Some(&long));
+    own_limit.cap_tokens = 300;
+    let outcomes = store
+        .arena_write_under(&session, vec![to_zone_cap, own_limit], &rules, None)
+        .unwrap();
+    assert!(outcomes[0].tokens > 400, "{outcomes:?}");
+    assert!(
+        outcomes[0].tokens <= learned[Zone::TaskState.index()],
+        "{outcomes:?}"
+    );
+    assert!(outcomes[1].tokens <= 300, "{outcomes:?}");
     let reset = lossless_core::store::WriteEvent::parse("arena_reset", "{}").unwrap();
     store.arena_reset(&session, &reset).unwrap();
     assert_eq!(store.arena_learned_caps(&session, &rules).unwrap(), None);

@@ -4,7 +4,7 @@
 use lossless_core::arena::{
     self, Candidate, CeilingPolicy, ControllerRules, PlanRules, Priority, Zone, ZoneLimits,
 };
-use lossless_core::store::{ArenaWrite, Ceiling};
+use lossless_core::store::ArenaWrite;
 use lossless_core::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -109,27 +109,14 @@ pub type WriteArgs = (
     i64,
 );
 
-/// The writes converted, every zone and priority checked before anything is written.
-/// A write whose limit is at least its zone's configured cap is cut at the zone's cap
-/// as it is now: the configured one, or the larger one the controller learned (in
-/// `learned`), so a zone the controller gave more keeps more of its next write.
-pub fn writes(
-    args: Vec<WriteArgs>,
-    rules: &arena::ArenaRules,
-    learned: Option<&[i64; 7]>,
-) -> Result<Vec<ArenaWrite>> {
+/// The writes converted, every zone and priority checked before anything is
+/// written; the core decides which are writes to their zone's cap.
+pub fn writes(args: Vec<WriteArgs>) -> Result<Vec<ArenaWrite>> {
     args.into_iter()
         .map(
             |(zone, key, source, priority, text, once, external, cap_tokens)| {
-                let zone = Zone::parse(&zone)?;
-                let configured = rules.plan.limits[zone.index()].cap;
-                let zone_cap = cap_tokens >= configured;
-                let cap_tokens = match learned {
-                    Some(caps) if zone_cap => cap_tokens.max(caps[zone.index()]),
-                    _ => cap_tokens,
-                };
                 Ok(ArenaWrite {
-                    zone,
+                    zone: Zone::parse(&zone)?,
                     key,
                     source,
                     priority: Priority::parse(&priority)?,
@@ -137,18 +124,11 @@ pub fn writes(
                     once,
                     external,
                     cap_tokens,
-                    zone_cap,
+                    zone_cap: false,
                 })
             },
         )
         .collect()
-}
-
-pub fn ceiling(rules: &ArenaRules) -> Ceiling {
-    Ceiling {
-        max_entries: rules.inner.max_entries,
-        policy: rules.inner.policy,
-    }
 }
 
 /// A candidate of this turn only as Python hands it over: (zone, key, source,

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use super::controller::{ArenaState, Shift};
+use super::entries::{ArenaWrite, Ceiling, WriteOutcome};
 use super::plan::ZoneReport;
 use super::turn::{current_caps, observe_turn, plan_turn, ArenaRules, TurnPlan};
 use super::zones::{Entry, PerZone, Priority, Zone};
@@ -123,6 +124,33 @@ impl Store {
             turn,
             generation: Generation::next(),
         })
+    }
+
+    /// Applies `writes` under a session's `rules`, in one transaction with `event`.
+    /// A write whose limit is at least its zone's configured cap is a write to the
+    /// zone's cap, and is cut at that cap as it is now: the configured one, or the
+    /// larger one the controller learned, so a zone the controller gave more keeps
+    /// more of its next write. The entry ceiling is the rules' too.
+    pub fn arena_write_under(
+        &mut self,
+        session_id: &str,
+        mut writes: Vec<ArenaWrite>,
+        rules: &ArenaRules,
+        event: Option<&WriteEvent>,
+    ) -> Result<Vec<WriteOutcome>> {
+        let learned = self.arena_learned_caps(session_id, rules)?;
+        for write in &mut writes {
+            let zone = write.zone.index();
+            write.zone_cap = write.cap_tokens >= rules.plan.limits[zone].cap;
+            if let (Some(caps), true) = (learned.as_ref(), write.zone_cap) {
+                write.cap_tokens = write.cap_tokens.max(caps[zone]);
+            }
+        }
+        let ceiling = Ceiling {
+            max_entries: rules.max_entries,
+            policy: rules.policy,
+        };
+        self.arena_write(session_id, &writes, ceiling, event)
     }
 
     /// The caps the controller learned for `session_id`, if it has.

@@ -32,11 +32,9 @@ impl Store {
             ),
             None => None,
         };
-        let ceiling = arena::ceiling(rules);
+        let writes = arena::writes(writes).map_err(crate::errors::to_py_err)?;
         let outcomes = self.with(py, |store| {
-            let learned = store.arena_learned_caps(session_id, &rules.inner)?;
-            let writes = arena::writes(writes, &rules.inner, learned.as_ref())?;
-            store.arena_write(session_id, &writes, ceiling, event.as_ref())
+            store.arena_write_under(session_id, writes, &rules.inner, event.as_ref())
         })?;
         Ok(outcomes.iter().map(ArenaWriteRow::from).collect())
     }
