@@ -7,7 +7,9 @@ hits a failing tool, and wraps up with a summary. Users attach large files (CI l
 exports), which appear as :class:`~lossless.parts.FileRefPart` and are cited by id later.
 
 Everything is driven by one ``random.Random(seed)`` (plus per-file streams derived from
-the seed), so a seed always yields the same trajectory.
+the seed), so a seed always yields the same trajectory. That is also why the module is
+longer than most: the story's steps are one class drawing from that one stream, and the
+order of their draws is what a seed's trajectory is, so they are read together.
 
 At :data:`RECALL_TURN` the user states a constraint containing :data:`RECALL_FACT`; the
 words of :data:`RECALL_QUERY` occur nowhere else, so a search for them must find exactly
@@ -18,11 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from lossless.demo import _prose as prose
+from lossless.demo._attachments import ATTACHMENTS
 from lossless.demo._outputs import (
     LARGE_MAX,
     LARGE_MIN,
@@ -214,7 +216,7 @@ class _Story:
 
     def _attachment(self, episode: _Episode) -> FileRefPart:
         """A large file the user attaches to a request, remembered for later citation."""
-        build = self.rng.choice(_ATTACHMENTS)
+        build = self.rng.choice(ATTACHMENTS)
         path, kind, tokens, summary = build(self.rng, episode.slots)
         ref = FileRefPart(file_id_for(path), path, kind, tokens, summary)
         self.refs.append(ref)
@@ -554,56 +556,6 @@ def _episode_slots(
         "size": str(rng.choice((500, 1000, 2000))),
         "qualifier": rng.choice(QUALIFIERS),
     }
-
-
-# An attachment: (path, file type, token count, one-line summary).
-_Attachment = tuple[str, str, int, str]
-
-
-def _ci_log(rng: random.Random, slots: dict[str, str]) -> _Attachment:
-    run = rng.randint(10_000, 99_999)
-    summary = (
-        f"CI run {run}, {rng.randint(1, 4)} failed and {rng.randint(800, 1900)} passed, "
-        f"first failure {slots['test']}"
-    )
-    return f"ci/logs/run-{run}.log", "log", rng.randint(20_000, 180_000), summary
-
-
-def _trace_export(rng: random.Random, slots: dict[str, str]) -> _Attachment:
-    domain = slots["domain"]
-    day = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-    summary = f"production traces for {domain}, {rng.randint(2_000, 90_000)} spans"
-    return f"exports/traces/{domain}-{day}.jsonl", "jsonl", rng.randint(40_000, 300_000), summary
-
-
-def _csv_export(rng: random.Random, slots: dict[str, str]) -> _Attachment:
-    path = f"exports/{slots['domain']}/{slots['nouns']}-2024-{rng.randint(1, 12):02d}.csv"
-    summary = (
-        f"monthly {slots['noun']} export, {rng.randint(10_000, 900_000)} rows with id, "
-        "account_id, amount, currency, status"
-    )
-    return path, "csv", rng.randint(50_000, 400_000), summary
-
-
-def _spec(rng: random.Random, slots: dict[str, str]) -> _Attachment:
-    path = f"docs/specs/{slots['domain']}-v{rng.randint(2, 9)}.md"
-    summary = f"{slots['Noun']} API spec with endpoints, error codes and idempotency rules"
-    return path, "markdown", rng.randint(8_000, 30_000), summary
-
-
-def _screenshot(rng: random.Random, slots: dict[str, str]) -> _Attachment:
-    path = f"screenshots/{slots['domain']}-errors-{rng.randint(10_000, 99_999)}.png"
-    summary = f"dashboard panel of {slots['noun']} errors by status code over 24h"
-    return path, "image", rng.randint(900, 1_600), summary
-
-
-_ATTACHMENTS: tuple[Callable[[random.Random, dict[str, str]], _Attachment], ...] = (
-    _ci_log,
-    _trace_export,
-    _csv_export,
-    _spec,
-    _screenshot,
-)
 
 
 def _is_large(part: Part) -> bool:
