@@ -101,7 +101,7 @@ def test_prune_scan(benchmark: Any, record: Any, fixture_db: BenchDB, scratch: P
     store = fresh_copy(fixture_db, scratch)
     sid = fixture_db.session_id
 
-    def scan() -> dict[str, int]:
+    def scan() -> _native.PruneResult:
         # A minimum no prune can meet: the whole decision, nothing written.
         return store.prune(sid, 40_000, 2**62, PROTECTED_TOOLS, 2)
 
@@ -120,7 +120,7 @@ def test_prune_scan_and_write(
     benchmark: Any, record: Any, fixture_db: BenchDB, scratch: Path
 ) -> None:
     sid = fixture_db.session_id
-    results: list[dict[str, int]] = []
+    results: list[_native.PruneResult] = []
 
     def setup() -> tuple[tuple[_native.Store], dict[str, Any]]:
         return (fresh_copy(fixture_db, scratch),), {}

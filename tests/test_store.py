@@ -325,7 +325,7 @@ def test_tool_call_and_result_are_never_split(store: Store, sid: str) -> None:
 
 def commit_truncation(
     store: Store, sid: str, count: int | None = None, target: int = 400
-) -> dict[str, Any]:
+) -> _native.CommitResult:
     """Summarise the oldest unprotected messages (level 3) and commit the summary."""
     span = store.native.compaction_span(sid)
     ids = span.message_ids[:count]
@@ -1057,3 +1057,61 @@ def test_arena_and_view_results_are_typed_and_read_by_name(store: Store, sid: st
     (item,) = native.view_items(sid)
     assert (item.kind, item["role"], dict(item)["seq"]) == ("message", "user", item.seq)
     assert native.recall(sid, "budget", 3, 200) == []
+
+
+def assert_frozen(*rows: Any) -> None:
+    """Every field of each of ``rows`` is read-only."""
+    for row in rows:
+        for key in dict(row):
+            with pytest.raises(AttributeError):
+                setattr(row, key, None)
+
+
+def test_compaction_prunes_and_commits_are_typed_and_read_by_name(store: Store, sid: str) -> None:
+    for turn in range(6):
+        store.append(sid, "user", f"step {turn} reads file_{turn:08x}")
+        store.append(sid, "assistant", f"done {turn}: " + "words " * 60)
+    native = store.native
+    pruned = native.prune(sid, 0, 0, [])
+    assert dict(pruned) == {"candidates": 0, "pruned_parts": 0, "tokens_saved": 0}
+    assert (pruned.pruned_parts, pruned["tokens_saved"]) == (0, 0)
+    span = native.compaction_span(sid, 1)
+    result = native.commit_extractive_summary(span, 400)
+    committed = result.committed
+    assert committed is not None and result["committed"] is committed
+    assert dict(committed)["messages_covered"] == result.message_count == span.message_count
+    (summary,) = native.live_summaries(sid)
+    assert (summary.id, summary["kind"], summary.level) == (committed.summary_id, "leaf", 1)
+    assert summary == native.live_summaries(sid)[0] and dict(summary)["text"] == result.text
+    assert_frozen(pruned, result, committed, summary)
+
+
+def test_a_compaction_round_is_typed_and_read_by_name(store: Store, sid: str) -> None:
+    for turn in range(8):
+        store.append(sid, "user", f"step {turn} reads file_{turn:08x}")
+        store.append(sid, "assistant", f"done {turn}: " + "words " * 60)
+    native = store.native
+    before = store.view_stats(sid).tokens
+    rules = _native.RoundRules(
+        before // 2,
+        tail_messages=2,
+        user_turns=1,
+        prune_protect_tokens=0,
+        prune_minimum_tokens=0,
+        protected_tools=[],
+        summary_max_tokens=300,
+    )
+    # With a model to summarise, the round hands over its span and writes nothing.
+    handed = native.compaction_round(sid, rules, before, True)
+    assert handed.span is not None and handed["span"] is handed.span
+    assert (handed.committed, handed.view_after, handed["saved"]) == ([], None, 0)
+    assert handed.span_messages == handed.span.message_count > 0
+    done = native.compaction_round(sid, rules, before, False)
+    assert done.span is None and done["pruned"] is done.pruned
+    assert dict(done.pruned) == {"candidates": 0, "pruned_parts": 0, "tokens_saved": 0}
+    (leaf,) = done.committed
+    assert done["committed"] is done.committed and list(leaf.keys())[-2:] == ["level", "messages"]
+    assert (leaf.level, leaf["messages"]) == (3, handed.span_messages)
+    assert done.saved == leaf.tokens_before - leaf["tokens_after"]
+    assert done.view_after == store.view_stats(sid).tokens
+    assert_frozen(handed, done, leaf)

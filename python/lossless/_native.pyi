@@ -39,10 +39,12 @@ __all__ = [
     "ArenaPlanRow",
     "ArenaRules",
     "ArenaWriteRow",
+    "CommitResult",
     "DagRow",
     "EventRow",
     "ExpandedRow",
     "ExpansionRow",
+    "ExtractiveCommitResult",
     "FileRecord",
     "FileScan",
     "GrepRow",
@@ -52,8 +54,11 @@ __all__ = [
     "MapRun",
     "MessagePageRow",
     "MessageRecord",
+    "PruneResult",
     "RecallHitRow",
     "RequestPrint",
+    "RoundCommit",
+    "RoundResult",
     "RoundRules",
     "SessionInfo",
     "SessionRow",
@@ -61,6 +66,7 @@ __all__ = [
     "Store",
     "StoreStats",
     "StreamRow",
+    "SummaryRow",
     "TokenCounter",
     "TurnAppendResult",
     "ViewItemRow",
@@ -629,6 +635,153 @@ class MessagePageRow:
     def keys(self) -> list[str]: ...
 
 @final
+class PruneResult:
+    """What a prune pass did: the tool outputs it could tombstone, those it did, and
+    the tokens the view shrank by."""
+
+    @property
+    def candidates(self) -> int: ...
+    @property
+    def pruned_parts(self) -> int:
+        """Tool outputs tombstoned (0 when the pass saved too little to write)."""
+    @property
+    def tokens_saved(self) -> int: ...
+    def __getitem__(self, key: str, /) -> int: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class SummaryRow:
+    """A summary still in its session's view, as ``Store.live_summaries`` lists it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def kind(self) -> Literal["leaf", "condensed"]: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def span_start_seq(self) -> int: ...
+    @property
+    def span_end_seq(self) -> int: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def file_ids(self) -> list[str]: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def superseded_by(self) -> str | None: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class CommitResult:
+    """A committed summary: its id and size, the view's size before and after, the
+    messages it covers and the file ids of its footer."""
+
+    @property
+    def summary_id(self) -> str: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def tokens_before(self) -> int: ...
+    @property
+    def tokens_after(self) -> int: ...
+    @property
+    def messages_covered(self) -> int: ...
+    @property
+    def file_ids(self) -> list[str]: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class ExtractiveCommitResult:
+    """A span's built-in summary and its commit."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def file_ids(self) -> list[str]: ...
+    @property
+    def committed(self) -> CommitResult | None:
+        """None when the summary did not fit its budget or would not shrink the view."""
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class RoundCommit:
+    """A leaf summary a compaction round committed: the commit, with its level and the
+    messages it covers."""
+
+    @property
+    def summary_id(self) -> str: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def tokens_before(self) -> int: ...
+    @property
+    def tokens_after(self) -> int: ...
+    @property
+    def messages_covered(self) -> int: ...
+    @property
+    def file_ids(self) -> list[str]: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def messages(self) -> int: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
+class RoundResult:
+    """A round's store work up to its first model call (``Store.compaction_round``)."""
+
+    @property
+    def pruned(self) -> PruneResult: ...
+    @property
+    def span(self) -> Span | None:
+        """The span for the model; None when the round's store work is finished."""
+    @property
+    def target(self) -> int:
+        """The span's summary budget (0 when no span was read)."""
+    @property
+    def span_messages(self) -> int:
+        """Messages in the span the round read (0 when it ended at the prune)."""
+    @property
+    def committed(self) -> list[RoundCommit]:
+        """The leaf summaries the round committed, oldest first."""
+    @property
+    def attempts(self) -> list[str]:
+        """Why the built-in levels committed nothing, level by level."""
+    @property
+    def view_after(self) -> int | None:
+        """The view's size read after the round's last write, when the round's store
+        work is finished."""
+    @property
+    def saved(self) -> int:
+        """Tokens the round took out of the view."""
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+@final
 class Span:
     """The oldest unprotected run of messages in a view: what the next summary covers.
 
@@ -1138,7 +1291,7 @@ class Store:
         protect_user_turns: int = 2,
         tail_tokens: int | None = None,
         tail_messages: int | None = None,
-    ) -> dict[str, int]: ...
+    ) -> PruneResult: ...
     def compaction_span(
         self,
         session_id: str,
@@ -1158,7 +1311,7 @@ class Store:
     def extractive_summary(
         self, message_ids: list[str] | Span, max_tokens: int
     ) -> dict[str, Any]: ...
-    def live_summaries(self, session_id: str) -> list[dict[str, Any]]: ...
+    def live_summaries(self, session_id: str) -> list[SummaryRow]: ...
     def condense_truncate(self, summary_ids: list[str], max_tokens: int) -> dict[str, Any]: ...
     def commit_summary(
         self,
@@ -1168,21 +1321,19 @@ class Store:
         source_message_ids: list[str] | Span,
         source_summary_ids: list[str],
         expected_view_version: int | None = None,
-    ) -> dict[str, Any]: ...
-    def commit_extractive_summary(self, span: Span, max_tokens: int) -> dict[str, Any]: ...
+    ) -> CommitResult: ...
+    def commit_extractive_summary(self, span: Span, max_tokens: int) -> ExtractiveCommitResult: ...
     def compaction_round(
         self,
         session_id: str,
         rules: RoundRules,
         before: int,
         model_summary: bool,
-    ) -> dict[str, Any]:
+    ) -> RoundResult:
         """A round's store work up to its first model call: the prune (which ends the
         round when it writes: a round changes the view once), the span, and, unless
         ``model_summary``, its built-in summary or truncation, committed when it
-        shrinks the view. Keys: ``pruned``, ``span`` (the span for the model, or
-        None), ``target``, ``span_messages``, ``committed``, ``level``,
-        ``attempts``, ``view_after``, ``saved``."""
+        shrinks the view."""
     def session_file_ids(self, session_id: str) -> list[str]: ...
     # recall
     def grep(

@@ -13,10 +13,12 @@ from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
 __all__ = [
     "AppendResult",
+    "CommitResult",
     "DagRow",
     "EventRow",
     "ExpandedRow",
     "ExpansionRow",
+    "ExtractiveCommitResult",
     "FileRecord",
     "FileScan",
     "GrepRow",
@@ -24,11 +26,15 @@ __all__ = [
     "MapRun",
     "MessagePageRow",
     "MessageRecord",
+    "PruneResult",
+    "RoundCommit",
+    "RoundResult",
     "SessionInfo",
     "SessionRow",
     "Store",
     "StoreStats",
     "StreamRow",
+    "SummaryRow",
     "TurnAppendResult",
     "ViewStats",
     "database_path",
@@ -74,6 +80,18 @@ ExpandedRow = _native.ExpandedRow
 """One source message of an expansion, written out as text."""
 MessagePageRow = _native.MessagePageRow
 """A page of one stored message written out whole (:meth:`Store.read`)."""
+PruneResult = _native.PruneResult
+"""What a prune pass did: the tool outputs it could tombstone, those it did, the tokens saved."""
+SummaryRow = _native.SummaryRow
+"""A summary still in its session's view."""
+CommitResult = _native.CommitResult
+"""A committed summary, with the view's size before and after it."""
+ExtractiveCommitResult = _native.ExtractiveCommitResult
+"""A span's built-in summary and its commit (None when it was not committed)."""
+RoundCommit = _native.RoundCommit
+"""A leaf summary a compaction round committed, with its level and messages."""
+RoundResult = _native.RoundResult
+"""A compaction round's store work up to its first model call."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

@@ -36,19 +36,17 @@ class FirstSteps:
     reports it: the prune, then either a committed built-in summary or the span a
     model is to summarise."""
 
-    outcome: dict[str, Any]
+    outcome: _native.RoundResult
 
     @property
     def span(self) -> _native.Span | None:
         """The span for the model; None when the round's store work is finished."""
-        span: _native.Span | None = self.outcome["span"]
-        return span
+        return self.outcome.span
 
     @property
     def view_after(self) -> int | None:
         """The view's size read after the round's last write, when it is finished."""
-        view_after: int | None = self.outcome["view_after"]
-        return view_after
+        return self.outcome.view_after
 
 
 class RoundWork:
@@ -103,7 +101,7 @@ class RoundWork:
             steps = await self._call(self.first_steps, rules, before)
         saved = await self._record_steps(steps.outcome, result)
         span = steps.span
-        pruned = bool(steps.outcome["pruned"]["pruned_parts"])
+        pruned = bool(steps.outcome.pruned.pruned_parts)
         if span is not None:
             saved += await self._model_leaf(span, rules, result)
         elif steps.view_after is not None and (
@@ -132,27 +130,27 @@ class RoundWork:
             rules.tail_tokens,
             rules.tail_messages,
         )
-        if pruned["pruned_parts"]:
-            result.pruned_parts += pruned["pruned_parts"]
-            result.pruned_tokens += pruned["tokens_saved"]
-            await self._bus.apublish(
-                EventName.PRUNE_COMPLETED, self._session_id, via=self._store, **pruned
-            )
-        return int(pruned["tokens_saved"])
+        await self._record_prune(pruned, result)
+        return pruned.tokens_saved
 
-    async def _record_steps(self, outcome: dict[str, Any], result: CompactionResult) -> int:
+    async def _record_steps(self, outcome: _native.RoundResult, result: CompactionResult) -> int:
         """Adds a round's first steps to ``result``; returns the tokens they saved."""
-        pruned = outcome["pruned"]
-        if pruned["pruned_parts"]:
-            result.pruned_parts += pruned["pruned_parts"]
-            result.pruned_tokens += pruned["tokens_saved"]
-            await self._bus.apublish(
-                EventName.PRUNE_COMPLETED, self._session_id, via=self._store, **pruned
-            )
-        result.attempts.extend(outcome["attempts"])
-        for committed in outcome["committed"]:
-            self._record(committed, committed["level"], committed["messages"], result)
-        return int(outcome["saved"])
+        await self._record_prune(outcome.pruned, result)
+        result.attempts.extend(outcome.attempts)
+        for committed in outcome.committed:
+            self._record(committed, committed.level, committed.messages, result)
+        return outcome.saved
+
+    async def _record_prune(self, pruned: _native.PruneResult, result: CompactionResult) -> None:
+        """Adds a prune to ``result`` and publishes it, when it tombstoned anything."""
+        if not pruned.pruned_parts:
+            return
+        result.pruned_parts += pruned.pruned_parts
+        result.pruned_tokens += pruned.tokens_saved
+        # The event's payload is the prune's fields, by name.
+        await self._bus.apublish(
+            EventName.PRUNE_COMPLETED, self._session_id, via=self._store, **pruned
+        )
 
     async def _model_leaf(
         self, span: _native.Span, rules: _native.RoundRules, result: CompactionResult
@@ -234,7 +232,7 @@ class RoundWork:
             # A parent over a bounded number of children, the oldest first: expanding
             # any summary to its direct children stays a modest read.
             live = live[: self._config.compaction.condense_max_children]
-            total = sum(int(row["token_count"]) for row in live)
+            total = sum(row.token_count for row in live)
             target = rules.condense_target(view, total)
             # A lone summary is worth condensing only when it is what keeps the view
             # above the goal, and only if it can shrink.
@@ -269,11 +267,15 @@ class RoundWork:
         return self._record(committed, candidate.level, candidate.message_count, result)
 
     def _record(
-        self, committed: dict[str, Any], level: int, messages: int, result: CompactionResult
+        self,
+        committed: _native.CommitResult | _native.RoundCommit,
+        level: int,
+        messages: int,
+        result: CompactionResult,
     ) -> int:
-        """Adds a commit (as ``Store.commit_summary`` reports it) to ``result``; returns
-        the tokens it took out of the view."""
-        result.summary_ids.append(committed["summary_id"])
+        """Adds a commit (as ``Store.commit_summary`` or a round reports it) to
+        ``result``; returns the tokens it took out of the view."""
+        result.summary_ids.append(committed.summary_id)
         result.levels.append(level)
         result.messages_covered += messages
-        return int(committed["tokens_before"]) - int(committed["tokens_after"])
+        return committed.tokens_before - committed.tokens_after

@@ -233,16 +233,16 @@ class Summariser:
         )
         return [*conversation, {"role": "user", "content": ask}]
 
-    async def condense(self, summaries: list[dict[str, Any]], target: int) -> Candidate:
+    async def condense(self, summaries: list[_native.SummaryRow], target: int) -> Candidate:
         """One condensed summary replacing ``summaries`` (two or more live ones)."""
-        ids = [row["id"] for row in summaries]
-        file_ids = [file_id for row in summaries for file_id in row["file_ids"]]
-        total = sum(int(row["token_count"]) for row in summaries)
+        ids = [row.id for row in summaries]
+        file_ids = [file_id for row in summaries for file_id in row.file_ids]
+        total = sum(row.token_count for row in summaries)
         attempts: list[str] = []
         if self.model is not None:
             for level in (1, 2) if self._config.compaction.level2_enabled else (1,):
                 pieces = [
-                    row["text"] if level == 1 else row["text"][:CONDENSE2_SUMMARY_CHARS]
+                    row.text if level == 1 else row.text[:CONDENSE2_SUMMARY_CHARS]
                     for row in summaries
                 ]
                 instructions = prompts.CONDENSE1 if level == 1 else prompts.CONDENSE2
@@ -262,7 +262,7 @@ class Summariser:
                 if not reply.strip():
                     attempts.append(f"condense level {level}: the model returned no text")
                     continue
-                sources = "\n\n".join(row["text"] for row in summaries)
+                sources = "\n\n".join(row.text for row in summaries)
                 label = f"condense level {level}"
                 checked = await self._checked(reply.strip(), sources, instructions, label, attempts)
                 if checked is None:

@@ -3,7 +3,7 @@
 use lossless_core::parts::{Part, Role, WireSink, WireSource};
 use lossless_core::profile::Profile;
 use lossless_core::render::{ChatMessage, StoredPart, ToolCall};
-use lossless_core::store::{Durability, GrepMode, SummaryRow, Usage};
+use lossless_core::store::{Durability, GrepMode, Usage};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
 
@@ -235,24 +235,5 @@ pub fn stored_part<'py>(py: Python<'py>, stored: &StoredPart) -> PyResult<Bound<
     dict.set_item("id", &stored.id)?;
     stored.part.write_wire(&mut DictSink(&dict))?;
     dict.set_item("compacted", stored.tombstone.is_some())?;
-    Ok(dict)
-}
-
-/// A summary row.
-pub fn summary_row<'py>(py: Python<'py>, row: &SummaryRow) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("id", &row.id)?;
-    dict.set_item("session_id", &row.session_id)?;
-    dict.set_item("kind", &row.kind)?;
-    dict.set_item("level", row.level)?;
-    dict.set_item("text", &row.text)?;
-    dict.set_item("token_count", row.token_count)?;
-    dict.set_item("span_start_seq", row.span_start_seq)?;
-    dict.set_item("span_end_seq", row.span_end_seq)?;
-    dict.set_item("message_count", row.message_count)?;
-    dict.set_item("depth", row.depth)?;
-    dict.set_item("file_ids", &row.file_ids)?;
-    dict.set_item("created_at", row.created_at)?;
-    dict.set_item("superseded_by", row.superseded_by.as_deref())?;
     Ok(dict)
 }

@@ -9,6 +9,7 @@
 
 mod arena;
 mod arena_rows;
+mod compaction;
 mod convert;
 mod errors;
 mod files;
@@ -63,6 +64,12 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<recall::ExpansionRow>()?;
     module.add_class::<recall::ExpandedRow>()?;
     module.add_class::<recall::MessagePageRow>()?;
+    module.add_class::<compaction::PruneResult>()?;
+    module.add_class::<compaction::SummaryRow>()?;
+    module.add_class::<compaction::CommitResult>()?;
+    module.add_class::<compaction::ExtractiveCommitResult>()?;
+    module.add_class::<compaction::RoundCommit>()?;
+    module.add_class::<compaction::RoundResult>()?;
     module.add_class::<arena::ArenaRules>()?;
     module.add_class::<arena::LexicalIndex>()?;
     module.add_class::<arena_rows::ArenaWriteRow>()?;

@@ -2,8 +2,10 @@
 //! as the dict each call returned before it had a type of its own (decisions 198 and 201).
 
 use std::convert::Infallible;
+use std::fmt;
 
 use pyo3::prelude::*;
+use pyo3::pyclass::PyClass;
 use pyo3::types::PyList;
 
 /// Declares a result class and its reading by name: `row["id"]` (a `KeyError` for
@@ -125,6 +127,46 @@ impl PartialEq for SharedList {
 impl<'py> IntoPyObject<'py> for &SharedList {
     type Target = PyList;
     type Output = Bound<'py, PyList>;
+    type Error = Infallible;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        Ok(self.0.bind(py).clone())
+    }
+}
+
+/// One object a result holds (a round's prune, a span's commit): built once, so each
+/// read gives the same object, and results compare and show it as Python does.
+pub struct Shared<T>(Py<T>);
+
+impl<T: PyClass> Shared<T> {
+    pub fn new(py: Python<'_>, value: impl Into<PyClassInitializer<T>>) -> PyResult<Self> {
+        Ok(Self(Py::new(py, value)?))
+    }
+}
+
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        // Results compare under the interpreter (PyO3's `__eq__`): attaching is free.
+        Python::attach(|py| {
+            let this = self.0.bind(py).as_any();
+            this.eq(other.0.bind(py).as_any()).unwrap_or(false)
+        })
+    }
+}
+
+impl<T> fmt::Debug for Shared<T> {
+    /// The object's own `repr`: a result's `repr` shows what it holds, not an address.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Python::attach(|py| match self.0.bind(py).as_any().repr() {
+            Ok(repr) => f.write_str(&repr.to_string_lossy()),
+            Err(_) => f.write_str("<unprintable>"),
+        })
+    }
+}
+
+impl<'py, T: PyClass> IntoPyObject<'py> for &Shared<T> {
+    type Target = T;
+    type Output = Bound<'py, T>;
     type Error = Infallible;
 
     fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {

@@ -3,8 +3,11 @@
 use lossless_core::plan::Tail;
 use lossless_core::store::{self as core_store};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 
+use crate::compaction::{
+    CommitResult, ExtractiveCommitResult, PruneResult, RoundResult, SummaryRow,
+};
 use crate::convert;
 use crate::round::RoundRules;
 use crate::span::{MessageIds, Span};
@@ -21,9 +24,9 @@ impl Store {
         clippy::too_many_arguments,
         reason = "mirrors the keyword arguments of the Python call"
     )]
-    fn prune<'py>(
+    fn prune(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         session_id: &str,
         protect_tokens: i64,
         minimum_tokens: i64,
@@ -31,7 +34,7 @@ impl Store {
         protect_user_turns: usize,
         tail_tokens: Option<i64>,
         tail_messages: Option<usize>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<PruneResult> {
         let tail = tail_rule(protect_user_turns, tail_tokens, tail_messages);
         let result = self.with(py, |store| {
             store.prune(
@@ -42,14 +45,7 @@ impl Store {
                 tail,
             )
         })?;
-        dict_of(
-            py,
-            &[
-                ("candidates", obj(py, result.candidates)?),
-                ("pruned_parts", obj(py, result.pruned_parts)?),
-                ("tokens_saved", obj(py, result.tokens_saved)?),
-            ],
-        )
+        Ok(PruneResult::from(result))
     }
 
     #[pyo3(signature = (session_id, protect_user_turns = 2, tail_tokens = None, tail_messages = None))]
@@ -103,17 +99,9 @@ impl Store {
         text_result(py, &result, message_ids.is_list())
     }
 
-    fn live_summaries<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &str,
-    ) -> PyResult<Bound<'py, PyList>> {
+    fn live_summaries(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<SummaryRow>> {
         let rows = self.with(py, |store| store.live_summaries(session_id))?;
-        let list = PyList::empty(py);
-        for row in &rows {
-            list.append(convert::summary_row(py, row)?)?;
-        }
-        Ok(list)
+        Ok(rows.into_iter().map(SummaryRow::from).collect())
     }
 
     fn condense_truncate<'py>(
@@ -142,7 +130,7 @@ impl Store {
         source_message_ids: MessageIds<'py>,
         source_summary_ids: Vec<String>,
         expected_view_version: Option<i64>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<CommitResult> {
         let text = convert::text(text, "text")?;
         let message_ids = source_message_ids.ids();
         let result = self.with(py, |store| {
@@ -155,44 +143,31 @@ impl Store {
                 expected_view_version,
             )
         })?;
-        commit_result(py, &result)
+        Ok(CommitResult::from(result))
     }
 
-    fn commit_extractive_summary<'py>(
+    fn commit_extractive_summary(
         &self,
-        py: Python<'py>,
-        span: Bound<'py, Span>,
+        py: Python<'_>,
+        span: Bound<'_, Span>,
         max_tokens: i64,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<ExtractiveCommitResult> {
         let inner = &span.get().inner;
         let result = self.with(py, |store| {
             store.commit_extractive_summary(inner, max_tokens)
         })?;
-        let committed = match &result.committed {
-            Some(commit) => commit_result(py, commit)?.into_any(),
-            None => py.None().into_bound(py),
-        };
-        dict_of(
-            py,
-            &[
-                ("text", obj(py, &result.text)?),
-                ("token_count", obj(py, result.token_count)?),
-                ("message_count", obj(py, inner.message_ids.len())?),
-                ("file_ids", obj(py, &result.file_ids)?),
-                ("committed", committed),
-            ],
-        )
+        ExtractiveCommitResult::convert(py, result, inner.message_ids.len())
     }
 
     /// One compaction round's store work (see the core's `Store::compaction_round`).
-    fn compaction_round<'py>(
+    fn compaction_round(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         session_id: &str,
-        rules: Bound<'py, RoundRules>,
+        rules: Bound<'_, RoundRules>,
         before: i64,
         model_summary: bool,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<RoundResult> {
         let rules = &rules.get().inner;
         let writer = if model_summary {
             core_store::LeafWriter::Model
@@ -202,7 +177,7 @@ impl Store {
         let outcome = self.with(py, |store| {
             store.compaction_round(session_id, rules, before, writer)
         })?;
-        round_result(py, outcome)
+        RoundResult::convert(py, outcome)
     }
 
     fn session_file_ids(
@@ -213,61 +188,6 @@ impl Store {
         let session_id = convert::text(session_id, "session_id")?;
         self.with(py, |store| store.session_file_ids(&session_id))
     }
-}
-
-/// A round's outcome as a dict.
-fn round_result(py: Python<'_>, outcome: core_store::RoundOutcome) -> PyResult<Bound<'_, PyDict>> {
-    let saved = outcome.saved();
-    let pruned = dict_of(
-        py,
-        &[
-            ("candidates", obj(py, outcome.pruned.candidates)?),
-            ("pruned_parts", obj(py, outcome.pruned.pruned_parts)?),
-            ("tokens_saved", obj(py, outcome.pruned.tokens_saved)?),
-        ],
-    )?;
-    let committed = PyList::empty(py);
-    for (commit, level, messages) in &outcome.committed {
-        let entry = commit_result(py, commit)?;
-        entry.set_item("level", level)?;
-        entry.set_item("messages", messages)?;
-        committed.append(entry)?;
-    }
-    let span = match outcome.span {
-        Some(inner) => Bound::new(py, Span { inner })?.into_any(),
-        None => py.None().into_bound(py),
-    };
-    dict_of(
-        py,
-        &[
-            ("pruned", pruned.into_any()),
-            ("span", span),
-            ("target", obj(py, outcome.target)?),
-            ("span_messages", obj(py, outcome.span_messages)?),
-            ("committed", committed.into_any()),
-            ("attempts", obj(py, outcome.attempts)?),
-            ("view_after", obj(py, outcome.view_after)?),
-            ("saved", obj(py, saved)?),
-        ],
-    )
-}
-
-/// A commit's result as a dict.
-fn commit_result<'py>(
-    py: Python<'py>,
-    result: &core_store::CommitResult,
-) -> PyResult<Bound<'py, PyDict>> {
-    dict_of(
-        py,
-        &[
-            ("summary_id", obj(py, &result.summary_id)?),
-            ("token_count", obj(py, result.token_count)?),
-            ("tokens_before", obj(py, result.tokens_before)?),
-            ("tokens_after", obj(py, result.tokens_after)?),
-            ("messages_covered", obj(py, result.messages_covered)?),
-            ("file_ids", obj(py, &result.file_ids)?),
-        ],
-    )
 }
 
 /// A text result as a dict; with `with_ids`, the ids of the messages it covers
