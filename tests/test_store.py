@@ -1067,7 +1067,7 @@ def assert_frozen(*rows: Any) -> None:
                 setattr(row, key, None)
 
 
-def test_compaction_prunes_and_commits_are_typed_and_read_by_name(store: Store, sid: str) -> None:
+def test_compaction_texts_and_commits_are_typed_and_read_by_name(store: Store, sid: str) -> None:
     for turn in range(6):
         store.append(sid, "user", f"step {turn} reads file_{turn:08x}")
         store.append(sid, "assistant", f"done {turn}: " + "words " * 60)
@@ -1076,6 +1076,21 @@ def test_compaction_prunes_and_commits_are_typed_and_read_by_name(store: Store, 
     assert dict(pruned) == {"candidates": 0, "pruned_parts": 0, "tokens_saved": 0}
     assert (pruned.pruned_parts, pruned["tokens_saved"]) == (0, 0)
     span = native.compaction_span(sid, 1)
+    by_span, by_list = native.transcript(span), native.transcript(span.message_ids)
+    assert list(by_list.keys()) == [
+        "text",
+        "token_count",
+        "message_count",
+        "file_ids",
+        "message_ids",
+    ]
+    # A span's text leaves out the ids its caller takes from the span.
+    assert by_span.keys() == by_list.keys()[:4] and "message_ids" not in by_span
+    assert "message_ids" in by_list and by_list.message_ids == span.message_ids
+    assert (by_span.text, by_span["message_count"]) == (by_list["text"], by_list.message_count)
+    assert by_span.get("message_ids") is None and by_span == native.transcript(span)
+    with pytest.raises(KeyError):
+        by_span["message_ids"]
     result = native.commit_extractive_summary(span, 400)
     committed = result.committed
     assert committed is not None and result["committed"] is committed
@@ -1083,7 +1098,9 @@ def test_compaction_prunes_and_commits_are_typed_and_read_by_name(store: Store, 
     (summary,) = native.live_summaries(sid)
     assert (summary.id, summary["kind"], summary.level) == (committed.summary_id, "leaf", 1)
     assert summary == native.live_summaries(sid)[0] and dict(summary)["text"] == result.text
-    assert_frozen(pruned, result, committed, summary)
+    merged = native.condense_truncate([summary.id], 200)
+    assert merged.message_ids == [] and merged["file_ids"] == summary.file_ids
+    assert_frozen(pruned, by_span, by_list, result, committed, summary, merged)
 
 
 def test_a_compaction_round_is_typed_and_read_by_name(store: Store, sid: str) -> None:

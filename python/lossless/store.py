@@ -31,10 +31,12 @@ __all__ = [
     "RoundResult",
     "SessionInfo",
     "SessionRow",
+    "SpanTextResult",
     "Store",
     "StoreStats",
     "StreamRow",
     "SummaryRow",
+    "TextResult",
     "TurnAppendResult",
     "ViewStats",
     "database_path",
@@ -82,6 +84,10 @@ MessagePageRow = _native.MessagePageRow
 """A page of one stored message written out whole (:meth:`Store.read`)."""
 PruneResult = _native.PruneResult
 """What a prune pass did: the tool outputs it could tombstone, those it did, the tokens saved."""
+TextResult = _native.TextResult
+"""A transcript or deterministic summary of messages named by ids, with those ids."""
+SpanTextResult = _native.SpanTextResult
+"""A transcript or deterministic summary of a span: ``TextResult`` without the ids."""
 SummaryRow = _native.SummaryRow
 """A summary still in its session's view."""
 CommitResult = _native.CommitResult

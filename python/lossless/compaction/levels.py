@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 
@@ -21,6 +20,8 @@ from lossless.tokens import merge_file_id_footer
 __all__ = ["Candidate", "Summariser"]
 
 SummariserKind = Literal["llm", "extractive", "truncation"]
+
+_T = TypeVar("_T")
 
 # Below this a summary cannot say anything useful next to its file-id footer, in a
 # window that affords it; a round's rules give smaller windows a smaller floor
@@ -58,8 +59,8 @@ class Candidate:
         return 0 if self.span is None else self.span.message_count
 
 
-def _extractive_attempt(result: dict[str, Any], span: _native.Span) -> str:
-    return f"extractive: {result['token_count']} tokens for a {span.tokens}-token span"
+def _extractive_attempt(result: _native.SpanTextResult, span: _native.Span) -> str:
+    return f"extractive: {result.token_count} tokens for a {span.tokens}-token span"
 
 
 class Summariser:
@@ -85,8 +86,11 @@ class Summariser:
     def model(self) -> str | None:
         return self._config.compaction.model
 
-    async def _native_call(self, func: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(partial(func, *args))
+    async def _native_call(self, call: Callable[[], _T]) -> _T:
+        """``call()`` (a native call) in a worker thread. A closure, not a function and
+        its arguments: the type checker then sees which overload a call takes (a span
+        gives a text without message ids)."""
+        return await anyio.to_thread.run_sync(call)
 
     async def summarise(
         self, span: _native.Span, target: int, ceiling: int | None = None
@@ -108,11 +112,11 @@ class Summariser:
                     return candidate
         # The built-in summary keeps every instruction it finds: a better fallback for
         # model summaries that failed their checks than truncation.
-        result = await self._native_call(self._store.extractive_summary, span, target)
-        if result["token_count"] <= target and result["token_count"] < span.tokens:
+        result = await self._native_call(lambda: self._store.extractive_summary(span, target))
+        if result.token_count <= target and result.token_count < span.tokens:
             return Candidate(
-                result["text"],
-                result["token_count"],
+                result.text,
+                result.token_count,
                 1,
                 "extractive",
                 span,
@@ -138,10 +142,10 @@ class Summariser:
     async def truncate(self, span: _native.Span, target: int, attempts: list[str]) -> Candidate:
         """Level 3: the newest messages of ``span`` that fit ``target``; always fits."""
         target = max(target, 1)
-        result = await self._native_call(self._store.truncate_summary, span, target)
+        result = await self._native_call(lambda: self._store.truncate_summary(span, target))
         return Candidate(
-            result["text"],
-            result["token_count"],
+            result.text,
+            result.token_count,
             3,
             "truncation",
             span,
@@ -158,7 +162,7 @@ class Summariser:
         correction = TokenCalibration(self.model).correction
         cap = int(window * self._config.compaction.input_fraction / correction)
         chars = self._config.compaction.level2_message_chars if level == 2 else None
-        transcript = await self._native_call(self._store.transcript, span, chars, cap)
+        transcript = await self._native_call(lambda: self._store.transcript(span, chars, cap))
         instructions = prompts.LEVEL1 if level == 1 else prompts.LEVEL2
         # The most the summary may hold: a model cut off at the target would write less
         # than a summary the round accepts.
@@ -167,9 +171,9 @@ class Summariser:
             self._config.compaction.output_budget or ceiling,
             4_000 if level == 2 else ceiling,
         )
-        messages = self._after_conversation(instructions, transcript["text"]) or [
+        messages = self._after_conversation(instructions, transcript.text) or [
             {"role": "system", "content": instructions},
-            {"role": "user", "content": transcript["text"]},
+            {"role": "user", "content": transcript.text},
         ]
         try:
             reply = await complete_text(
@@ -181,20 +185,21 @@ class Summariser:
         if not reply.strip():
             attempts.append(f"level {level}: the model returned no text")
             return None
-        covered = span.head(transcript["message_count"])
+        covered = span.head(transcript.message_count)
+        source_tokens = max(2 * target, CHECK_SOURCE_TOKENS)
         source = await self._native_call(
-            self._store.extractive_summary, covered, max(2 * target, CHECK_SOURCE_TOKENS)
+            lambda: self._store.extractive_summary(covered, source_tokens)
         )
         checked = await self._checked(
-            reply.strip(), source["text"], instructions, f"level {level}", attempts
+            reply.strip(), source.text, instructions, f"level {level}", attempts
         )
         if checked is None:
             return None
-        text = merge_file_id_footer(checked, transcript["file_ids"])
+        text = merge_file_id_footer(checked, transcript.file_ids)
         tokens = self._count(text)
         # The footer is the store's, not the model's: only the text is held to the target.
         said = self._count(checked)
-        given = transcript["token_count"]
+        given = transcript.token_count
         well_shrunk = said * WELL_SHRUNK_DIVISOR <= given and said <= ceiling
         if tokens >= given or (said > target and not well_shrunk):
             attempts.append(
@@ -280,10 +285,10 @@ class Summariser:
         # keep a small window's view over its soft limit for good.
         limit = self._config.compaction.condense_level3_max_tokens
         limit = target if limit is None else min(target, limit)
-        result = await self._native_call(self._store.condense_truncate, ids, max(limit, 1))
+        result = await self._native_call(lambda: self._store.condense_truncate(ids, max(limit, 1)))
         return Candidate(
-            result["text"],
-            result["token_count"],
+            result.text,
+            result.token_count,
             3,
             "truncation",
             summary_ids=ids,

@@ -1,11 +1,12 @@
-//! Results of the compaction methods of `Store`: prunes, summaries, commits and
-//! rounds.
+//! Results of the compaction methods of `Store`: prunes, texts, summaries, commits
+//! and rounds.
 
 use lossless_core::store::{self as core_store};
 use pyo3::prelude::*;
+use pyo3::types::{PyString, PyStringMethods};
 
 use crate::results::{result_class, Shared, SharedList};
-use crate::span::Span;
+use crate::span::{MessageIds, Span};
 
 result_class! {
     eq;
@@ -27,6 +28,100 @@ impl From<core_store::PruneResult> for PruneResult {
             tokens_saved: result.tokens_saved,
         }
     }
+}
+
+result_class! {
+    eq;
+    /// A text written from messages named by a list of ids (or from summaries),
+    /// with the ids of the messages it covers.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct TextResult {
+        text: String,
+        token_count: i64,
+        message_count: usize,
+        file_ids: Vec<String>,
+        message_ids: Vec<String>,
+    }
+}
+
+impl From<core_store::TextResult> for TextResult {
+    fn from(result: core_store::TextResult) -> Self {
+        Self {
+            text: result.text,
+            token_count: result.token_count,
+            message_count: result.message_ids.len(),
+            file_ids: result.file_ids,
+            message_ids: result.message_ids,
+        }
+    }
+}
+
+result_class! {
+    eq;
+    /// A text written from a span: without the ids of the messages it covers, which
+    /// its caller takes as `span.head(message_count)`.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct SpanTextResult {
+        text: String,
+        token_count: i64,
+        message_count: usize,
+        file_ids: Vec<String>,
+    }
+}
+
+impl From<core_store::TextResult> for SpanTextResult {
+    fn from(result: core_store::TextResult) -> Self {
+        Self {
+            text: result.text,
+            token_count: result.token_count,
+            message_count: result.message_ids.len(),
+            file_ids: result.file_ids,
+        }
+    }
+}
+
+/// A text result, of the class its argument decides: messages named by a list
+/// give a `TextResult`, a span a `SpanTextResult`.
+#[derive(IntoPyObject)]
+pub enum Text {
+    Listed(TextResult),
+    Spanned(SpanTextResult),
+}
+
+impl Text {
+    pub fn of(result: core_store::TextResult, messages: &MessageIds<'_>) -> Self {
+        if messages.is_list() {
+            Self::Listed(result.into())
+        } else {
+            Self::Spanned(result.into())
+        }
+    }
+}
+
+// Whether a text result names its messages depends on the argument it was given,
+// so its callers ask with `in`, as they asked the dict it replaced.
+#[pymethods]
+impl TextResult {
+    #[allow(clippy::unused_self)] // A method, as the `in` operator calls it.
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> bool {
+        has_key(Self::KEYS, key)
+    }
+}
+
+#[pymethods]
+impl SpanTextResult {
+    #[allow(clippy::unused_self)] // A method, as the `in` operator calls it.
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> bool {
+        has_key(Self::KEYS, key)
+    }
+}
+
+/// Whether `key` is a `str` among `keys`.
+fn has_key(keys: &[&str], key: &Bound<'_, PyAny>) -> bool {
+    key.cast::<PyString>()
+        .ok()
+        .and_then(|key| key.to_str().ok().map(|key| keys.contains(&key)))
+        .unwrap_or(false)
 }
 
 result_class! {

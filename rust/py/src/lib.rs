@@ -65,6 +65,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<recall::ExpandedRow>()?;
     module.add_class::<recall::MessagePageRow>()?;
     module.add_class::<compaction::PruneResult>()?;
+    module.add_class::<compaction::TextResult>()?;
+    module.add_class::<compaction::SpanTextResult>()?;
     module.add_class::<compaction::SummaryRow>()?;
     module.add_class::<compaction::CommitResult>()?;
     module.add_class::<compaction::ExtractiveCommitResult>()?;

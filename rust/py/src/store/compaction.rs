@@ -3,16 +3,15 @@
 use lossless_core::plan::Tail;
 use lossless_core::store::{self as core_store};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 use crate::compaction::{
-    CommitResult, ExtractiveCommitResult, PruneResult, RoundResult, SummaryRow,
+    CommitResult, ExtractiveCommitResult, PruneResult, RoundResult, SummaryRow, Text, TextResult,
 };
 use crate::convert;
 use crate::round::RoundRules;
 use crate::span::{MessageIds, Span};
 
-use super::{dict_of, obj, Store};
+use super::Store;
 
 #[pymethods]
 impl Store {
@@ -69,12 +68,12 @@ impl Store {
         message_ids: MessageIds<'py>,
         max_chars_per_message: Option<usize>,
         max_tokens: Option<i64>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Text> {
         let ids = message_ids.ids();
         let result = self.with(py, |store| {
             store.transcript(ids, max_chars_per_message, max_tokens)
         })?;
-        text_result(py, &result, message_ids.is_list())
+        Ok(Text::of(result, &message_ids))
     }
 
     fn truncate_summary<'py>(
@@ -82,10 +81,10 @@ impl Store {
         py: Python<'py>,
         message_ids: MessageIds<'py>,
         target_tokens: i64,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Text> {
         let ids = message_ids.ids();
         let result = self.with(py, |store| store.truncate_summary(ids, target_tokens))?;
-        text_result(py, &result, message_ids.is_list())
+        Ok(Text::of(result, &message_ids))
     }
 
     fn extractive_summary<'py>(
@@ -93,10 +92,10 @@ impl Store {
         py: Python<'py>,
         message_ids: MessageIds<'py>,
         max_tokens: i64,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Text> {
         let ids = message_ids.ids();
         let result = self.with(py, |store| store.extractive_summary(ids, max_tokens))?;
-        text_result(py, &result, message_ids.is_list())
+        Ok(Text::of(result, &message_ids))
     }
 
     fn live_summaries(&self, py: Python<'_>, session_id: &str) -> PyResult<Vec<SummaryRow>> {
@@ -104,16 +103,16 @@ impl Store {
         Ok(rows.into_iter().map(SummaryRow::from).collect())
     }
 
-    fn condense_truncate<'py>(
+    fn condense_truncate(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         summary_ids: Vec<String>,
         max_tokens: i64,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<TextResult> {
         let result = self.with(py, |store| {
             store.condense_truncate(&summary_ids, max_tokens)
         })?;
-        text_result(py, &result, true)
+        Ok(TextResult::from(result))
     }
 
     #[pyo3(signature = (session_id, text, level, source_message_ids, source_summary_ids, expected_view_version = None))]
@@ -188,28 +187,6 @@ impl Store {
         let session_id = convert::text(session_id, "session_id")?;
         self.with(py, |store| store.session_file_ids(&session_id))
     }
-}
-
-/// A text result as a dict; with `with_ids`, the ids of the messages it covers
-/// too (`message_count` always).
-fn text_result<'py>(
-    py: Python<'py>,
-    result: &core_store::TextResult,
-    with_ids: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let dict = dict_of(
-        py,
-        &[
-            ("text", obj(py, &result.text)?),
-            ("token_count", obj(py, result.token_count)?),
-            ("message_count", obj(py, result.message_ids.len())?),
-            ("file_ids", obj(py, &result.file_ids)?),
-        ],
-    )?;
-    if with_ids {
-        dict.set_item("message_ids", &result.message_ids)?;
-    }
-    Ok(dict)
 }
 
 /// The protected tail a round leaves alone; an absent bound is no bound.

@@ -6,7 +6,6 @@ use std::sync::{Mutex, PoisonError, TryLockError};
 use lossless_core::store::{self as core_store, Durability, OpenOptions};
 use lossless_core::Result;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
 
 use crate::convert;
@@ -125,17 +124,6 @@ fn open(path: &str, options: &OpenOptions, read_only: bool) -> Result<core_store
     } else {
         core_store::Store::open(path, options)
     }
-}
-
-pub(crate) fn dict_of<'py>(
-    py: Python<'py>,
-    items: &[(&str, Bound<'py, PyAny>)],
-) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    for (key, value) in items {
-        dict.set_item(*key, value)?;
-    }
-    Ok(dict)
 }
 
 pub(crate) fn obj<'py, T: IntoPyObject<'py>>(
