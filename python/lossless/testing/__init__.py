@@ -26,12 +26,13 @@ from ._reply import (
     ToolCallSpec,
     content_text,
 )
-from ._server import LocalLLMServer
+from ._server import LocalLLMServer, RecordedRequest
 
 __all__ = [
     "EchoResponder",
     "LocalLLMServer",
     "PrefixReport",
+    "RecordedRequest",
     "Reply",
     "Responder",
     "ScriptedResponder",
