@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible chat-completions server for tests."""
+"""A local LLM server for tests: Chat Completions and Anthropic Messages."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
+from ._anthropic import AnthropicFormat
 from ._formats import ChatFormat, Refusal, WireFormat
 from ._http import POLL_S, HTTPServer
 from ._prefix import PrefixReport, compare
@@ -26,7 +27,7 @@ class RecordedRequest:
 
     Attributes:
         format: The endpoint's wire format: ``"chat"`` (Chat Completions),
-            the only one so far.
+            or ``"anthropic"`` (Messages).
         path: The URL path called.
         body: The decoded JSON body, as received.
         refusal: The error message when the server refused the request as the
@@ -40,16 +41,24 @@ class RecordedRequest:
 
 
 class LocalLLMServer:
-    """A local LLM server on a free port, speaking OpenAI Chat Completions.
+    """A local LLM server on a free port, speaking two wire formats.
 
     ``POST /v1/chat/completions``
         OpenAI Chat Completions. litellm: ``model="openai/<any name>"``,
         ``api_base=server.base_url``. Accepts anything.
-
-    The server signs the reasoning it returns with a key of its own. Replies queued
-    with :meth:`enqueue` are used first, in order; after that the ``responder``
-    (default :class:`EchoResponder`) builds each reply from the request;
-    :attr:`recorded` keeps each body as received. Use the server
+    ``POST /v1/messages``
+        Anthropic Messages. litellm: ``model="anthropic/<any name>"``,
+        ``api_base=server.anthropic_base_url`` (litellm appends ``/v1/messages`` to
+        an ``api_base`` that does not end with it); the ``anthropic`` SDK:
+        ``Anthropic(base_url=server.anthropic_base_url)``. Refuses, with Anthropic's
+        error body, what the provider refuses (see :class:`AnthropicFormat`).
+    One :class:`Reply` type serves both: the server renders it in the format of
+    the endpoint called, and signs the reasoning it returns with a key of its own so
+    a client that sends it back changed is refused. Replies queued with
+    :meth:`enqueue` are used first, in order; after that the ``responder`` (default
+    :class:`EchoResponder`) builds each reply from the request, which it sees as a
+    Chat Completions body whatever the endpoint (system prompt first, tool results as
+    ``tool`` messages); :attr:`recorded` keeps each body as received. Use the server
     as a context manager (sync or async) or call :meth:`start` and :meth:`stop`.
     Any ``api_key`` will do.
     """
@@ -66,7 +75,8 @@ class LocalLLMServer:
 
         ``model`` is the id listed by ``GET /v1/models``; chat requests may name any model.
         With ``report_cached_tokens`` the usage of each reply says, as a provider with
-        a prompt cache would (``prompt_tokens_details.cached_tokens``), how many of
+        a prompt cache would (``prompt_tokens_details.cached_tokens``, Anthropic's
+        ``cache_read_input_tokens``), how many of
         its prompt tokens repeat the opening messages of the previous request to the
         same endpoint.
         """
@@ -80,6 +90,7 @@ class LocalLLMServer:
         self._signer = Signer()
         self._formats: list[WireFormat] = [
             ChatFormat(),
+            AnthropicFormat(self._signer),
         ]
         self.report_cached_tokens = report_cached_tokens
         self._completions = 0
@@ -160,6 +171,12 @@ class LocalLLMServer:
         ``responses``, the ``openai`` SDK's ``base_url``."""
         return f"http://{self.host}:{self.port}/v1"
 
+    @property
+    def anthropic_base_url(self) -> str:
+        """``http://HOST:PORT``: litellm's ``api_base`` for ``anthropic/`` models and
+        the ``anthropic`` SDK's ``base_url``, both of which add ``/v1/messages``."""
+        return f"http://{self.host}:{self.port}"
+
     # -- scripting and inspection ----------------------------------------------------
 
     def enqueue(self, *replies: Reply) -> None:
@@ -186,7 +203,7 @@ class LocalLLMServer:
             return list(self._recorded)
 
     def requests_to(self, format: str) -> list[dict[str, Any]]:
-        """The bodies received by one endpoint (``"chat"``)."""
+        """The bodies received by one endpoint: ``"chat"`` or ``"anthropic"``."""
         if format not in {wire.name for wire in self._formats}:
             raise ValueError(f"unknown format {format!r}")
         with self._lock:
@@ -227,6 +244,8 @@ class LocalLLMServer:
 
     def _misrouted(self, path: str) -> str | None:
         """A hint for a client that called a path close to a route; None if none."""
+        if path.endswith("/v1/v1/messages"):
+            return " (an anthropic client takes anthropic_base_url, which has no /v1)"
         return None
 
     def _accept(self, wire: WireFormat, path: str, body: dict[str, Any]) -> Completion | Refusal:
