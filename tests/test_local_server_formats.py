@@ -354,3 +354,118 @@ def test_anthropic_clients_take_the_base_url_without_v1(server: LocalLLMServer) 
     body = {"model": "c", "max_tokens": 64, "messages": ASK}
     response = httpx.post(f"{server.base_url}/v1/messages", json=body)
     assert response.status_code == 404 and "anthropic_base_url" in response.text
+
+
+# -- OpenAI Responses ---------------------------------------------------------------------
+
+
+async def test_responses_reply_through_litellm(server: LocalLLMServer) -> None:
+    server.enqueue(
+        Reply(text="Sunny.", reasoning="Think first.", prompt_tokens=30, cached_tokens=20)
+    )
+    response = await responses(server, "What is the weather?")
+    reasoning, message = response.output
+    assert reasoning.type == "reasoning" and reasoning.summary[0].text == "Think first."
+    assert reasoning.encrypted_content
+    assert message.content[0].text == "Sunny."
+    assert response.usage.input_tokens == 30
+    assert response.usage.input_tokens_details.cached_tokens == 20
+    assert response.usage.output_tokens_details.reasoning_tokens > 0
+    assert [r.format for r in server.recorded] == ["responses"]
+
+
+async def test_responses_tool_loop_streams_and_carries_reasoning(server: LocalLLMServer) -> None:
+    server.enqueue(Reply(reasoning="I need the weather.", tool_calls=[WEATHER]))
+    events, final = [], None
+    async for event in await responses(server, ASK, stream=True):
+        events.append(str(getattr(event.type, "value", event.type)))
+        final = getattr(event, "response", final)
+    assert events[0] == "response.created" and events[-1] == "response.completed"
+    assert {"response.output_item.added", "response.function_call_arguments.delta"} <= set(events)
+    assert "response.output_item.done" in events
+    output = dumped(final.output)
+    assert [item["type"] for item in output] == ["reasoning", "function_call"]
+    call = output[1]
+    assert json.loads(call["arguments"]) == {"city": "Paris"}
+
+    server.enqueue(Reply(text="It is sunny."))
+    back = {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny"}
+    second = await responses(server, [*ASK, *output, back])
+    assert second.output[0].content[0].text == "It is sunny."
+    sent = server.requests[-1]["input"]
+    assert [item.get("type", "message") for item in sent] == [
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+
+
+async def test_responses_refusals_reach_litellm(server: LocalLLMServer) -> None:
+    server.enqueue(Reply(reasoning="Hmm.", tool_calls=[WEATHER]))
+    output = dumped((await responses(server, ASK)).output)
+    back = {"type": "function_call_output", "call_id": output[1]["call_id"], "output": "sunny"}
+    altered = {**output[0], "encrypted_content": output[0]["encrypted_content"][:-1] + "A"}
+    with pytest.raises(litellm.BadRequestError, match="could not be verified"):
+        await responses(server, [*ASK, altered, output[1], back])
+    orphan = {**back, "call_id": "call_unknown"}
+    with pytest.raises(litellm.BadRequestError, match=r"No tool call found .* call_unknown"):
+        await responses(server, [*ASK, orphan])
+    assert [r.refusal is None for r in server.recorded] == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("items", "code", "expected"),
+    [
+        ([{"type": "function_call_output", "call_id": "c9", "output": "x"}], None, "No tool call"),
+        (
+            [{"type": "reasoning", "id": "rs_9", "summary": [], "encrypted_content": "bm8.bm8"}],
+            "invalid_encrypted_content",
+            "could not be verified",
+        ),
+        ([{"type": "reasoning", "id": "rs_9", "summary": []}], None, "not persisted"),
+        (
+            [{"type": "function_call", "call_id": "c9", "name": "f", "arguments": "{}"}],
+            None,
+            "No tool output",
+        ),
+    ],
+)
+async def test_openai_sdk_gets_each_refusal(
+    server: LocalLLMServer, items: list[Any], code: str | None, expected: str
+) -> None:
+    async with openai_client(server) as client:
+        with pytest.raises(openai.BadRequestError) as caught:
+            await client.responses.create(model="gpt-5", input=[*ASK, *items], store=False)
+    error = caught.value
+    assert error.status_code == 400 and error.code == code and expected in error.message
+    assert error.type == "invalid_request_error"
+
+
+async def test_openai_sdk_stream_and_plain(server: LocalLLMServer) -> None:
+    server.enqueue(Reply(text="one two three four", reasoning="why"), Reply(text="plain"))
+    async with openai_client(server) as client:
+        async with client.responses.stream(
+            model="gpt-5", input="hi", include=["reasoning.encrypted_content"], store=False
+        ) as stream:
+            numbers = [event.sequence_number async for event in stream]
+            final = await stream.get_final_response()
+        plain = await client.responses.create(model="gpt-5", input="hi")
+    assert numbers == list(range(len(numbers)))
+    assert final.output_text == "one two three four"
+    assert final.output[0].encrypted_content
+    assert plain.output_text == "plain" and plain.output[0].type == "message"
+
+
+async def test_every_endpoint_reaches_the_responder(server: LocalLLMServer) -> None:
+    # The default responder reads each request as Chat Completions messages.
+    chat = await litellm.acompletion(
+        model="openai/x", messages=ASK, api_base=server.base_url, api_key="t", **NO_RETRIES
+    )
+    messages = await claude(server, ASK, thinking=None)
+    response = await responses(server, "What is the weather in Paris?")
+    expected = "ack: What is the weather in Paris?"
+    assert chat.choices[0].message.content == expected
+    assert messages.choices[0].message.content == expected
+    assert response.output[0].content[0].text == expected
+    assert [r.format for r in server.recorded] == ["chat", "anthropic", "responses"]

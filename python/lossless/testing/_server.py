@@ -1,4 +1,4 @@
-"""A local LLM server for tests: Chat Completions and Anthropic Messages."""
+"""A local LLM server for tests: Chat Completions, Anthropic Messages and Responses."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ._formats import ChatFormat, Refusal, WireFormat
 from ._http import POLL_S, HTTPServer
 from ._prefix import PrefixReport, compare
 from ._reply import EchoResponder, Reply, Responder
+from ._responses import ResponsesFormat
 from ._signing import Signer
 from ._wire import Completion, estimate_tokens
 
@@ -27,7 +28,7 @@ class RecordedRequest:
 
     Attributes:
         format: The endpoint's wire format: ``"chat"`` (Chat Completions),
-            or ``"anthropic"`` (Messages).
+            ``"anthropic"`` (Messages) or ``"responses"``.
         path: The URL path called.
         body: The decoded JSON body, as received.
         refusal: The error message when the server refused the request as the
@@ -41,7 +42,7 @@ class RecordedRequest:
 
 
 class LocalLLMServer:
-    """A local LLM server on a free port, speaking two wire formats.
+    """A local LLM server on a free port, speaking three wire formats.
 
     ``POST /v1/chat/completions``
         OpenAI Chat Completions. litellm: ``model="openai/<any name>"``,
@@ -52,7 +53,13 @@ class LocalLLMServer:
         an ``api_base`` that does not end with it); the ``anthropic`` SDK:
         ``Anthropic(base_url=server.anthropic_base_url)``. Refuses, with Anthropic's
         error body, what the provider refuses (see :class:`AnthropicFormat`).
-    One :class:`Reply` type serves both: the server renders it in the format of
+    ``POST /v1/responses``
+        OpenAI Responses. litellm: ``litellm.aresponses(model="openai/<any name>",
+        api_base=server.base_url)``; the ``openai`` SDK:
+        ``OpenAI(base_url=server.base_url)``. Refuses what OpenAI refuses there
+        (see :class:`ResponsesFormat`).
+
+    One :class:`Reply` type serves all three: the server renders it in the format of
     the endpoint called, and signs the reasoning it returns with a key of its own so
     a client that sends it back changed is refused. Replies queued with
     :meth:`enqueue` are used first, in order; after that the ``responder`` (default
@@ -76,7 +83,7 @@ class LocalLLMServer:
         ``model`` is the id listed by ``GET /v1/models``; chat requests may name any model.
         With ``report_cached_tokens`` the usage of each reply says, as a provider with
         a prompt cache would (``prompt_tokens_details.cached_tokens``, Anthropic's
-        ``cache_read_input_tokens``), how many of
+        ``cache_read_input_tokens``, Responses' ``input_tokens_details``), how many of
         its prompt tokens repeat the opening messages of the previous request to the
         same endpoint.
         """
@@ -91,6 +98,7 @@ class LocalLLMServer:
         self._formats: list[WireFormat] = [
             ChatFormat(),
             AnthropicFormat(self._signer),
+            ResponsesFormat(self._signer),
         ]
         self.report_cached_tokens = report_cached_tokens
         self._completions = 0
@@ -203,7 +211,7 @@ class LocalLLMServer:
             return list(self._recorded)
 
     def requests_to(self, format: str) -> list[dict[str, Any]]:
-        """The bodies received by one endpoint: ``"chat"`` or ``"anthropic"``."""
+        """The bodies received by one endpoint: ``"chat"``, ``"anthropic"``, ``"responses"``."""
         if format not in {wire.name for wire in self._formats}:
             raise ValueError(f"unknown format {format!r}")
         with self._lock:
