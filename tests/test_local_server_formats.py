@@ -54,6 +54,11 @@ CHAT_TOOLS = [
 RESPONSES_TOOLS = [{"type": "function", **CHAT_TOOLS[0]["function"]}]
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 NO_RETRIES: dict[str, Any] = {"num_retries": 0, "max_retries": 0}
+# A 1x1 PNG, base64: an image litellm inlines without fetching anything.
+PIXEL_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/"
+    "PchI7wAAAABJRU5ErkJggg=="
+)
 
 
 async def claude(server: LocalLLMServer, messages: list[Any], **extra: Any) -> Any:
@@ -152,6 +157,21 @@ async def test_anthropic_without_thinking_leaves_reasoning_out(server: LocalLLMS
     response = await claude(server, ASK, thinking=None)
     assert response.choices[0].message.content == "Sunny."
     assert not getattr(response.choices[0].message, "reasoning_content", None)
+
+
+async def test_anthropic_request_blocks_from_litellm(server: LocalLLMServer) -> None:
+    pixel = "data:image/png;base64," + PIXEL_PNG
+    cached = {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    parts = [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": pixel}},
+    ]
+    messages = [{"role": "system", "content": [cached]}, {"role": "user", "content": parts}]
+    await claude(server, messages, thinking=None)
+    body = server.requests_to("anthropic")[0]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert [block["type"] for block in body["messages"][0]["content"]] == ["text", "image"]
+    assert server.prefixes[0].messages == 2  # the system prompt and the user's turn
 
 
 async def test_anthropic_tool_loop_carries_thinking_back(server: LocalLLMServer) -> None:

@@ -133,11 +133,14 @@ class Reply:
 class Responder(Protocol):
     """Makes a reply from a request body when no scripted reply is queued.
 
-    Called from the server's handler threads, possibly concurrently.
+    Called from the server's handler threads, possibly concurrently. Requests to the
+    Anthropic and Responses endpoints arrive translated to a Chat Completions body
+    (``model``, ``messages`` with the system prompt first and tool results as
+    ``tool`` messages), so one responder serves every endpoint.
     """
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        """Return the reply for ``request`` (the decoded JSON body)."""
+        """Return the reply for ``request`` (the decoded JSON body, or its translation)."""
         ...
 
 

@@ -63,6 +63,12 @@ class ToolCallOut:
     arguments: str
 
 
+def _output_estimate(reply: Reply, calls: list[ToolCallOut]) -> int:
+    """Completion tokens for a reply that names none: its text, reasoning and calls."""
+    chars = len(reply.text) + len(reply.reasoning)
+    return estimate_tokens(chars + sum(len(c.name) + len(c.arguments) for c in calls))
+
+
 @dataclass(frozen=True)
 class Completion:
     """Everything needed to render one response, fixed when the request arrives.
@@ -117,9 +123,7 @@ class Completion:
             prompt = max(1, estimate_tokens(chars))
         completion = reply.completion_tokens
         if completion is None:
-            chars = len(reply.text) + len(reply.reasoning)
-            chars += sum(len(c.name) + len(c.arguments) for c in calls)
-            completion = estimate_tokens(chars)
+            completion = _output_estimate(reply, calls)
         if reply.cached_tokens is not None:
             cached_tokens = reply.cached_tokens
         model = request.get("model")
