@@ -1,8 +1,7 @@
-"""A local OpenAI-compatible chat-completions server for tests.
+"""A local LLM server for tests: Chat Completions, Anthropic Messages, Responses.
 
 Start a :class:`LocalLLMServer`, script replies with :meth:`LocalLLMServer.enqueue`
-(or a :class:`Responder`), and point any OpenAI-compatible client at
-:attr:`LocalLLMServer.base_url`. With litellm::
+(or a :class:`Responder`), and point a client at it. With litellm::
 
     with LocalLLMServer() as server:
         server.enqueue(Reply(text="hello"))
@@ -13,7 +12,11 @@ Start a :class:`LocalLLMServer`, script replies with :meth:`LocalLLMServer.enque
             messages=[{"role": "user", "content": "hi"}],
         )
 
-The server uses only the standard library and listens on 127.0.0.1 by default.
+``model="anthropic/<name>"`` with ``api_base=server.anthropic_base_url`` reaches the
+Anthropic Messages endpoint, ``litellm.aresponses(model="openai/<name>",
+api_base=server.base_url)`` the Responses endpoint; one :class:`Reply` is rendered in
+the format of the endpoint called. The server uses only the standard library and
+listens on 127.0.0.1 by default.
 """
 
 from ._prefix import PrefixReport
@@ -26,12 +29,13 @@ from ._reply import (
     ToolCallSpec,
     content_text,
 )
-from ._server import LocalLLMServer
+from ._server import LocalLLMServer, RecordedRequest
 
 __all__ = [
     "EchoResponder",
     "LocalLLMServer",
     "PrefixReport",
+    "RecordedRequest",
     "Reply",
     "Responder",
     "ScriptedResponder",

@@ -47,28 +47,48 @@ class ToolCallSpec:
 
 @dataclass(frozen=True)
 class Reply:
-    """What the server answers to one chat-completions request.
+    """What the server answers to one request, on any of its endpoints.
+
+    The server renders one :class:`Reply` in the wire format of the endpoint called:
+    Chat Completions, Anthropic Messages or OpenAI Responses.
 
     Attributes:
         text: Assistant message content.
         tool_calls: Tool calls to return, in order.
+        reasoning: The model's reasoning before it answers, signed by the server.
+            Chat Completions: ``reasoning_content`` on the message (or delta), and
+            ``thinking_blocks`` with a signature when the request names an
+            Anthropic-style model (its name holds ``claude`` or ``anthropic``).
+            Anthropic: a ``thinking`` block with a ``signature``, when the request
+            enabled ``thinking`` (left out otherwise, as the provider would).
+            Responses: a ``reasoning`` item with the text as its summary, and an
+            ``encrypted_content`` token when the request's ``include`` asks for it.
+        reasoning_redacted: Send the reasoning as the provider's opaque form only:
+            an Anthropic ``redacted_thinking`` block, a Chat Completions redacted
+            thinking block (no ``reasoning_content``), a Responses ``reasoning``
+            item with no summary. Requires ``reasoning``.
         finish_reason: ``None`` means ``"tool_calls"`` when there are tool calls,
             otherwise ``"stop"``.
         prompt_tokens: Reported prompt tokens; ``None`` means an estimate of one token
             per four characters of the request's message text (at least 1).
         completion_tokens: Reported completion tokens; ``None`` means one token per four
-            characters of ``text`` plus tool names and arguments (rounded up).
+            characters of ``text``, ``reasoning``, tool names and arguments (rounded up).
+        cached_tokens: Prompt tokens reported as read from a prompt cache; ``None``
+            leaves it to the server (see ``LocalLLMServer(report_cached_tokens=...)``).
         latency_s: Delay before the first byte of the response.
         chunk_delay_s: Delay between streamed chunks.
-        status: HTTP status. Anything but 200 returns an OpenAI-style error body whose
-            message is ``text`` when given.
+        status: HTTP status. Anything but 200 returns the endpoint's error body (an
+            OpenAI-style one, or Anthropic's ``{"type": "error", ...}``) whose message
+            is ``text`` when given.
         hang: Accept the request and never answer; the handler gives up when the
             client disconnects or the server stops.
         malformed: Streaming: a few valid chunks, then ``data: {not json``, then the
             body ends. Non-streaming: status 200 with a body that is not valid JSON.
-        disconnect_after_chunks: Streaming: after the role chunk, send this many
-            content or tool-call chunks, then close the connection without finishing
-            the chunked body and without ``data: [DONE]``. Non-streaming: close the
+        disconnect_after_chunks: Streaming: after the opening events (the role chunk;
+            Anthropic's ``message_start``; ``response.created``), send this many
+            content or tool-call events, then close the connection without finishing
+            the chunked body and without the closing events (``data: [DONE]``;
+            ``message_stop``; ``response.completed``). Non-streaming: close the
             connection without sending a response.
     """
 
@@ -83,6 +103,10 @@ class Reply:
     hang: bool = False
     malformed: bool = False
     disconnect_after_chunks: int | None = None
+    # Added after the original fields so positional construction keeps its meaning.
+    reasoning: str = ""
+    reasoning_redacted: bool = False
+    cached_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -91,9 +115,11 @@ class Reply:
             raise ValueError("delays must not be negative")
         if self.disconnect_after_chunks is not None and self.disconnect_after_chunks < 0:
             raise ValueError("disconnect_after_chunks must not be negative")
-        for count in (self.prompt_tokens, self.completion_tokens):
+        for count in (self.prompt_tokens, self.completion_tokens, self.cached_tokens):
             if count is not None and count < 0:
                 raise ValueError("token counts must not be negative")
+        if self.reasoning_redacted and not self.reasoning:
+            raise ValueError("reasoning_redacted needs the reasoning text to seal")
 
     @property
     def effective_finish_reason(self) -> str:
@@ -107,11 +133,14 @@ class Reply:
 class Responder(Protocol):
     """Makes a reply from a request body when no scripted reply is queued.
 
-    Called from the server's handler threads, possibly concurrently.
+    Called from the server's handler threads, possibly concurrently. Requests to the
+    Anthropic and Responses endpoints arrive translated to a Chat Completions body
+    (``model``, ``messages`` with the system prompt first and tool results as
+    ``tool`` messages), so one responder serves every endpoint.
     """
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        """Return the reply for ``request`` (the decoded JSON body)."""
+        """Return the reply for ``request`` (the decoded JSON body, or its translation)."""
         ...
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._reply import Reply, content_text
+from ._signing import Signer
 
 JSON = dict[str, Any]
 
@@ -62,9 +63,19 @@ class ToolCallOut:
     arguments: str
 
 
+def _output_estimate(reply: Reply, calls: list[ToolCallOut]) -> int:
+    """Completion tokens for a reply that names none: its text, reasoning and calls."""
+    chars = len(reply.text) + len(reply.reasoning)
+    return estimate_tokens(chars + sum(len(c.name) + len(c.arguments) for c in calls))
+
+
 @dataclass(frozen=True)
 class Completion:
-    """Everything needed to render one response, fixed when the request arrives."""
+    """Everything needed to render one response, fixed when the request arrives.
+
+    The Chat Completions rendering lives here; the other endpoints render the same
+    plan in their own formats.
+    """
 
     reply: Reply
     completion_id: str
@@ -75,6 +86,10 @@ class Completion:
     created: int = field(default_factory=lambda: int(time.time()))
     #: Prompt tokens reported as served from a prompt cache; None reports none.
     cached_tokens: int | None = None
+    #: The server's signature of the reply's reasoning text ("" without reasoning).
+    signature: str = ""
+    #: The reasoning sealed into an opaque token ("" without reasoning).
+    sealed_reasoning: str = ""
 
     @classmethod
     def plan(
@@ -84,8 +99,15 @@ class Completion:
         completion_id: str,
         tool_ids: list[str],
         cached_tokens: int | None = None,
+        *,
+        prompt_chars: int | None = None,
+        signer: Signer | None = None,
     ) -> Completion:
-        """Resolve ids and token counts; ``tool_ids`` supplies ids for unnamed calls."""
+        """Resolve ids and token counts; ``tool_ids`` supplies ids for unnamed calls.
+
+        ``prompt_chars`` is the request's text size when it is not a Chat Completions
+        body; ``signer`` signs the reasoning.
+        """
         pending = iter(tool_ids)
         calls = [
             ToolCallOut(
@@ -97,12 +119,17 @@ class Completion:
         ]
         prompt = reply.prompt_tokens
         if prompt is None:
-            prompt = max(1, estimate_tokens(request_chars(request)))
+            chars = request_chars(request) if prompt_chars is None else prompt_chars
+            prompt = max(1, estimate_tokens(chars))
         completion = reply.completion_tokens
         if completion is None:
-            chars = len(reply.text) + sum(len(c.name) + len(c.arguments) for c in calls)
-            completion = estimate_tokens(chars)
+            completion = _output_estimate(reply, calls)
+        if reply.cached_tokens is not None:
+            cached_tokens = reply.cached_tokens
         model = request.get("model")
+        signature = sealed = ""
+        if signer is not None and reply.reasoning:
+            signature, sealed = signer.sign(reply.reasoning), signer.seal(reply.reasoning)
         return cls(
             reply=reply,
             completion_id=completion_id,
@@ -111,7 +138,28 @@ class Completion:
             prompt_tokens=prompt,
             completion_tokens=completion,
             cached_tokens=None if cached_tokens is None else min(cached_tokens, prompt),
+            signature=signature,
+            sealed_reasoning=sealed,
         )
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """Completion tokens spent on reasoning: its share, by characters, at most all."""
+        return min(self.completion_tokens, estimate_tokens(len(self.reply.reasoning)))
+
+    def thinking_blocks(self) -> list[JSON]:
+        """The reasoning as Anthropic thinking blocks, as litellm carries them."""
+        if not self.reply.reasoning:
+            return []
+        if self.reply.reasoning_redacted:
+            return [{"type": "redacted_thinking", "data": self.sealed_reasoning}]
+        return [{"type": "thinking", "thinking": self.reply.reasoning, "signature": self.signature}]
+
+    def _carries_thinking_blocks(self) -> bool:
+        # Servers that relay Anthropic models over Chat Completions (litellm's proxy,
+        # routers) add the signed blocks, which litellm reads back as thinking_blocks.
+        name = self.model.lower()
+        return "claude" in name or "anthropic" in name
 
     def usage(self) -> JSON:
         """The ``usage`` object."""
@@ -122,6 +170,8 @@ class Completion:
         }
         if self.cached_tokens is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        if self.reply.reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         return usage
 
     def message(self) -> JSON:
@@ -131,6 +181,10 @@ class Completion:
             "content": self.reply.text if self.reply.text or not self.tool_calls else None,
             "refusal": None,
         }
+        if self.reply.reasoning and not self.reply.reasoning_redacted:
+            message["reasoning_content"] = self.reply.reasoning
+        if self.reply.reasoning and self._carries_thinking_blocks():
+            message["thinking_blocks"] = self.thinking_blocks()
         if self.tool_calls:
             message["tool_calls"] = [
                 {
@@ -178,8 +232,9 @@ class Completion:
         return self._chunk({"role": "assistant", "content": ""}, None, include_usage)
 
     def body_chunks(self, include_usage: bool) -> list[JSON]:
-        """Content chunks followed by tool-call fragments."""
-        chunks = [
+        """Reasoning chunks, content chunks, then tool-call fragments."""
+        chunks = [self._chunk(delta, None, include_usage) for delta in self._reasoning_deltas()]
+        chunks += [
             self._chunk({"content": piece}, None, include_usage)
             for piece in split_text(self.reply.text)
         ]
@@ -195,6 +250,29 @@ class Completion:
                 fragment = {"index": index, "function": {"arguments": piece}}
                 chunks.append(self._chunk({"tool_calls": [fragment]}, None, include_usage))
         return chunks
+
+    def _reasoning_deltas(self) -> list[JSON]:
+        """The reasoning streamed as litellm streams an Anthropic model's thinking.
+
+        Pieces of text first, each with its thinking-block fragment when the model is
+        Anthropic-style, then the signature alone: litellm's stream builder closes a
+        thinking block when its signature arrives.
+        """
+        reasoning, blocks = self.reply.reasoning, self._carries_thinking_blocks()
+        if not reasoning:
+            return []
+        if self.reply.reasoning_redacted:
+            return [{"thinking_blocks": self.thinking_blocks()}] if blocks else []
+        deltas: list[JSON] = []
+        for piece in split_text(reasoning):
+            delta: JSON = {"reasoning_content": piece}
+            if blocks:
+                delta["thinking_blocks"] = [{"type": "thinking", "thinking": piece}]
+            deltas.append(delta)
+        if blocks:
+            signed = {"type": "thinking", "thinking": "", "signature": self.signature}
+            deltas.append({"reasoning_content": "", "thinking_blocks": [signed]})
+        return deltas
 
     def final_chunk(self, include_usage: bool) -> JSON:
         """The chunk carrying ``finish_reason``."""
