@@ -6,13 +6,16 @@ older turns and other providers get none."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lossless import ReasoningPart, TextPart, ToolPart
+from lossless import Part, ReasoningPart, Store, TextPart, ToolPart
 from lossless.config import Config, ModelConfig
 from lossless.errors import InvalidInputError
 from lossless.session import Session
@@ -161,3 +164,55 @@ async def test_search_finds_the_reasoning_and_never_the_signature(claude: Sessio
     for secret in ["U0lHMw", "UkVEQUNURUQ0", "signature"]:
         assert grep(secret, session=claude) == []
         assert grep(secret, session=claude, mode="regex") == []
+
+
+# One turn of a random session: a user turn (its words), or an assistant turn with
+# a block of each provider listed before its call.
+_TURNS = st.lists(
+    st.one_of(
+        st.integers(1, 40),
+        st.lists(st.sampled_from(["anthropic", "bedrock"]), max_size=3),
+    ),
+    min_size=1,
+    max_size=16,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(turns=_TURNS, budget=st.integers(60, 3_000))
+def test_every_request_sends_the_loop_s_blocks_in_order_within_its_budget(
+    turns: list[int | list[str]], budget: int
+) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        store = Store(Path(directory) / "reasoning.db")
+        session = store.create_session(CLAUDE)
+        expected: dict[str, list[dict[str, Any]]] = {}
+        for n, turn in enumerate(turns):
+            if isinstance(turn, int):
+                store.append(session, "user", " ".join(["ledger"] * turn))
+                expected.clear()
+                continue
+            blocks = [
+                {"type": "thinking", "thinking": f"step {n}.{k}", "signature": f"c2ln{n}{k}"}
+                for k in range(len(turn))
+            ]
+            parts: list[Part] = [
+                ReasoningPart(provider, block["thinking"], block)
+                for provider, block in zip(turn, blocks, strict=True)
+            ]
+            parts.append(ToolPart("read", f"call_{n}", "{}", output=f"line {n}"))
+            store.append(session, "assistant", parts)
+            expected[f"call_{n}"] = [
+                block
+                for provider, block in zip(turn, blocks, strict=True)
+                if provider == "anthropic"
+            ]
+        messages, tokens, _, _ = store.assemble(session, budget)
+        if store.view_stats(session).instruction_tokens + 32 <= budget:
+            assert tokens <= budget
+        for message in messages:
+            if message["role"] != "assistant":
+                assert "thinking_blocks" not in message
+                continue
+            call_id = message["tool_calls"][0]["id"]
+            assert message.get("thinking_blocks", []) == expected.get(call_id, [])
