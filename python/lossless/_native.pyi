@@ -90,6 +90,7 @@ __all__ = [
     "map_outcomes",
     "map_run",
     "merge_file_id_footer",
+    "model_provider",
     "normalize_usage",
     "prepare_postgres",
     "read_file",
@@ -116,6 +117,10 @@ def count_tokens(text: str, model: str) -> int:
 
 def encoding_for_model(model: str) -> str:
     """Name of the BPE encoding used for ``model`` (``o200k_base`` or ``cl100k_base``)."""
+
+def model_provider(model: str) -> str:
+    """The provider requests for ``model`` go to, as litellm names it (``anthropic``
+    for ``anthropic/…`` and bare ``claude-…`` names, ``bedrock``, ``openai``, ...)."""
 
 def extract_file_ids(text: str) -> list[str]:
     """File ids (``file_`` + 8 to 32 hex digits, on word boundaries), unique, in order."""

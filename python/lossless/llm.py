@@ -19,9 +19,17 @@ from typing import Any, TypeVar
 
 import anyio
 
+from lossless import _native
 from lossless.config import LLMConfig
 from lossless.errors import ChatTemplateError, LLMError
-from lossless.parts import ToolPart, identifier_problem, storable_name, storable_text
+from lossless.parts import (
+    ReasoningPart,
+    ToolPart,
+    identifier_problem,
+    storable_name,
+    storable_text,
+)
+from lossless.reasoning import ReasoningStream
 
 __all__ = [
     "CallbackError",
@@ -130,6 +138,9 @@ class StreamedReply:
 
     text: str = ""
     tool_calls: list[ToolPart] = field(default_factory=list)
+    #: The reasoning the reply came with, in the order it arrived (stored before
+    #: the text and the calls).
+    reasoning: list[ReasoningPart] = field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost: float | None = None
@@ -291,6 +302,22 @@ def new_call_id() -> str:
 async def _consume(
     stream: Any,
     reply: StreamedReply,
+    provider: str,
+    on_text: TextCallback | None,
+    on_progress: TextCallback | None,
+) -> None:
+    reasoning = ReasoningStream(provider, reply.reasoning)
+    try:
+        await _consume_chunks(stream, reply, reasoning, on_text, on_progress)
+    finally:
+        # What reasoning arrived is kept, a stream that broke included.
+        reasoning.finish()
+
+
+async def _consume_chunks(
+    stream: Any,
+    reply: StreamedReply,
+    reasoning: ReasoningStream,
     on_text: TextCallback | None,
     on_progress: TextCallback | None,
 ) -> None:
@@ -303,6 +330,7 @@ async def _consume(
             _read_cache_usage(usage, reply)
         for choice in getattr(chunk, "choices", None) or ():
             delta = choice.delta
+            reasoning.add(delta)
             content = getattr(delta, "content", None)
             if content:
                 content = storable_text(content)
@@ -380,6 +408,7 @@ async def stream_completion(
         kwargs.update(_tools_kwargs())
     if max_tokens is not None:
         kwargs["max_tokens"] = max_tokens
+    provider = _native.model_provider(model)
 
     async def attempt() -> StreamedReply:
         reply = StreamedReply()
@@ -391,7 +420,7 @@ async def stream_completion(
             **kwargs,
         )
         try:
-            await _consume(stream, reply, on_text, on_progress)
+            await _consume(stream, reply, provider, on_text, on_progress)
         except CallbackError:
             raise
         except Exception as err:

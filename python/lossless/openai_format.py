@@ -6,7 +6,10 @@ folded into the assistant turn that made the call, and a :class:`ToolResult` for
 result that answers a call an earlier list left open. The whole list is checked
 before any step is returned, so a bad message stores nothing.
 
-What is read: ``role``, ``content``, ``tool_calls`` and ``tool_call_id``. Other fields
+What is read: ``role``, ``content``, ``tool_calls`` and ``tool_call_id``, and an
+assistant's reasoning as litellm carries it (``thinking_blocks``, each kept verbatim
+as a :class:`ReasoningPart`, and ``reasoning_content``, kept as text when no block
+carries it) when the caller names the provider that produced it. Other fields
 (``name``, ``refusal``, ``annotations``, provider extras) are not stored; a legacy
 ``function_call`` is rejected rather than dropped.
 """
@@ -21,12 +24,15 @@ from typing import Any, Protocol, TypeAlias
 from lossless.errors import InvalidInputError
 from lossless.parts import (
     Part,
+    ReasoningPart,
     Role,
     TextPart,
     ToolPart,
     has_lone_surrogate,
     identifier_problem,
+    part_to_wire,
 )
+from lossless.reasoning import block_problem, part_of_block
 
 __all__ = [
     "OpenAIMessage",
@@ -80,6 +86,7 @@ class _OpenAssistant:
     text: list[TextPart]
     calls: list[tuple[str, str, str]]  # (name, call_id, arguments)
     outputs: dict[int, str]  # call position -> result
+    reasoning: list[ReasoningPart]
 
 
 def to_turns(
@@ -87,13 +94,16 @@ def to_turns(
     *,
     system_prompt: str | None,
     open_calls: Callable[[], Iterable[str]],
+    provider: str | None = None,
 ) -> list[Turn | ToolResult]:
     """Convert OpenAI chat messages into the ordered steps that store them.
 
     ``system_prompt`` is the session's own: a leading system message equal to it is
     skipped. ``open_calls`` returns the call ids of the session that still wait for a
     result (an id once per open call); it is called at most once, and only when a
-    ``tool`` message answers no call of the list. Raises :class:`InvalidInputError`
+    ``tool`` message answers no call of the list. ``provider`` is the provider whose
+    replies the list holds (as litellm names it): an assistant's reasoning is kept as
+    that provider's, and not at all without one. Raises :class:`InvalidInputError`
     naming the index of the first bad message.
     """
     items = _as_list(messages)
@@ -114,7 +124,7 @@ def to_turns(
             texts = _text_parts(f"messages[{index}].content", _required(index, message, "content"))
             steps.append(Turn(index, "user", list[Part](texts)))
         elif role == "assistant":
-            assistant = _assistant(index, message)
+            assistant = _assistant(index, message, provider)
             for position, (_, call_id, _) in enumerate(assistant.calls):
                 waiting.setdefault(call_id, []).append((assistant, position))
             steps.append(assistant)
@@ -228,18 +238,49 @@ def _text_parts(field: str, content: object) -> list[TextPart]:
     return parts
 
 
-def _assistant(index: int, message: Mapping[str, Any]) -> _OpenAssistant:
+def _assistant(index: int, message: Mapping[str, Any], provider: str | None) -> _OpenAssistant:
     content = message.get("content")
     texts = [] if content is None else _text_parts(f"messages[{index}].content", content)
     calls = _tool_calls(index, message.get("tool_calls"))
+    reasoning = [] if provider is None else _reasoning(index, message, provider)
     if not calls:
         if content is None:
             raise InvalidInputError(
                 f"messages[{index}]: an assistant message needs content or tool_calls"
             )
         # A reply of only empty text is still a turn that happened: keep it.
-        return _OpenAssistant(index, texts, [], {})
-    return _OpenAssistant(index, [part for part in texts if part.text], calls, {})
+        return _OpenAssistant(index, texts, [], {}, reasoning)
+    return _OpenAssistant(index, [part for part in texts if part.text], calls, {}, reasoning)
+
+
+def _reasoning(index: int, message: Mapping[str, Any], provider: str) -> list[ReasoningPart]:
+    """An assistant's reasoning: each of its ``thinking_blocks`` kept whole, in order,
+    and its ``reasoning_content`` as text when no block carries text. A block the
+    store would refuse (a ``thinking`` block without its signature) is refused here,
+    before anything of the list is stored."""
+    blocks = message.get("thinking_blocks")
+    parts: list[ReasoningPart] = []
+    if blocks is not None:
+        if not isinstance(blocks, list | tuple):
+            raise InvalidInputError(
+                f"messages[{index}].thinking_blocks: expected a list, got {type(blocks).__name__}"
+            )
+        for position, raw in enumerate(blocks):
+            where = f"messages[{index}].thinking_blocks[{position}]"
+            block = _mapping_of(raw)
+            if block is None:
+                raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
+            problem = block_problem(block)
+            if problem is not None:
+                raise InvalidInputError(f"{where}.{problem[0]}: {problem[1]}")
+            part = part_of_block(provider, block)
+            _checked_text(where, part_to_wire(part, where)["payload"])
+            parts.append(part)
+    readable = message.get("reasoning_content")
+    if isinstance(readable, str) and readable.strip() and not any(part.text for part in parts):
+        text = _checked_text(f"messages[{index}].reasoning_content", readable)
+        parts.append(ReasoningPart(provider, text))
+    return parts
 
 
 def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
@@ -287,7 +328,8 @@ def _tool_result(index: int, message: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _finish(assistant: _OpenAssistant) -> Turn:
-    parts: list[Part] = list(assistant.text)
+    # Reasoning first, in its order: it opens the turn it came with.
+    parts: list[Part] = [*assistant.reasoning, *assistant.text]
     for position, (name, call_id, arguments) in enumerate(assistant.calls):
         output = assistant.outputs.get(position)
         parts.append(

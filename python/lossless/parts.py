@@ -96,12 +96,32 @@ class FileRefPart:
     summary: str = ""
 
 
-Part: TypeAlias = TextPart | ToolPart | FileRefPart
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """Reasoning a model did before it answered, as its provider sent it.
+
+    ``provider`` is the provider that produced it, as litellm names providers
+    (``anthropic``, ``bedrock``, ``openai``, ``deepseek``, ...). ``text`` is the
+    readable reasoning, if any. ``payload`` is the provider's block (a dict, or its
+    JSON text), kept verbatim: an Anthropic ``thinking`` block with its
+    ``signature``, or a ``redacted_thinking`` block. A block goes back to the
+    provider that signed it within the tool loop that produced it, where the
+    provider requires it; readable text alone is never sent back. Read back from the
+    store, ``payload`` is the JSON text exactly as stored.
+    """
+
+    kind: ClassVar[str] = "reasoning"
+    provider: str
+    text: str | None = None
+    payload: Mapping[str, Any] | str | None = None
+
+
+Part: TypeAlias = TextPart | ToolPart | FileRefPart | ReasoningPart
 PartsInput: TypeAlias = str | Part | Iterable[str | Part]
 
 # Every part type, as the core declares its kinds (rust/core/src/parts/): the wire
 # dict of a part is its ``kind`` and its fields, by name.
-PART_TYPES: tuple[type[Part], ...] = (TextPart, ToolPart, FileRefPart)
+PART_TYPES: tuple[type[Part], ...] = (TextPart, ToolPart, FileRefPart, ReasoningPart)
 _TYPE_OF_KIND: dict[str, type[Part]] = {cls.kind: cls for cls in PART_TYPES}
 _FIELDS_OF_KIND: dict[str, tuple[str, ...]] = {
     cls.kind: tuple(field.name for field in fields(cls)) for cls in PART_TYPES
@@ -146,6 +166,8 @@ def part_to_wire(part: Part, field: str = "part") -> dict[str, Any]:
         wire[name] = getattr(part, name)
     if isinstance(part, ToolPart):
         wire["input"] = _input_json(f"{field}.input", part.input)
+    elif isinstance(part, ReasoningPart) and part.payload is not None:
+        wire["payload"] = _payload_json(f"{field}.payload", part.payload)
     return wire
 
 
@@ -165,6 +187,24 @@ def _input_json(field: str, value: object) -> str:
         raise InvalidInputError(
             f"{field}: nested too deeply to encode as JSON; pass its JSON text instead"
         ) from None
+    except (TypeError, ValueError) as err:
+        raise InvalidInputError(f"{field}: not valid JSON: {err}") from None
+
+
+def _payload_json(field: str, value: object) -> str:
+    """A reasoning block as JSON text: text as given (kept byte for byte), a mapping
+    encoded once, its keys in their order and its text unescaped."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(
+            f"{field}: expected the provider's block (a dict) or its JSON text, "
+            f"got {type(value).__name__}"
+        )
+    try:
+        return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise InvalidInputError(f"{field}: nested too deeply to encode as JSON") from None
     except (TypeError, ValueError) as err:
         raise InvalidInputError(f"{field}: not valid JSON: {err}") from None
 

@@ -12,6 +12,7 @@ from typing import Literal
 import anyio
 import anyio.lowlevel
 
+from lossless import _native
 from lossless.events import Event, EventName
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
@@ -79,6 +80,10 @@ class Recorder(RequestComposer):
         answers each call later in the list, or left ``"pending"``. A ``tool`` message
         that answers a call an earlier ``record_messages`` or :meth:`record` left open
         sets that call's result through :meth:`update_tool` rather than storing a turn.
+        An assistant's reasoning as litellm carries it (``thinking_blocks``, each kept
+        verbatim, and ``reasoning_content``) is kept as :class:`ReasoningPart` s of
+        the provider of this session's model, before the turn's text: a signed block
+        goes back to that provider within its tool loop, where the provider needs it.
 
         System messages: a leading one equal to this session's ``system_prompt`` is
         skipped, since the session already sends that prompt first in every request.
@@ -89,13 +94,13 @@ class Recorder(RequestComposer):
         ``system_prompt``.
 
         The whole list is checked before anything is stored: an unknown role, a missing
-        field, a non-string ``arguments``, a non-text content part or a ``tool`` message
-        that answers no call raises :class:`InvalidInputError` naming the message's
-        index, and stores nothing. Each call appends: hand over only messages not
-        recorded yet. Compaction starts, when due, once the whole list is stored, so
-        a long history handed over at once is summarised as one span. Returns one
-        :class:`RecordResult` per stored turn; the last one says whether the list
-        started a round.
+        field, a non-string ``arguments``, a non-text content part, a thinking block
+        without its signature or a ``tool`` message that answers no call raises
+        :class:`InvalidInputError` naming the message's index, and stores nothing. Each
+        call appends: hand over only messages not recorded yet. Compaction starts, when
+        due, once the whole list is stored, so a long history handed over at once is
+        summarised as one span. Returns one :class:`RecordResult` per stored turn; the
+        last one says whether the list started a round.
         """
         self._check_open()
         steps = to_turns(
@@ -104,6 +109,7 @@ class Recorder(RequestComposer):
             open_calls=lambda: open_call_ids(
                 part for message in self.history() for part in message.parts
             ),
+            provider=_native.model_provider(self.model),
         )
         results: list[RecordResult] = []
         view_tokens: int | None = None

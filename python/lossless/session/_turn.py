@@ -40,6 +40,9 @@ class ModelTurns(Recorder):
     ) -> TurnResult:
         """Store the user turn, call the model on the assembled context, store its reply.
 
+        The reply's reasoning, when the provider sends any (litellm's
+        ``thinking_blocks`` and ``reasoning_content``), is stored before its text as
+        :class:`ReasoningPart` s, and goes back to that provider within the tool loop.
         ``on_part`` receives each streamed text delta as a :class:`TextPart` and each
         tool call as a :class:`ToolPart` (once the reply is complete and stored); if it
         raises on a text delta, the partial reply is stored flagged incomplete, and in
@@ -318,7 +321,8 @@ def _reason_code(reason: str) -> str:
 
 
 def _reply_parts(reply: StreamedReply, *, keep_empty: bool = True) -> list[dict[str, Any]]:
-    parts: list[Part] = []
+    # Reasoning first, as it came: a provider that takes it back wants it there.
+    parts: list[Part] = [*reply.reasoning]
     if reply.text or (keep_empty and not reply.tool_calls):
         parts.append(TextPart(reply.text))
     parts.extend(reply.tool_calls)

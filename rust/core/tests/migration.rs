@@ -332,3 +332,144 @@ fn a_file_of_a_newer_schema_is_still_refused() {
         .unwrap();
     assert!(Store::open(path, &OpenOptions::default()).is_err());
 }
+
+const SCHEMA_V9: &str = include_str!("fixtures/schema_v9.sql");
+
+/// A version-9 file (the last without the reasoning kind): a user turn and a tool
+/// call with its output.
+fn version_9_file(path: &str) -> Connection {
+    let conn = support::raw(path);
+    conn.execute_batch(SCHEMA_V9).unwrap();
+    conn.execute_batch(
+        r#"
+        INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+            VALUES ('ses_9', 'anthropic/claude-sonnet-4-5', 1, '{}', 2, 3, 3);
+        INSERT INTO messages (id, session_id, seq, role, created_at, status, token_count) VALUES
+            ('msg_1', 'ses_9', 1, 'user', 1, 'complete', 9),
+            ('msg_2', 'ses_9', 2, 'assistant', 2, 'complete', 30);
+        INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, tool_name,
+                           call_id, tool_status, token_count, output_tokens) VALUES
+            (1, 'prt_1', 'msg_1', 'ses_9', 1, 0, 'text', 'settle the ledger', NULL, NULL, NULL, 5, 0),
+            (2, 'prt_2', 'msg_2', 'ses_9', 2, 0, 'tool', '{"path": "ledger.py"}', 'read', 'c1',
+             'completed', 26, 10);
+        INSERT INTO tool_outputs (part_pk, output) VALUES (2, 'def settle(): pass');
+        INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES
+            ('ses_9', 1, 'message', 'msg_1', 9), ('ses_9', 2, 'message', 'msg_2', 30);
+        INSERT INTO search_backlog (fts_rowid) VALUES (1), (2);
+        "#,
+    )
+    .unwrap();
+    conn
+}
+
+fn parts_sql(conn: &Connection) -> String {
+    conn.query_row(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'parts'",
+        [],
+        |row| row.get(0),
+    )
+    .unwrap()
+}
+
+fn insert_part(conn: &Connection, pk: i64, kind: &str) -> rusqlite::Result<usize> {
+    conn.execute(
+        "INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, token_count)
+         VALUES (?1, 'prt_raw_' || ?1, 'msg_2', 'ses_9', 2, ?1, ?2, '{}', 0)",
+        rusqlite::params![pk, kind],
+    )
+}
+
+#[test]
+fn a_version_9_file_takes_reasoning_parts_with_every_row_kept() {
+    use lossless_core::parts::{Part, Reasoning, Role};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v9.db");
+    let path = path.to_str().unwrap();
+    // Open before the upgrade, and kept open through it.
+    let before = version_9_file(path);
+    assert!(insert_part(&before, 90, "reasoning").is_err());
+
+    let mut store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let history = store.history("ses_9").unwrap();
+    assert_eq!(history.len(), 2);
+    match &history[1].parts[0].part {
+        Part::Tool(call) => assert_eq!(call.output.as_deref(), Some("def settle(): pass")),
+        other => panic!("expected the tool call, got {other:?}"),
+    }
+    let payload = r#"{"type": "thinking", "thinking": "read it first", "signature": "c2ln"}"#;
+    let reasoning = Part::Reasoning(Reasoning {
+        provider: "anthropic".into(),
+        text: Some("read it first".into()),
+        payload: Some(payload.into()),
+    });
+    store
+        .append_message(
+            "ses_9",
+            Role::Assistant,
+            std::slice::from_ref(&reasoning),
+            None,
+        )
+        .unwrap();
+    assert_eq!(store.history("ses_9").unwrap()[2].parts[0].part, reasoning);
+    let hits = store
+        .grep("settle", Some("ses_9"), GrepMode::Text, 10)
+        .unwrap();
+    assert_eq!(hits.len(), 2);
+
+    // The table reads as a new file's, and the file checks out whole.
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = fresh_dir.path().join("new.db");
+    drop(Store::open(fresh.to_str().unwrap(), &OpenOptions::default()).unwrap());
+    let conn = support::raw(path);
+    assert_eq!(
+        parts_sql(&conn),
+        parts_sql(&support::raw(fresh.to_str().unwrap()))
+    );
+    let verdict: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(verdict, "ok");
+    // The connection open through the upgrade reads the new constraint, which
+    // still refuses a kind nobody declared.
+    insert_part(&before, 91, "reasoning").unwrap();
+    assert!(insert_part(&before, 92, "hologram").is_err());
+    assert!(insert_part(&conn, 93, "hologram").is_err());
+
+    // A second open finds the current version and changes nothing.
+    drop(store);
+    let version: i64 = conn
+        .query_row("PRAGMA schema_version", [], |row| row.get(0))
+        .unwrap();
+    drop(Store::open(path, &OpenOptions::default()).unwrap());
+    let again: i64 = conn
+        .query_row("PRAGMA schema_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(again, version);
+}
+
+#[test]
+fn every_older_version_gets_the_widened_kind_constraint() {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("new.db");
+    drop(Store::open(fresh.to_str().unwrap(), &OpenOptions::default()).unwrap());
+    let expected = parts_sql(&support::raw(fresh.to_str().unwrap()));
+    for (version, schema) in [
+        (1, SCHEMA_V1),
+        (2, SCHEMA_V2),
+        (3, SCHEMA_V3),
+        (4, SCHEMA_V4),
+        (9, SCHEMA_V9),
+    ] {
+        let path = dir.path().join(format!("v{version}.db"));
+        let path = path.to_str().unwrap();
+        support::raw(path).execute_batch(schema).unwrap();
+        drop(Store::open(path, &OpenOptions::default()).unwrap());
+        assert_eq!(
+            parts_sql(&support::raw(path)),
+            expected,
+            "from version {version}"
+        );
+    }
+}

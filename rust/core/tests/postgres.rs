@@ -387,6 +387,75 @@ fn a_version_8_database_gets_the_arena_s_cut_counts() {
     assert_eq!((columns, version), (1, SCHEMA_VERSION));
 }
 
+/// The kind constraint's definition as the server holds it.
+fn kind_constraint(client: &mut postgres::Client) -> String {
+    client
+        .query_one(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint
+             WHERE conrelid = 'parts'::regclass AND conname = 'parts_kind_check'",
+            &[],
+        )
+        .expect("the kind constraint")
+        .get(0)
+}
+
+#[test]
+fn a_version_9_database_takes_reasoning_parts_with_every_row_kept() {
+    use lossless_core::parts::{Part, Reasoning, Role};
+
+    let db = database();
+    let mut store = Store::open(&db.url(), &OpenOptions::default()).expect("a store");
+    let session = store
+        .create_session("anthropic/claude-sonnet-4-5", "{}", None)
+        .expect("a session");
+    let said = [Part::Text("settle the ledger".into())];
+    store
+        .append_message(&session, Role::User, &said, None)
+        .expect("a turn");
+    drop(store);
+    let fresh = kind_constraint(open(&db).client());
+    // The version 9 layout: the column's constraint as version 9 declared it,
+    // unnamed (PostgreSQL names it `parts_kind_check`).
+    let mut admin = db.admin();
+    admin
+        .batch_execute(
+            "ALTER TABLE parts DROP CONSTRAINT parts_kind_check;
+             ALTER TABLE parts ADD CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker'));
+             UPDATE lossless_schema SET version = 9;",
+        )
+        .expect("a version 9 schema");
+    assert!(!kind_constraint(&mut admin).contains("reasoning"));
+
+    let mut store = Store::open(&db.url(), &OpenOptions::default()).expect("the upgrade");
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(kind_constraint(&mut admin), fresh);
+    let reasoning = Part::Reasoning(Reasoning {
+        provider: "anthropic".into(),
+        text: Some("read it first".into()),
+        payload: Some(
+            r#"{"type": "thinking", "thinking": "read it first", "signature": "c2ln"}"#.into(),
+        ),
+    });
+    store
+        .append_message(
+            &session,
+            Role::Assistant,
+            std::slice::from_ref(&reasoning),
+            None,
+        )
+        .expect("a reasoning part");
+    let history = store.history(&session).unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].parts[0].part, said[0]);
+    assert_eq!(history[1].parts[0].part, reasoning);
+    let refused = admin.execute(
+        "INSERT INTO parts (id, message_id, session_id, msg_seq, ord, kind, body, token_count)
+         VALUES ('prt_x', $1, $2, 2, 1, 'hologram', '{}', 0)",
+        &[&history[1].id, &session],
+    );
+    assert!(refused.is_err());
+}
+
 #[test]
 fn a_text_that_is_not_a_url_is_invalid_input() {
     let err = Database::open("postgresql://app:pw@127.0.0.1:notaport/db")

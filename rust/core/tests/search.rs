@@ -255,3 +255,43 @@ fn a_focus_query_finds_its_rare_word_in_the_span_however_common_the_others() {
         .iter()
         .all(|m| ids[..100].contains(&m.id)));
 }
+
+#[test]
+fn reasoning_is_found_by_its_readable_text_never_by_its_signed_data() {
+    use lossless_core::parts::{Part, Reasoning};
+
+    let (_dir, _path, mut store) = temp_store();
+    let session = store.create_session(support::MODEL, "{}", None).unwrap();
+    let signed = Part::Reasoning(Reasoning {
+        provider: "anthropic".into(),
+        text: Some("the walrus ledger balances".into()),
+        payload: Some(
+            r#"{"type": "thinking", "thinking": "the walrus ledger balances", "signature": "zebrasignature"}"#
+                .into(),
+        ),
+    });
+    let redacted = Part::Reasoning(Reasoning {
+        provider: "anthropic".into(),
+        text: None,
+        payload: Some(r#"{"type": "redacted_thinking", "data": "okapiredacted"}"#.into()),
+    });
+    let id = append(
+        &mut store,
+        &session,
+        Role::Assistant,
+        &[signed, redacted, text("done")],
+    );
+    for (query, mode, found) in [
+        ("walrus", GrepMode::Text, 1),
+        ("walrus led", GrepMode::Regex, 1),
+        ("zebrasignature", GrepMode::Text, 0),
+        ("zebrasig", GrepMode::Regex, 0),
+        ("okapiredacted", GrepMode::Text, 0),
+        ("okapi", GrepMode::Regex, 0),
+        ("signature", GrepMode::Text, 0),
+    ] {
+        let hits = store.grep(query, Some(&session), mode, 10).unwrap();
+        assert_eq!(hits.len(), found, "{query}");
+        assert!(hits.iter().all(|hit| hit.owner_id == id));
+    }
+}

@@ -2,8 +2,9 @@
 
 use lossless_core::parts::{Part, Role, WireSink, WireSource};
 use lossless_core::profile::Profile;
-use lossless_core::render::{ChatMessage, StoredPart, ToolCall};
+use lossless_core::render::{reasoning_content, ChatMessage, ReasoningBlock, StoredPart, ToolCall};
 use lossless_core::store::{Durability, GrepMode, Usage};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
 
@@ -184,7 +185,9 @@ pub fn usage(value: Option<&Bound<'_, PyDict>>) -> PyResult<Usage> {
     })
 }
 
-/// A chat message as an OpenAI-format dict.
+/// A chat message as an OpenAI-format dict. Reasoning sent back goes as litellm
+/// takes it on an assistant message: `thinking_blocks` (which its Anthropic and
+/// Bedrock transformations put first in the turn) and `reasoning_content`.
 pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("role", message.role)?;
@@ -195,7 +198,29 @@ pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bou
     if let Some(id) = &message.tool_call_id {
         dict.set_item("tool_call_id", id)?;
     }
+    if !message.reasoning.is_empty() {
+        dict.set_item("thinking_blocks", thinking_blocks(py, &message.reasoning)?)?;
+        if let Some(text) = reasoning_content(&message.reasoning) {
+            dict.set_item("reasoning_content", text)?;
+        }
+    }
     Ok(dict)
+}
+
+/// Reasoning blocks as dicts, each parsed from the JSON text the provider sent:
+/// Python's parser keeps the keys in their order, as the provider wrote them.
+pub fn thinking_blocks<'py>(
+    py: Python<'py>,
+    blocks: &[ReasoningBlock],
+) -> PyResult<Bound<'py, PyList>> {
+    let loads = py
+        .import(intern!(py, "json"))?
+        .getattr(intern!(py, "loads"))?;
+    let list = PyList::empty(py);
+    for block in blocks {
+        list.append(loads.call1((block.payload.as_str(),))?)?;
+    }
+    Ok(list)
 }
 
 /// The `tool_calls` list of an assistant message.

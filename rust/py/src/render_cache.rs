@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use lossless_core::model::Generation;
-use lossless_core::render::ChatMessage;
+use lossless_core::render::{ChatMessage, ReasoningBlock};
 use lossless_core::store::RenderedItem;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -35,6 +35,9 @@ struct CachedMessage {
     dict: Py<PyDict>,
     /// Each call's entry dict and its `function` dict.
     calls: Vec<(Py<PyDict>, Py<PyDict>)>,
+    /// The reasoning blocks sent back, parsed anew for every copy (a block may
+    /// nest dicts a caller could change).
+    reasoning: Vec<ReasoningBlock>,
 }
 
 impl CachedMessage {
@@ -52,6 +55,7 @@ impl CachedMessage {
         Ok(Self {
             dict: dict.unbind(),
             calls,
+            reasoning: message.reasoning.clone(),
         })
     }
 
@@ -66,6 +70,10 @@ impl CachedMessage {
                 list.append(entry)?;
             }
             copy.set_item(intern!(py, "tool_calls"), list)?;
+        }
+        if !self.reasoning.is_empty() {
+            let blocks = convert::thinking_blocks(py, &self.reasoning)?;
+            copy.set_item(intern!(py, "thinking_blocks"), blocks)?;
         }
         Ok(copy)
     }

@@ -1,5 +1,6 @@
 //! Token counting and file-id functions.
 
+use lossless_core::context::provider;
 use lossless_core::{fileids, summary_check, tokens};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
@@ -28,6 +29,12 @@ pub fn count_tokens(py: Python<'_>, text: &Bound<'_, PyString>, model: &str) -> 
 #[pyfunction]
 pub fn encoding_for_model(model: &str) -> &'static str {
     tokens::encoding_for_model(model).name()
+}
+
+/// The provider requests for `model` go to, as litellm names it.
+#[pyfunction]
+pub fn model_provider(model: &str) -> &str {
+    provider::provider_of(model)
 }
 
 #[pyfunction]

@@ -100,12 +100,7 @@ impl Profile {
 fn tool_exchange_as_text(message: ChatMessage) -> ChatMessage {
     if let Some(id) = message.tool_call_id {
         let result = message.content.unwrap_or_default();
-        return ChatMessage {
-            role: "user",
-            content: Some(format!("[result of tool call {id}]\n{result}")),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        };
+        return ChatMessage::plain("user", format!("[result of tool call {id}]\n{result}"));
     }
     if message.tool_calls.is_empty() {
         return message;
@@ -122,6 +117,7 @@ fn tool_exchange_as_text(message: ChatMessage) -> ChatMessage {
         content: Some(lines.join("\n")),
         tool_calls: Vec::new(),
         tool_call_id: None,
+        reasoning: message.reasoning,
     }
 }
 
@@ -165,6 +161,8 @@ fn split_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
             results.extend(iter.next());
         }
         let mut content = message.content;
+        // Reasoning opens the turn: it stays with the first call, as the text does.
+        let mut reasoning = message.reasoning;
         for call in message.tool_calls {
             let position = results
                 .iter()
@@ -174,6 +172,7 @@ fn split_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
                 content: content.take(),
                 tool_calls: vec![call],
                 tool_call_id: None,
+                reasoning: std::mem::take(&mut reasoning),
             });
             out.extend(position.map(|position| results.remove(position)));
         }
@@ -200,6 +199,7 @@ fn alternate(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
             if mergeable {
                 last.content = join(last.content.take(), message.content);
                 last.tool_calls = message.tool_calls;
+                last.reasoning.extend(message.reasoning);
                 continue;
             }
         }
@@ -225,12 +225,7 @@ fn bridge_tool_exchanges(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
                 .last()
                 .is_some_and(|last: &ChatMessage| last.role == "tool");
             if after_tools {
-                out.push(ChatMessage {
-                    role: "assistant",
-                    content: Some(BRIDGE_TEXT.to_string()),
-                    tool_calls: Vec::new(),
-                    tool_call_id: None,
-                });
+                out.push(ChatMessage::plain("assistant", BRIDGE_TEXT.to_string()));
             }
         }
         if plain {
@@ -259,6 +254,7 @@ mod tests {
             content: Some(content.to_string()),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            reasoning: Vec::new(),
         }
     }
 
@@ -275,6 +271,7 @@ mod tests {
                 })
                 .collect(),
             tool_call_id: None,
+            reasoning: Vec::new(),
         }
     }
 
@@ -284,6 +281,7 @@ mod tests {
             content: Some(format!("out {id}")),
             tool_calls: Vec::new(),
             tool_call_id: Some(id.to_string()),
+            reasoning: Vec::new(),
         }
     }
 

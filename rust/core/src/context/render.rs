@@ -6,7 +6,9 @@
 use crate::parts::{Part, Rendered};
 use crate::tokens::TokenCounter;
 
-pub use crate::model::chat::{empty_text, non_empty, truncate_chars, ChatMessage, ToolCall};
+pub use crate::model::chat::{
+    empty_text, non_empty, reasoning_content, truncate_chars, ChatMessage, ReasoningBlock, ToolCall,
+};
 pub use crate::parts::{tombstone_marker, tool_result_text};
 
 /// Per-message framing tokens (role and separators) in the chat format.
@@ -54,9 +56,12 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                     content: Some(result),
                     tool_calls: Vec::new(),
                     tool_call_id: Some(call.id.clone()),
+                    reasoning: Vec::new(),
                 });
                 calls.push(call);
             }
+            // Sent back only where its provider needs it: see `render_replay`.
+            Rendered::Reasoning(_) => {}
         }
     }
     if calls.is_empty() || role != "assistant" {
@@ -83,6 +88,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
         content: (!content.trim().is_empty()).then_some(content),
         tool_calls: Vec::with_capacity(calls.len()),
         tool_call_id: None,
+        reasoning: Vec::new(),
     };
     let mut answers = Vec::with_capacity(results.len());
     for (call, result) in calls.into_iter().zip(results) {
@@ -99,6 +105,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                 content: None,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
+                reasoning: Vec::new(),
             };
             out.push(std::mem::replace(&mut head, next));
             out.append(&mut answers);
@@ -109,6 +116,35 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
     out.push(head);
     out.append(&mut answers);
     out
+}
+
+/// The message as a request sends it to `provider` within the tool loop that
+/// produced it: [`render_message`] with the reasoning blocks `provider` produced on
+/// its first message, in their stored order. `None` when there are none to send
+/// (then it renders as [`render_message`] does), and for a message other than an
+/// assistant's: only an assistant turn carries reasoning.
+#[must_use]
+pub fn render_replay(
+    role: &'static str,
+    parts: &[StoredPart],
+    provider: &str,
+) -> Option<Vec<ChatMessage>> {
+    if role != "assistant" {
+        return None;
+    }
+    let blocks: Vec<ReasoningBlock> = parts
+        .iter()
+        .filter_map(|stored| match &stored.part {
+            Part::Reasoning(reasoning) => reasoning.replayed_to(provider),
+            _ => None,
+        })
+        .collect();
+    if blocks.is_empty() {
+        return None;
+    }
+    let mut messages = render_message(role, parts);
+    messages[0].reasoning = blocks;
+    Some(messages)
 }
 
 fn push_block(content: &mut String, block: &str) {

@@ -87,15 +87,7 @@ pub fn marker_tokens(counter: &TokenCounter, file_ids: &[String]) -> i64 {
 /// The lead marker as a rendered item. Its id is empty: it is no view item.
 #[must_use]
 pub fn marker_item(text: String) -> RenderedItem {
-    RenderedItem::new(
-        String::new(),
-        vec![ChatMessage {
-            role: "user",
-            content: Some(text),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }],
-    )
+    RenderedItem::new(String::new(), vec![ChatMessage::plain("user", text)])
 }
 
 /// Whether two tool calls of `items` share an id. Cheap on the common path: one
@@ -209,6 +201,7 @@ mod tests {
                 })
                 .collect(),
             tool_call_id: None,
+            reasoning: Vec::new(),
         };
         let mut messages = vec![head];
         messages.extend(ids.iter().map(|id| ChatMessage {
@@ -216,6 +209,7 @@ mod tests {
             content: Some("ok".to_string()),
             tool_calls: Vec::new(),
             tool_call_id: Some((*id).to_string()),
+            reasoning: Vec::new(),
         }));
         RenderedItem::new("msg".to_string(), messages)
     }

@@ -28,6 +28,30 @@ pub(crate) struct Selection {
     pub(crate) tail_start: usize,
 }
 
+/// Tokens some view items cost in one request beyond their count in the view: the
+/// reasoning the current tool loop sends back (see `context/replay.rs`), of the
+/// items from `from` on, in view order. Only history messages carry any.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Surcharge {
+    pub(crate) from: usize,
+    pub(crate) tokens: Vec<i64>,
+}
+
+impl Surcharge {
+    /// What the item at `index` costs beyond its count in the view.
+    pub(crate) fn at(&self, index: usize) -> i64 {
+        index
+            .checked_sub(self.from)
+            .and_then(|at| self.tokens.get(at))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn total(&self) -> i64 {
+        self.tokens.iter().sum()
+    }
+}
+
 /// What share of the history budget one step of a cut is (see the module docs):
 /// a cut leaves out up to this much more than it must, and the front then holds
 /// while this much more history arrives.
@@ -44,21 +68,34 @@ pub(crate) fn step_tokens(budget: i64) -> i64 {
 }
 
 /// Index of the newest user message among `items`: the instruction.
-fn instruction(items: &[ViewItem]) -> Option<usize> {
+pub(crate) fn instruction(items: &[ViewItem]) -> Option<usize> {
     items
         .iter()
         .rposition(|item| item.kind == ItemKind::Message && item.role == Some(Role::User))
 }
 
+/// [`select_items_with`] for a request whose items cost what the view counts.
+#[cfg(test)]
+pub(crate) fn select_items(
+    items: &[ViewItem],
+    summaries: &[usize],
+    totals: (i64, i64),
+    budget: i64,
+) -> Selection {
+    select_items_with(items, summaries, totals, budget, &Surcharge::default())
+}
+
 /// Picks view items for `budget`: the instruction first, then the summaries (the
 /// newest that fit when not all do), then the history's newest messages, cut in
 /// steps (see the module docs). The history's messages are every message but the
-/// instruction, in view order.
-pub(crate) fn select_items(
+/// instruction, in view order; each costs its count in the view and its
+/// `surcharge`.
+pub(crate) fn select_items_with(
     items: &[ViewItem],
     summaries: &[usize],
     (view_tokens, summary_tokens): (i64, i64),
     budget: i64,
+    surcharge: &Surcharge,
 ) -> Selection {
     let budget = budget.max(0);
     let mut chosen = Vec::new();
@@ -81,21 +118,30 @@ pub(crate) fn select_items(
     }
     let history =
         |index: &usize| items[*index].kind == ItemKind::Message && Some(*index) != instruction;
-    // Every item is a summary, the instruction or history.
+    // Every item is a summary, the instruction or history; only history has a surcharge.
     let history_tokens =
-        view_tokens - summary_tokens - instruction.map_or(0, |at| items[at].tokens);
+        view_tokens - summary_tokens - instruction.map_or(0, |at| items[at].tokens)
+            + surcharge.total();
+    let cost = |index: usize| items[index].tokens + surcharge.at(index);
     let room = budget - used;
     let cut = if history_tokens <= room {
         0
     } else {
-        stepped_cut(items, history, history_tokens, room, step_tokens(budget))
+        stepped_cut(
+            items.len(),
+            history,
+            cost,
+            history_tokens,
+            room,
+            step_tokens(budget),
+        )
     };
     let mut tail_start = items.len();
     for index in (cut..items.len()).rev() {
         if !history(&index) {
             continue;
         }
-        used += items[index].tokens;
+        used += cost(index);
         chosen.push(index);
         tail_start = index;
     }
@@ -107,12 +153,14 @@ pub(crate) fn select_items(
     }
 }
 
-/// Where the history is cut: the first view index whose history messages from
-/// there on fit `room`, among the places where a run of `step` tokens starts
-/// (counted from the oldest history message). Past the last message when none fits.
+/// Where the history is cut: the first view index (of `len`) whose history
+/// messages from there on fit `room`, among the places where a run of `step`
+/// tokens starts (counted from the oldest history message); `cost` is what an item
+/// costs. Past the last message when none fits.
 fn stepped_cut(
-    items: &[ViewItem],
+    len: usize,
     history: impl Fn(&usize) -> bool,
+    cost: impl Fn(usize) -> i64,
     history_tokens: i64,
     room: i64,
     step: i64,
@@ -120,15 +168,15 @@ fn stepped_cut(
     // `before` counts the history's tokens older than the message at hand, and
     // `previous` those older than the message before it.
     let (mut before, mut previous) = (0_i64, None::<i64>);
-    for index in (0..items.len()).filter(&history) {
+    for index in (0..len).filter(&history) {
         let run_starts = previous.is_none_or(|previous| before / step > previous / step);
         if run_starts && history_tokens - before <= room {
             return index;
         }
         previous = Some(before);
-        before += items[index].tokens;
+        before += cost(index);
     }
-    items.len()
+    len
 }
 
 /// Picks view items for `budget` with room for a lead marker where one is needed (see
@@ -142,11 +190,12 @@ pub(crate) fn select_with_marker(
     totals: (i64, i64),
     budget: i64,
     reserve: i64,
+    surcharge: &Surcharge,
 ) -> (Selection, Option<usize>) {
-    let select = |room| select_items(items, summaries, totals, room);
+    let select = |room| select_items_with(items, summaries, totals, room, surcharge);
     let mut selected = select(budget);
     if budget < reserve {
-        open_with_user(items, &mut selected);
+        open_with_user(items, &mut selected, surcharge);
         return (selected, None);
     }
     match request::marker_position(items, &selected.chosen) {
@@ -162,7 +211,7 @@ pub(crate) fn select_with_marker(
 /// Drops the chosen messages before the first chosen user message or summary
 /// (system messages may lead), so that the context opens as providers require; with
 /// neither chosen, nothing is sendable and nothing is kept.
-fn open_with_user(items: &[ViewItem], selected: &mut Selection) {
+fn open_with_user(items: &[ViewItem], selected: &mut Selection, surcharge: &Surcharge) {
     let opening = selected.chosen.iter().position(|&index| {
         let item = &items[index];
         item.kind == ItemKind::Summary || item.role == Some(Role::User)
@@ -181,7 +230,7 @@ fn open_with_user(items: &[ViewItem], selected: &mut Selection) {
     selected.chosen.retain(|index| !dropped.contains(index));
     selected.tokens -= dropped
         .iter()
-        .map(|&index| items[index].tokens)
+        .map(|&index| items[index].tokens + surcharge.at(index))
         .sum::<i64>();
 }
 

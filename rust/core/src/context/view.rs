@@ -12,7 +12,8 @@ use crate::db::backend::args;
 
 use crate::arena::memory_recall::NewestRecall;
 use crate::compaction::left_out::LeftOutIds;
-use crate::context::selection::select_with_marker;
+use crate::context::replay::Replay;
+use crate::context::selection::{select_with_marker, Selection, Surcharge};
 use crate::error::{Error, Result};
 pub use crate::model::{ItemKind, RenderedItem, ViewItem, ViewStats};
 use crate::parts::Role;
@@ -20,9 +21,19 @@ use crate::prefix::Unit;
 use crate::render::{self, ChatMessage};
 use crate::request;
 use crate::store::Store;
+use crate::tokens::TokenCounter;
 
 /// Sessions whose views a store keeps decoded at once.
 const CACHED_SESSIONS: usize = 32;
+
+/// What an assembly sends, before it is rendered.
+struct Chosen {
+    selected: Selection,
+    marker: Option<usize>,
+    /// The file ids of what was left out, which the marker names.
+    file_ids: Vec<String>,
+    surcharge: Surcharge,
+}
 
 /// The assembled context: rendered items in view order, and what it holds.
 #[derive(Clone, Debug, Default)]
@@ -85,6 +96,9 @@ pub(crate) struct CachedView {
     /// append or a tool's result adds to the view and keeps it, a summary or a prune
     /// (and any foreign write) reloads the view without it.
     pub(crate) recalled: Option<Arc<NewestRecall>>,
+    /// The current tool loop's assistant messages (by index), each as the loop
+    /// sends it with its reasoning, or `None` when it has none to send back.
+    pub(crate) replays: HashMap<usize, Option<Replay>>,
 }
 
 impl CachedView {
@@ -100,6 +114,14 @@ impl CachedView {
                 self.marker = Some(Arc::clone(&marker));
                 marker
             }
+        }
+    }
+
+    /// Keeps `rendered` as the rendering of the item at `index`, unless one is kept.
+    pub(crate) fn keep_rendered(&mut self, index: usize, rendered: RenderedItem) {
+        if self.rendered[index].is_none() {
+            self.rendered[index] = Some(Arc::new(rendered));
+            self.rendered_count += 1;
         }
     }
 
@@ -168,6 +190,7 @@ impl ViewCache {
             if view.rendered[index].take().is_some() {
                 view.rendered_count -= 1;
             }
+            view.replays.remove(&index);
             // A tool's result can bring file ids the gathered ones lack.
             if index < view.left_out.through {
                 view.left_out = LeftOutIds::default();
@@ -282,44 +305,14 @@ impl Store {
     /// items, not the session length.
     pub fn assemble(&mut self, session_id: &str, budget: i64) -> Result<Assembled> {
         let counter = self.counter(session_id)?;
-        let mut reserve = request::MARKER_TOKENS;
-        let (selected, marker, file_ids) = loop {
-            let view = self.fresh_view(session_id)?;
-            let (selected, marker) = select_with_marker(
-                &view.items,
-                &view.summaries,
-                (view.tokens, view.summary_tokens),
-                budget,
-                reserve,
-            );
-            let file_ids = match marker {
-                Some(_) if selected.chosen.len() < view.items.len() => {
-                    self.left_out_file_ids(session_id, &selected.chosen, selected.tail_start)?
-                }
-                _ => Vec::new(),
-            };
-            // A marker that names file ids can outgrow its reservation: select
-            // again with room for it (leaving more out can only add ids, so this
-            // ends within a few passes).
-            let needed = request::marker_tokens(&counter, &file_ids);
-            if marker.is_none() || needed <= reserve {
-                break (selected, marker, file_ids);
-            }
-            if needed >= budget {
-                // The ids alone would not fit: the budget holds, with a plain marker.
-                let view = self.fresh_view(session_id)?;
-                let (selected, marker) = select_with_marker(
-                    &view.items,
-                    &view.summaries,
-                    (view.tokens, view.summary_tokens),
-                    budget,
-                    request::MARKER_TOKENS,
-                );
-                break (selected, marker, Vec::new());
-            }
-            reserve = needed;
-        };
+        let Chosen {
+            selected,
+            marker,
+            file_ids,
+            surcharge,
+        } = self.choose(session_id, budget, &counter)?;
         let mut items = self.rendered_items(session_id, &selected.chosen)?;
+        self.with_replays(session_id, &selected.chosen, &mut items);
         unique_call_ids(&mut items);
         let view = self.cached(session_id);
         let omitted = view.items.len() - selected.chosen.len();
@@ -327,7 +320,7 @@ impl Store {
         let mut item_tokens: Vec<i64> = selected
             .chosen
             .iter()
-            .map(|&index| view.items[index].tokens)
+            .map(|&index| view.items[index].tokens + surcharge.at(index))
             .collect();
         if let Some(position) = marker {
             items.insert(position, view.marker_for(omitted, &file_ids));
@@ -342,6 +335,70 @@ impl Store {
             omitted,
             marker,
         })
+    }
+
+    /// The view items a request of `budget` sends, where its lead marker goes and
+    /// the file ids the marker names.
+    fn choose(&mut self, session_id: &str, budget: i64, counter: &TokenCounter) -> Result<Chosen> {
+        let mut reserve = request::MARKER_TOKENS;
+        loop {
+            let (selected, marker, surcharge) =
+                self.select(session_id, budget, reserve, counter)?;
+            let view = self.cached(session_id);
+            let file_ids = match marker {
+                Some(_) if selected.chosen.len() < view.items.len() => {
+                    self.left_out_file_ids(session_id, &selected.chosen, selected.tail_start)?
+                }
+                _ => Vec::new(),
+            };
+            // A marker that names file ids can outgrow its reservation: select
+            // again with room for it (leaving more out can only add ids, so this
+            // ends within a few passes).
+            let needed = request::marker_tokens(counter, &file_ids);
+            if marker.is_none() || needed <= reserve {
+                return Ok(Chosen {
+                    selected,
+                    marker,
+                    file_ids,
+                    surcharge,
+                });
+            }
+            if needed >= budget {
+                // The ids alone would not fit: the budget holds, with a plain marker.
+                let (selected, marker, surcharge) =
+                    self.select(session_id, budget, request::MARKER_TOKENS, counter)?;
+                return Ok(Chosen {
+                    selected,
+                    marker,
+                    file_ids: Vec::new(),
+                    surcharge,
+                });
+            }
+            reserve = needed;
+        }
+    }
+
+    /// One selection from the fresh view, with `reserve` tokens for a marker; the
+    /// current tool loop's reasoning is charged to the messages that send it.
+    fn select(
+        &mut self,
+        session_id: &str,
+        budget: i64,
+        reserve: i64,
+        counter: &TokenCounter,
+    ) -> Result<(Selection, Option<usize>, Surcharge)> {
+        // Freshens the view, so the surcharge is of the items selected from.
+        let surcharge = self.replay_surcharge(session_id, counter)?;
+        let view = self.cached(session_id);
+        let (selected, marker) = select_with_marker(
+            &view.items,
+            &view.summaries,
+            (view.tokens, view.summary_tokens),
+            budget,
+            reserve,
+            &surcharge,
+        );
+        Ok((selected, marker, surcharge))
     }
 
     pub(crate) fn cached(&mut self, session_id: &str) -> &mut CachedView {

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -570,6 +570,11 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         _ => {}
     }
     if again < SCHEMA_VERSION {
+        // Version 10: the reasoning kind. Every older `parts` table has a narrower
+        // list of kinds (version 1's table was made anew above, with the whole list).
+        if again > 0 {
+            crate::db::kind_check::widen(&tx, path)?;
+        }
         add_files_and_maps(&tx)?;
         tx.execute_batch(STREAMS)?;
         tx.execute_batch(ARENA)?;

@@ -130,8 +130,14 @@ pub(crate) fn insert_tool_output(tx: &Conn, part_pk: i64, output: &str) -> Resul
     Ok(())
 }
 
+/// What a message costs in the view: its framing and the parts that render into
+/// it in every request (reasoning is counted by the requests that send it).
 fn message_tokens(prepared: &[PreparedPart<'_>]) -> i64 {
-    MESSAGE_OVERHEAD as i64 + prepared.iter().map(|p| p.tokens).sum::<i64>()
+    let parts = prepared
+        .iter()
+        .filter(|p| p.part.counted_in_view())
+        .map(|p| p.tokens);
+    MESSAGE_OVERHEAD as i64 + parts.sum::<i64>()
 }
 
 /// Allocates the next sequence number (and view position when `in_view`).

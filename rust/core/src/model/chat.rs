@@ -8,6 +8,15 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// A provider's reasoning block sent back beside an assistant message.
+#[derive(Clone, Debug, PartialEq, Hash)]
+pub struct ReasoningBlock {
+    /// The block as JSON text, exactly as the provider sent it.
+    pub payload: String,
+    /// Its readable text, if any.
+    pub text: Option<String>,
+}
+
 /// One OpenAI chat message.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ChatMessage {
@@ -15,6 +24,10 @@ pub struct ChatMessage {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
+    /// Reasoning blocks sent back with an assistant message, in the order the
+    /// provider sent them (litellm's `thinking_blocks`): only within the tool loop
+    /// that produced them, to the provider that produced them.
+    pub reasoning: Vec<ReasoningBlock>,
 }
 
 impl ChatMessage {
@@ -24,8 +37,21 @@ impl ChatMessage {
             content: Some(content),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            reasoning: Vec::new(),
         }
     }
+}
+
+/// The readable text of `blocks`, joined as a message's `reasoning_content`; `None`
+/// when none has any.
+#[must_use]
+pub fn reasoning_content(blocks: &[ReasoningBlock]) -> Option<String> {
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter_map(|block| block.text.as_deref())
+        .filter(|text| !text.is_empty())
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n\n"))
 }
 
 /// `text`, or `placeholder` when it holds nothing but white space: providers

@@ -1,10 +1,11 @@
 //! What a part kind declares about itself. Each kind (`text.rs`, `tool.rs`,
-//! `file_ref.rs`) implements [`PartKind`] once; the [`Part`](super::Part) enum, the
+//! `file_ref.rs`, `reasoning.rs`) implements [`PartKind`] once; the [`Part`](super::Part) enum, the
 //! row codec, the wire codec, rendering, counting, the search index and the
 //! schemas' constraints are all derived from these declarations.
 
 use std::borrow::Cow;
 
+use super::reasoning::Reasoning;
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
 use crate::model::chat::ToolCall;
@@ -21,6 +22,10 @@ pub trait PartKind {
     /// over its `parts` row `p` and `tool_outputs` row `o`, in SQLite's dialect
     /// and in PostgreSQL's.
     const SEARCH_SQL: SearchSql;
+    /// Whether the part's tokens count toward its message's cost in the view: what
+    /// renders into the message in every request does. A part that goes out only
+    /// in some requests is counted by the assembly of each request that sends it.
+    const COUNTED_IN_VIEW: bool = true;
 
     /// Rejects a part the store must not keep; `field` is its path, e.g. `parts[2]`.
     fn validate(data: &Self::Data, field: &str) -> Result<()>;
@@ -83,6 +88,9 @@ pub enum Rendered<'a> {
     Block(Cow<'a, str>),
     /// A call the message makes, with the result sent back in a `tool` message.
     Call { call: ToolCall, result: String },
+    /// Reasoning, which goes beside the message only where its provider needs it
+    /// back (see `render::render_replay`), never into its text.
+    Reasoning(&'a Reasoning),
 }
 
 /// The `parts` columns one part fills; kinds leave unused ones `None`.

@@ -11,6 +11,7 @@ mod arguments;
 mod checks;
 mod file_ref;
 mod kind;
+mod reasoning;
 mod sql;
 mod text;
 mod tool;
@@ -25,6 +26,7 @@ pub use arguments::{is_json_object, MAX_ARGUMENT_DEPTH};
 pub use checks::{check_content, check_identifier, Role, MAX_PART_BYTES};
 pub use file_ref::{file_ref_block, FileRef, FileRefKind};
 pub use kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
+pub use reasoning::{replay_tokens, Reasoning, ReasoningKind};
 pub use sql::{kind_check, search_text_sql};
 pub use text::TextKind;
 pub use tool::{
@@ -80,6 +82,12 @@ macro_rules! declare_parts {
             #[must_use]
             pub fn tokens(&self, counter: &TokenCounter) -> (usize, usize) {
                 match self { $(Part::$variant(data) => <$kind>::tokens(data, counter)),+ }
+            }
+
+            /// Whether the part's tokens count toward its message's cost in the view.
+            #[must_use]
+            pub fn counted_in_view(&self) -> bool {
+                match self { $(Part::$variant(_) => <$kind as PartKind>::COUNTED_IN_VIEW),+ }
             }
 
             /// The columns the part is stored in.
@@ -150,9 +158,10 @@ declare_parts! {
     Text => TextKind,
     Tool => ToolKind,
     FileRef => FileRefKind,
+    Reasoning => ReasoningKind,
 }
 
-/// The kind names as an error message lists them: `text, tool or file_ref`.
+/// The kind names as an error message lists them: `text, tool, file_ref or reasoning`.
 fn known_kinds() -> String {
     match KIND_NAMES.split_last() {
         Some((last, [])) => (*last).to_string(),

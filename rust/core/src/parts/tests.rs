@@ -31,6 +31,18 @@ fn samples() -> Vec<Part> {
             token_count: 4_200,
             summary: "the plan, in three steps".into(),
         }),
+        Part::Reasoning(Reasoning {
+            provider: "anthropic".into(),
+            text: Some("the ledger first".into()),
+            payload: Some(
+                r#"{"type":"thinking","thinking":"the ledger first","signature":"c2ln"}"#.into(),
+            ),
+        }),
+        Part::Reasoning(Reasoning {
+            provider: "deepseek".into(),
+            text: Some("weighing both".into()),
+            payload: None,
+        }),
     ]
 }
 
@@ -96,7 +108,10 @@ fn an_unknown_kind_is_refused_naming_the_known_ones() {
     dict.0.insert("kind".into(), Some("hologram".into()));
     let err = Part::read_wire(&dict, "parts[3]").unwrap_err().to_string();
     assert!(err.contains("parts[3].kind"), "{err}");
-    assert!(err.contains("expected text, tool or file_ref"), "{err}");
+    assert!(
+        err.contains("expected text, tool, file_ref or reasoning"),
+        "{err}"
+    );
     let stored = StoredColumns {
         id: "prt_9".into(),
         ..StoredColumns::default()
@@ -105,10 +120,10 @@ fn an_unknown_kind_is_refused_naming_the_known_ones() {
 }
 
 #[test]
-fn the_kind_constraint_reads_as_in_every_earlier_schema() {
+fn the_kind_constraint_lists_the_kinds_in_order_then_the_reserved_one() {
     assert_eq!(
         kind_check(),
-        "'text', 'tool', 'file_ref', 'compaction_marker'"
+        "'text', 'tool', 'file_ref', 'reasoning', 'compaction_marker'"
     );
 }
 
@@ -118,6 +133,7 @@ fn the_search_text_covers_each_kind_that_declares_one() {
         let sql = search_text_sql(postgres);
         assert!(sql.starts_with("CASE p.kind WHEN 'tool' THEN p.tool_name"));
         assert!(sql.contains("WHEN 'file_ref' THEN concat_ws"));
+        assert!(sql.contains("WHEN 'reasoning' THEN COALESCE("));
         assert!(sql.ends_with("ELSE p.body END"));
     }
 }

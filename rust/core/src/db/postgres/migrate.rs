@@ -14,13 +14,25 @@ pub const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
 /// The PostgreSQL backend starts at version 8; a release that changes the SQLite
 /// schema adds its step here under the same version number.
-const STEPS: [(i64, &str); 1] = [
-    // Version 9: what an arena entry's text counted before it was cut at write time.
-    (
-        8,
-        "ALTER TABLE arena_entries ADD COLUMN full_tokens BIGINT;",
-    ),
-];
+fn steps() -> [(i64, String); 2] {
+    [
+        // Version 9: what an arena entry's text counted before it was cut at write time.
+        (
+            8,
+            "ALTER TABLE arena_entries ADD COLUMN full_tokens BIGINT;".to_string(),
+        ),
+        // Version 10: the reasoning kind. The constraint is made again from the kinds
+        // this build declares; the stored rows all meet it, as it only allows more.
+        (
+            9,
+            format!(
+                "ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
+                 ADD CONSTRAINT parts_kind_check CHECK (kind IN ({}));",
+                crate::parts::kind_check()
+            ),
+        ),
+    ]
+}
 
 /// The first schema version the PostgreSQL backend wrote: a lower one was never
 /// written by lossless.
@@ -152,9 +164,9 @@ fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
 
 /// Runs every step from `version` on and records the new version.
 fn upgrade(tx: &mut Transaction<'_>, version: i64) -> std::result::Result<(), postgres::Error> {
-    for (from, sql) in STEPS {
+    for (from, sql) in steps() {
         if from >= version {
-            tx.batch_execute(sql)?;
+            tx.batch_execute(&sql)?;
         }
     }
     tx.execute(

@@ -24,7 +24,7 @@
 
 /// The schema version these tables are: the SQLite schema's, whose tables they
 /// translate (a test compares the two).
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The version row and the function every append-only trigger calls.
 pub(super) const META: &str = r"
@@ -103,7 +103,8 @@ CREATE TABLE parts (
     session_id       TEXT COLLATE "C" NOT NULL,
     msg_seq          BIGINT NOT NULL,
     ord              BIGINT NOT NULL,
-    kind             TEXT COLLATE "C" NOT NULL CHECK (kind IN (KIND_NAMES)),
+    kind             TEXT COLLATE "C" NOT NULL
+                     CONSTRAINT parts_kind_check CHECK (kind IN (KIND_NAMES)),
     tool_name        TEXT COLLATE "C",
     call_id          TEXT COLLATE "C",
     tool_status      TEXT COLLATE "C" CHECK (tool_status IN ('pending', 'running', 'completed', 'error')),
