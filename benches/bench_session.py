@@ -171,9 +171,9 @@ def harness() -> Iterator[Harness]:
 _SERVER = """
 import sys
 from lossless.testing import LocalLLMServer
-from lossless.testing import _server
+from lossless.testing import _http
 
-_server._Handler.disable_nagle_algorithm = True
+_http._Handler.disable_nagle_algorithm = True
 server = LocalLLMServer().start()
 print(server.base_url, flush=True)
 sys.stdin.read()
