@@ -165,15 +165,12 @@ def harness() -> Iterator[Harness]:
 
 
 # The local server, in a process of its own: in this one, its threads would compete for
-# the GIL with the code measured. Each streamed chunk is a separate small write; with
-# Nagle's algorithm on, one can wait for the client's delayed ACK (up to 40 ms), which
-# says nothing about lossless, so the benchmark switches it off.
+# the GIL with the code measured. (The server sends each streamed chunk at once, with
+# Nagle's algorithm off, so no chunk waits for the client's delayed ACK.)
 _SERVER = """
 import sys
 from lossless.testing import LocalLLMServer
-from lossless.testing import _http
 
-_http._Handler.disable_nagle_algorithm = True
 server = LocalLLMServer().start()
 print(server.base_url, flush=True)
 sys.stdin.read()
