@@ -76,6 +76,7 @@ __all__ = [
     "ZoneReportRow",
     "ZoneReports",
     "__version__",
+    "check_reasoning_payload",
     "check_summary",
     "child_sessions",
     "count_tokens",
@@ -117,6 +118,10 @@ def count_tokens(text: str, model: str) -> int:
 
 def encoding_for_model(model: str) -> str:
     """Name of the BPE encoding used for ``model`` (``o200k_base`` or ``cl100k_base``)."""
+
+def check_reasoning_payload(payload: str, field: str) -> None:
+    """Raises ``InvalidInputError`` naming ``field`` for a reasoning block (its JSON
+    text) the store would refuse."""
 
 def model_provider(model: str) -> str:
     """The provider requests for ``model`` go to, as litellm names it (``anthropic``

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
+from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.parts import (
     Part,
@@ -32,7 +33,7 @@ from lossless.parts import (
     identifier_problem,
     part_to_wire,
 )
-from lossless.reasoning import block_problem, part_of_block
+from lossless.reasoning import part_of_block
 
 __all__ = [
     "OpenAIMessage",
@@ -270,11 +271,9 @@ def _reasoning(index: int, message: Mapping[str, Any], provider: str) -> list[Re
             block = _mapping_of(raw)
             if block is None:
                 raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
-            problem = block_problem(block)
-            if problem is not None:
-                raise InvalidInputError(f"{where}.{problem[0]}: {problem[1]}")
             part = part_of_block(provider, block)
-            _checked_text(where, part_to_wire(part, where)["payload"])
+            payload = _checked_text(where, part_to_wire(part, where)["payload"])
+            _native.check_reasoning_payload(payload, where)
             parts.append(part)
     readable = message.get("reasoning_content")
     if isinstance(readable, str) and readable.strip() and not any(part.text for part in parts):

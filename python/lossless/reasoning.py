@@ -14,35 +14,18 @@ block carries text (other providers show their reasoning only as text).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+from lossless import _native
+from lossless.errors import InvalidInputError
 from lossless.parts import ReasoningPart, storable_text
 
-__all__ = ["ReasoningStream", "block_problem", "part_of_block"]
+__all__ = ["ReasoningStream", "part_of_block"]
 
 # What litellm adds to a streamed block for its own bookkeeping: not the provider's.
 _STREAM_KEYS = frozenset({"index"})
-
-
-def block_problem(block: Mapping[str, Any]) -> tuple[str, str] | None:
-    """Why the store would refuse ``block`` as a reasoning payload, as the key it
-    names and the reason (the core's rules, rust/core/src/parts/reasoning.rs);
-    ``None`` if it would not. Checked before anything of a list is stored."""
-    kind = block.get("type")
-    if not isinstance(kind, str):
-        return "type", "expected the block's type as a string"
-    if kind == "thinking":
-        if not isinstance(block.get("thinking"), str):
-            return "thinking", "expected a string"
-        signature = block.get("signature")
-        if not isinstance(signature, str) or not signature:
-            return "signature", "a thinking block without its signature cannot be sent back"
-    elif kind == "redacted_thinking":
-        data = block.get("data")
-        if not isinstance(data, str) or not data:
-            return "data", "expected a non-empty string"
-    return None
 
 
 def part_of_block(provider: str, block: Mapping[str, Any]) -> ReasoningPart:
@@ -88,8 +71,11 @@ class ReasoningStream:
         elif isinstance(kind, str):
             self._end_unsigned()
             block = {key: value for key, value in fragment.items() if key not in _STREAM_KEYS}
-            if block_problem(block) is None:
-                self._parts.append(part_of_block(self._provider, block))
+            try:
+                _native.check_reasoning_payload(json.dumps(block), "thinking_blocks")
+            except InvalidInputError:
+                return  # a block the provider would not take back is not kept
+            self._parts.append(part_of_block(self._provider, block))
 
     def _end_unsigned(self) -> None:
         """Thinking text that never got its signature: kept as readable text alone,

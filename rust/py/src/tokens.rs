@@ -37,6 +37,13 @@ pub fn model_provider(model: &str) -> &str {
     provider::provider_of(model)
 }
 
+/// Refuses a reasoning block the store would not keep (its JSON text), naming
+/// `field`: the core's rule, checked before any message of a list is stored.
+#[pyfunction]
+pub fn check_reasoning_payload(payload: &str, field: &str) -> PyResult<()> {
+    lossless_core::parts::check_reasoning_payload(field, payload).map_err(crate::errors::to_py_err)
+}
+
 #[pyfunction]
 pub fn extract_file_ids(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
     let text = utf8(text, "text")?;

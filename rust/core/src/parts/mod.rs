@@ -26,7 +26,9 @@ pub use arguments::{is_json_object, MAX_ARGUMENT_DEPTH};
 pub use checks::{check_content, check_identifier, Role, MAX_PART_BYTES};
 pub use file_ref::{file_ref_block, FileRef, FileRefKind};
 pub use kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
-pub use reasoning::{replay_tokens, Reasoning, ReasoningKind};
+pub use reasoning::{
+    check_payload as check_reasoning_payload, replay_tokens, Reasoning, ReasoningKind,
+};
 pub use sql::{kind_check, search_text_sql};
 pub use text::TextKind;
 pub use tool::{

@@ -185,7 +185,10 @@ pub fn replay_tokens(blocks: &[ReasoningBlock], counter: &TokenCounter) -> usize
 /// Rejects a payload that is not a provider's block: a JSON object with a string
 /// `type`; a `thinking` block with its `thinking` text and a signature, a
 /// `redacted_thinking` block with its data. Other types are kept as they came.
-fn check_payload(field: &str, payload: &str) -> Result<()> {
+/// Rejects a reasoning payload the store must not keep: text that is not a JSON
+/// object with a string `type`, a `thinking` block without its text or signature,
+/// a `redacted_thinking` block without its data. `field` names it in errors.
+pub fn check_payload(field: &str, payload: &str) -> Result<()> {
     check_content(field, payload)?;
     let Ok(Value::Object(block)) = serde_json::from_str::<Value>(payload) else {
         return Err(Error::invalid(field.to_string(), "expected a JSON object"));
