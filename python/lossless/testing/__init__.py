@@ -16,7 +16,8 @@ Start a :class:`LocalLLMServer`, script replies with :meth:`LocalLLMServer.enque
 Anthropic Messages endpoint, ``litellm.aresponses(model="openai/<name>",
 api_base=server.base_url)`` the Responses endpoint; one :class:`Reply` is rendered in
 the format of the endpoint called. The server uses only the standard library and
-listens on 127.0.0.1 by default.
+listens on 127.0.0.1 by default. :func:`screenshot` draws a deterministic PNG of a
+page, the image a browser agent sends with its tool results.
 """
 
 from ._prefix import PrefixReport
@@ -29,6 +30,7 @@ from ._reply import (
     ToolCallSpec,
     content_text,
 )
+from ._screenshot import screenshot
 from ._server import LocalLLMServer, RecordedRequest
 
 __all__ = [
@@ -42,4 +44,5 @@ __all__ = [
     "SummaryResponder",
     "ToolCallSpec",
     "content_text",
+    "screenshot",
 ]
