@@ -1254,8 +1254,11 @@ class Store:
     # images and documents
     def read_media(self, media_id: str) -> tuple[str, bytes] | None:
         """The MIME type and exact bytes of the image or document ``media_id``."""
-    def media_part(self, media_id: str) -> tuple[str, dict[str, Any]] | None:
-        """The session that first stored ``media_id`` and that part's wire dict."""
+    def media_part(
+        self, media_id: str, session_id: str | None = None
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The session that first stored ``media_id`` (in ``session_id``, when given)
+        and that part's wire dict."""
     def set_media_policy(self, max_inline: int, max_inline_tokens: int) -> None:
         """How many of a view's newest images and documents a request sends inline,
         within how many tokens."""

@@ -53,15 +53,29 @@ impl Store {
             .query_opt(args![media_id], |row| Ok((row.get(0)?, row.get(1)?)))
     }
 
-    /// The media part stored as `media_id` first, with the session it is in.
-    pub fn media_part(&self, media_id: &str) -> Result<Option<(String, Media)>> {
+    /// The first media part stored as `media_id` (in `session_id`, when given),
+    /// with the session it is in. A scan of the media parts alone (their partial
+    /// index), for a reader's call, not a request's.
+    pub fn media_part(
+        &self,
+        session_id: Option<&str>,
+        media_id: &str,
+    ) -> Result<Option<(String, Media)>> {
+        if !crate::parts::is_media_id(media_id) {
+            return Ok(None);
+        }
+        // The body is the part's JSON as written (compact, keys sorted): the id
+        // is found as its member.
+        let member = format!("%\"media_id\":\"{media_id}\"%");
         let row: Option<(String, String, String, Option<String>)> = self
             .conn
             .prepare_cached(
                 "SELECT session_id, id, body, call_id FROM parts
-                 WHERE kind = 'media' AND body LIKE ?1 ORDER BY pk LIMIT 1",
+                 WHERE kind = 'media' AND (CAST(?2 AS TEXT) IS NULL OR session_id = ?2)
+                   AND body LIKE ?1
+                 ORDER BY pk LIMIT 1",
             )?
-            .query_opt(args![format!("%\"media_id\":\"{media_id}\"%")], |row| {
+            .query_opt(args![member, session_id], |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
             })?;
         let Some((session_id, id, body, call_id)) = row else {

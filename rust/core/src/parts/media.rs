@@ -215,6 +215,38 @@ pub fn is_media_id(id: &str) -> bool {
     })
 }
 
+/// `text` with a line naming each image and document of `ids` (among other ids)
+/// that it does not name yet: what a summary of a span ends with, before its
+/// file-id footer, so compaction never drops the reference of an image.
+#[must_use]
+pub fn merge_media_line(text: &str, ids: &[String]) -> String {
+    let mut missing: Vec<&str> = Vec::new();
+    for id in ids {
+        if is_media_id(id) && !text.contains(id.as_str()) && !missing.contains(&id.as_str()) {
+            missing.push(id);
+        }
+    }
+    if missing.is_empty() {
+        return text.to_string();
+    }
+    let line = format!(
+        "[images and documents of these messages, read by id: {}]",
+        missing.join(", ")
+    );
+    if text.is_empty() {
+        line
+    } else {
+        format!("{text}\n\n{line}")
+    }
+}
+
+/// [`merge_media_line`], then the file-id footer: every reference a summary of
+/// messages holding `ids` keeps.
+#[must_use]
+pub fn merge_reference_footer(text: &str, ids: &[String]) -> String {
+    crate::fileids::merge_file_id_footer(&merge_media_line(text, ids), ids)
+}
+
 fn human_size(bytes: i64) -> String {
     if bytes >= 1024 * 1024 {
         format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
@@ -301,8 +333,10 @@ impl PartKind for MediaKind {
             + media.data.as_ref().map_or(0, |data| data.len())
     }
 
-    fn file_ids(_media: &Media) -> Vec<String> {
-        Vec::new()
+    // Kept with the file ids a part mentions, so a summary of the span it is in
+    // names it (see `merge_media_line`) and never loses its reference.
+    fn file_ids(media: &Media) -> Vec<String> {
+        vec![media.media_id.clone()]
     }
 
     fn tokens(media: &Media, counter: &TokenCounter) -> (usize, usize) {

@@ -30,7 +30,8 @@ pub use checks::{check_content, check_identifier, Role, MAX_PART_BYTES};
 pub use file_ref::{file_ref_block, FileRef, FileRefKind};
 pub use kind::{Columns, MediaBytes, PartKind, Rendered, SearchSql, StoredColumns};
 pub use media::{
-    check_media_bytes, is_media_id, kind_name, Media, MediaInput, MediaKind, MEDIA_ID_HEX,
+    check_media_bytes, is_media_id, kind_name, merge_media_line, merge_reference_footer, Media,
+    MediaInput, MediaKind, MEDIA_ID_HEX,
 };
 pub use media_cost::{attachment_tokens, image_tokens, ImageRule, UNKNOWN_IMAGE_SIZE};
 pub use media_sniff::{sniff, Sniffed};

@@ -30,14 +30,20 @@ impl Store {
             .transpose()
     }
 
-    /// The session that first stored `media_id` and that part's wire dict, or `None`.
+    /// The session that first stored `media_id` (`session_id`, when given) and that
+    /// part's wire dict, or `None`.
+    #[pyo3(signature = (media_id, session_id = None))]
     fn media_part<'py>(
         &self,
         py: Python<'py>,
         media_id: &Bound<'py, PyAny>,
+        session_id: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<(String, Bound<'py, PyDict>)>> {
         let media_id = convert::text(media_id, "media_id")?;
-        let found = self.with(py, |store| store.media_part(&media_id))?;
+        let session_id = convert::maybe_text(session_id, "session_id")?;
+        let found = self.with(py, |store| {
+            store.media_part(session_id.as_deref(), &media_id)
+        })?;
         found
             .map(|(session_id, media)| {
                 let part = lossless_core::parts::Part::Media(media);
