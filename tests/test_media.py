@@ -26,7 +26,8 @@ from lossless.config import CompactionConfig, Config, MediaConfig, ModelConfig
 from lossless.errors import InvalidInputError, MediaInputError, NotFoundError
 from lossless.recall import read_media
 from lossless.session import BuiltContext, Session
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.testing import LocalLLMServer, Reply, SummaryResponder, ToolCallSpec
+from lossless.testing.conformance import check_request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
@@ -271,6 +272,7 @@ async def test_the_newest_screenshots_go_inline_and_older_ones_as_references(
         await session.record_messages(messages)
         context = session.build_context()
         MESSAGES.validate_python(context.messages)
+        check_request(context.messages)
         assert image_urls(context) == [data_url("image/png", shot) for shot in shots[-2:]]
         # Every screenshot is named by its reference line, old or new.
         ids = [
@@ -353,6 +355,7 @@ async def test_every_request_of_a_screenshot_loop_holds_its_promises(
             assert set(image_urls(context)) <= (newest if inline else set())
             MESSAGES.validate_python(context.messages)
             anthropic_messages(context.messages)
+            check_request(context.messages)
 
 
 async def test_send_sends_the_newest_screenshot_to_the_model(
@@ -432,3 +435,30 @@ async def test_a_summary_names_the_images_of_its_span(db: Path | str) -> None:
         assert any("login form" in text for text in summaries)
         assert all(base64.b64encode(shot).decode()[:40] not in text for text in summaries)
         assert await session.read_media(media_id) == shot
+
+
+async def test_a_model_summariser_reads_the_reference_line_never_the_bytes(
+    server: LocalLLMServer, db: Path | str
+) -> None:
+    server.responder = SummaryResponder()
+    cfg = make_config(
+        server,
+        model=ModelConfig(context_limit=8_000, max_output_tokens=1_000, token_correction=1.0),
+        compaction=CompactionConfig(
+            output_budget=1_000, model="openai/lossless-summariser", model_context_limit=100_000
+        ),
+    )
+    shot = png(10, 10, seed=11)
+    async with Session.open(model=MODEL, db=db, config=cfg) as session:
+        await session.record("user", [INSTRUCTION, MediaPart.image(shot, caption="cart page")])
+        for n in range(12):
+            await session.record("assistant", "step " + "scroll " * 150)
+            await session.record("user", f"go on {n}")
+        media_id = session.history()[0].parts[1].media_id
+        result = await session.compact()
+        assert result.status == "completed", result.reason
+    sent = "\n".join(
+        str(message["content"]) for body in server.requests for message in body["messages"]
+    )
+    assert f"[image {media_id} 10×10 png, 1 KB: cart page]" in sent
+    assert base64.b64encode(shot).decode()[:40] not in sent

@@ -84,7 +84,10 @@ class Recorder(RequestComposer):
         ``messages`` are dicts (``openai.types.chat`` message params) or models with
         ``model_dump()`` (openai or litellm message objects). Each ``user``, ``system``
         and ``assistant`` message becomes one stored turn; list content keeps its text
-        parts as separate parts, and image, audio or file parts are rejected. An
+        parts as separate parts. A user or ``tool`` message's ``image_url`` parts (a
+        base64 data URL or an http(s) URL) and ``file`` parts (a PDF as a data URL)
+        become :class:`MediaPart` s, a tool result's as parts of its call's result
+        (see docs/REQUESTS.md, "Images and documents"); audio parts are refused. An
         assistant's ``tool_calls`` become :class:`ToolPart` s with the arguments text
         exactly as given, completed with the content of the ``tool`` message that
         answers each call later in the list, or left ``"pending"``. A ``tool`` message
@@ -104,7 +107,8 @@ class Recorder(RequestComposer):
         ``system_prompt``.
 
         The whole list is checked before anything is stored: an unknown role, a missing
-        field, a non-string ``arguments``, a non-text content part, a thinking block
+        field, a non-string ``arguments``, an unsupported content part, an image or a
+        document that cannot be taken (:class:`MediaInputError`), a thinking block
         without its signature or a ``tool`` message that answers no call raises
         :class:`InvalidInputError` naming the message's index, and stores nothing. Each
         call appends: hand over only messages not recorded yet. Compaction starts, when
