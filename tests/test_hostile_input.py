@@ -385,7 +385,14 @@ KIND_AND_ID_ROWS = [
     Refused(
         "unknown content part kind (OpenAI format)",
         lambda w: w.session.record_messages(
-            [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_audio", "input_audio": {"data": "AA==", "format": "wav"}}
+                    ],
+                }
+            ]
         ),
         InvalidInputError,
         "not supported",

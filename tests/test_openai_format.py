@@ -289,18 +289,30 @@ BAD_INPUTS: dict[str, tuple[Any, str]] = {
     "missing role": ([OK_USER, {"content": "hi"}], r"messages\[1\]\.role: missing"),
     "user without content": ([{"role": "user"}], r"messages\[0\]\.content: missing"),
     "content of a wrong type": ([{"role": "user", "content": 42}], r"messages\[0\]\.content"),
-    "image part": (
+    "audio part": (
         [
             OK_USER,
             {
                 "role": "user",
                 "content": [
                     {"type": "text", "text": "what is this?"},
+                    {"type": "input_audio", "input_audio": {"data": "AA==", "format": "wav"}},
+                ],
+            },
+        ],
+        r"messages\[1\]\.content\[1\].*'input_audio'",
+    ),
+    "image in an assistant message": (
+        [
+            OK_USER,
+            {
+                "role": "assistant",
+                "content": [
                     {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
                 ],
             },
         ],
-        r"messages\[1\]\.content\[1\].*'image_url'",
+        r"messages\[1\]\.content\[0\].*'image_url'",
     ),
     "empty list of parts": ([{"role": "user", "content": []}], r"messages\[0\]\.content"),
     "assistant saying nothing": ([OK_USER, {"role": "assistant"}], r"messages\[1\]"),

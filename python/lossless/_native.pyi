@@ -86,10 +86,12 @@ __all__ = [
     "export_file",
     "extract_file_ids",
     "file_record",
+    "image_tokens",
     "item_session",
     "map_inputs",
     "map_outcomes",
     "map_run",
+    "media_facts",
     "merge_file_id_footer",
     "model_provider",
     "normalize_usage",
@@ -126,6 +128,17 @@ def check_reasoning_payload(payload: str, field: str) -> None:
 def model_provider(model: str) -> str:
     """The provider requests for ``model`` go to, as litellm names it (``anthropic``
     for ``anthropic/…`` and bare ``claude-…`` names, ``bedrock``, ``openai``, ...)."""
+
+def image_tokens(width: int, height: int, model: str, detail: str | None = None) -> int:
+    """Tokens a ``width``×``height`` image costs the provider ``model`` is routed to,
+    by its published rule (Anthropic, OpenAI with ``detail``, Gemini)."""
+
+def media_facts(
+    data: bytes, media_type: str | None, field: str
+) -> tuple[str, str, int | None, int | None, int | None]:
+    """``(kind, media_type, width, height, pages)`` of an image's or a document's
+    bytes, read from their header; raises ``InvalidInputError`` naming ``field`` for
+    bytes that are no PNG, JPEG, GIF, WebP or PDF, or disagree with ``media_type``."""
 
 def extract_file_ids(text: str) -> list[str]:
     """File ids (``file_`` + 8 to 32 hex digits, on word boundaries), unique, in order."""
@@ -1176,9 +1189,11 @@ class Store:
         event: str,
         payload_json: str,
         wait: Literal[True] = True,
+        media: list[dict[str, Any]] | None = None,
     ) -> int:
         """``update_tool`` as one transaction with the event ``event``; returns the view's
-        size in tokens, read right after; ``wait`` as in ``append_turn``."""
+        size in tokens, read right after; ``wait`` as in ``append_turn``. ``media``
+        (media part dicts) are added to the call's message as parts of its result."""
     @overload
     def update_tool_turn(
         self,
@@ -1190,6 +1205,7 @@ class Store:
         event: str,
         payload_json: str,
         wait: bool,
+        media: list[dict[str, Any]] | None = None,
     ) -> int | None: ...
     def get_message(self, message_id: str) -> MessageRecord: ...
     def history(self, session_id: str) -> list[MessageRecord]: ...
@@ -1235,6 +1251,17 @@ class Store:
         self, session_id: str, question: str, k: int, max_tokens: int
     ) -> list[RecallHitRow]: ...
     def view_stats(self, session_id: str) -> ViewStats: ...
+    # images and documents
+    def read_media(self, media_id: str) -> tuple[str, bytes] | None:
+        """The MIME type and exact bytes of the image or document ``media_id``."""
+    def media_part(
+        self, media_id: str, session_id: str | None = None
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The session that first stored ``media_id`` (in ``session_id``, when given)
+        and that part's wire dict."""
+    def set_media_policy(self, max_inline: int, max_inline_tokens: int) -> None:
+        """How many of a view's newest images and documents a request sends inline,
+        within how many tokens."""
     def view_items(self, session_id: str) -> list[ViewItemRow]: ...
     # events
     def append_event(self, session_id: str, name: str, payload_json: str) -> int: ...

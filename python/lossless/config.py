@@ -16,6 +16,7 @@ __all__ = [
     "Config",
     "FilesConfig",
     "LLMConfig",
+    "MediaConfig",
     "ModelConfig",
     "OperatorsConfig",
     "StoreConfig",
@@ -247,6 +248,34 @@ class FilesConfig(_Section):
     )
 
 
+class MediaConfig(_Section):
+    """Images and documents: how many of the newest go out inline, and size limits."""
+
+    max_inline: int = Field(
+        default=3,
+        ge=0,
+        description=(
+            "Newest images and documents a request sends inline; older ones go as a "
+            "one-line reference (Anthropic's computer-use loop keeps three screenshots)."
+        ),
+    )
+    max_inline_tokens: int = Field(
+        default=12_000,
+        ge=0,
+        description="Tokens (the provider's count) the inline ones may take together.",
+    )
+    max_document_bytes: int = Field(
+        default=32 * 1024**2,
+        gt=0,
+        description="Largest document taken (Anthropic's request limit for a PDF is 32 MB).",
+    )
+    max_image_bytes: int = Field(
+        default=20 * 1024**2,
+        gt=0,
+        description="Largest image taken (OpenAI's limit per image is 20 MB).",
+    )
+
+
 class OperatorsConfig(_Section):
     """Parallel map operators."""
 
@@ -395,6 +424,7 @@ class Config(_Section):
     compaction: CompactionConfig = CompactionConfig()
     store: StoreConfig = StoreConfig()
     files: FilesConfig = FilesConfig()
+    media: MediaConfig = MediaConfig()
     operators: OperatorsConfig = OperatorsConfig()
     arena: ArenaConfig = ArenaConfig()
     doom_loop_threshold: int = Field(

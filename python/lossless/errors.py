@@ -50,6 +50,13 @@ class FileInputError(InvalidInputError):
     The message names the path; nothing was stored."""
 
 
+class MediaInputError(InvalidInputError):
+    """An image or a document cannot be taken: bytes that are no image (or disagree
+    with their declared type), a data URL that is not base64, a document over
+    ``media.max_document_bytes``, a content part kind that is not supported. The
+    message names the part; nothing was stored."""
+
+
 class MissingFileError(FileInputError, FileNotFoundError):
     """No file at the path handed over. Also a ``FileNotFoundError``."""
 

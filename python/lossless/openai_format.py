@@ -6,8 +6,11 @@ folded into the assistant turn that made the call, and a :class:`ToolResult` for
 result that answers a call an earlier list left open. The whole list is checked
 before any step is returned, so a bad message stores nothing.
 
-What is read: ``role``, ``content``, ``tool_calls`` and ``tool_call_id``, and an
-assistant's reasoning as litellm carries it (``thinking_blocks``, each kept verbatim
+What is read: ``role``, ``content``, ``tool_calls`` and ``tool_call_id``; in a user
+or ``tool`` message's content list, ``image_url`` parts (a base64 data URL or an
+http(s) URL, with ``detail``) and ``file`` parts (a PDF as ``file_data``, with its
+``filename``) as :class:`MediaPart` s, a tool result's images kept as parts of that
+result; and an assistant's reasoning as litellm carries it (``thinking_blocks``, each kept verbatim
 as a :class:`ReasoningPart`, and ``reasoning_content``, kept as text when no block
 carries it) when the caller names the provider that produced it. Other fields
 (``name``, ``refusal``, ``annotations``, provider extras) are not stored; a legacy
@@ -18,12 +21,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeAlias
 
 from lossless import _native
-from lossless.errors import InvalidInputError
+from lossless.errors import InvalidInputError, MediaInputError
+from lossless.media import data_url_bytes
 from lossless.parts import (
+    MediaPart,
     Part,
     ReasoningPart,
     Role,
@@ -77,6 +82,11 @@ class ToolResult:
     index: int
     call_id: str
     output: str
+    media: list[MediaPart]
+
+
+# Checks an image or a document (its field named) before anything is stored.
+MediaCheck: TypeAlias = Callable[[MediaPart, str], None]
 
 
 @dataclass(slots=True)
@@ -86,7 +96,7 @@ class _OpenAssistant:
     index: int
     text: list[TextPart]
     calls: list[tuple[str, str, str]]  # (name, call_id, arguments)
-    outputs: dict[int, str]  # call position -> result
+    outputs: dict[int, tuple[str, list[MediaPart]]]  # call position -> result
     reasoning: list[ReasoningPart]
 
 
@@ -96,6 +106,7 @@ def to_turns(
     system_prompt: str | None,
     open_calls: Callable[[], Iterable[str]],
     provider: str | None = None,
+    check_media: MediaCheck | None = None,
 ) -> list[Turn | ToolResult]:
     """Convert OpenAI chat messages into the ordered steps that store them.
 
@@ -104,8 +115,10 @@ def to_turns(
     result (an id once per open call); it is called at most once, and only when a
     ``tool`` message answers no call of the list. ``provider`` is the provider whose
     replies the list holds (as litellm names it): an assistant's reasoning is kept as
-    that provider's, and not at all without one. Raises :class:`InvalidInputError`
-    naming the index of the first bad message.
+    that provider's, and not at all without one. ``check_media`` checks each image
+    and document (the size limits of a session's config). Raises
+    :class:`InvalidInputError` naming the index of the first bad message, a
+    :class:`MediaInputError` for an image or a document that cannot be taken.
     """
     items = _as_list(messages)
     steps: list[Turn | _OpenAssistant | ToolResult] = []
@@ -122,19 +135,20 @@ def to_turns(
                 continue
             steps.append(Turn(index, "system", list[Part](texts)))
         elif role == "user":
-            texts = _text_parts(f"messages[{index}].content", _required(index, message, "content"))
-            steps.append(Turn(index, "user", list[Part](texts)))
+            field = f"messages[{index}].content"
+            parts = _content_parts(field, _required(index, message, "content"), check_media)
+            steps.append(Turn(index, "user", list[Part](parts)))
         elif role == "assistant":
             assistant = _assistant(index, message, provider)
             for position, (_, call_id, _) in enumerate(assistant.calls):
                 waiting.setdefault(call_id, []).append((assistant, position))
             steps.append(assistant)
         else:
-            call_id, output = _tool_result(index, message)
+            call_id, output, media = _tool_result(index, message, check_media)
             pending = waiting.get(call_id)
             if pending:
                 assistant, position = pending.pop()
-                assistant.outputs[position] = output
+                assistant.outputs[position] = (output, media)
                 continue
             if session_open is None:
                 session_open = Counter(open_calls())
@@ -144,7 +158,7 @@ def to_turns(
                     "earlier in the list, and none open in the session"
                 )
             session_open[call_id] -= 1
-            steps.append(ToolResult(index, call_id, output))
+            steps.append(ToolResult(index, call_id, output, media))
     return [_finish(step) if isinstance(step, _OpenAssistant) else step for step in steps]
 
 
@@ -227,8 +241,9 @@ def _text_parts(field: str, content: object) -> list[TextPart]:
             raise InvalidInputError(f"{where}: expected a content part dict")
         kind = item.get("type")
         if kind != "text":
-            raise InvalidInputError(
-                f"{where}: {kind!r} content parts are not supported yet; only text parts are"
+            raise MediaInputError(
+                f"{where}: {kind!r} content parts are not supported here; a system or "
+                "assistant message takes text parts only"
             )
         text = item.get("text")
         if not isinstance(text, str):
@@ -237,6 +252,76 @@ def _text_parts(field: str, content: object) -> list[TextPart]:
     if not parts:
         raise InvalidInputError(f"{field}: an empty list of content parts says nothing")
     return parts
+
+
+def _content_parts(
+    field: str, content: object, check_media: MediaCheck | None
+) -> list[TextPart | MediaPart]:
+    """A user's or a tool result's content: a string, or a list of ``text``,
+    ``image_url`` and ``file`` parts, in order."""
+    if isinstance(content, str) or not isinstance(content, list | tuple):
+        return list[TextPart | MediaPart](_text_parts(field, content))
+    parts: list[TextPart | MediaPart] = []
+    for position, raw in enumerate(content):
+        where = f"{field}[{position}]"
+        item = _mapping_of(raw)
+        if item is None:
+            raise InvalidInputError(f"{where}: expected a content part dict")
+        kind = item.get("type")
+        if kind == "image_url":
+            part = _image_part(where, item)
+        elif kind == "file":
+            part = _file_part(where, item)
+        elif kind == "text":
+            text = item.get("text")
+            if not isinstance(text, str):
+                raise InvalidInputError(f"{where}.text: expected a string")
+            parts.append(TextPart(_checked_text(f"{where}.text", text)))
+            continue
+        else:
+            raise MediaInputError(
+                f"{where}: {kind!r} content parts are not supported; text, image_url "
+                "and file (PDF) parts are"
+            )
+        if check_media is not None:
+            check_media(part, where)
+        parts.append(part)
+    if not parts:
+        raise InvalidInputError(f"{field}: an empty list of content parts says nothing")
+    return parts
+
+
+def _image_part(where: str, item: Mapping[str, Any]) -> MediaPart:
+    image = _mapping_of(item.get("image_url"))
+    url = None if image is None else image.get("url")
+    if not isinstance(url, str):
+        raise InvalidInputError(f"{where}.image_url.url: expected a string")
+    detail = image.get("detail") if image is not None else None
+    if detail not in (None, "low", "high", "auto"):
+        raise InvalidInputError(f"{where}.image_url.detail: expected low, high or auto")
+    if url.startswith("data:"):
+        media_type, data = data_url_bytes(f"{where}.image_url.url", url)
+        return MediaPart(data=data, media_type=media_type, detail=detail)
+    if not url.lower().startswith(("http://", "https://")):
+        raise MediaInputError(f"{where}.image_url.url: expected a data URL or an http(s) URL")
+    return MediaPart(url=_checked_text(f"{where}.image_url.url", url), detail=detail)
+
+
+def _file_part(where: str, item: Mapping[str, Any]) -> MediaPart:
+    file = _mapping_of(item.get("file"))
+    if file is None:
+        raise InvalidInputError(f"{where}.file: missing")
+    data_url = file.get("file_data")
+    if not isinstance(data_url, str):
+        raise MediaInputError(
+            f"{where}.file.file_data: expected the file as a data URL (a file_id names a "
+            "file uploaded to a provider, whose bytes cannot be kept)"
+        )
+    media_type, data = data_url_bytes(f"{where}.file.file_data", data_url)
+    filename = file.get("filename")
+    if filename is not None and not isinstance(filename, str):
+        raise InvalidInputError(f"{where}.file.filename: expected a string")
+    return MediaPart(data=data, media_type=media_type or None, filename=filename)
 
 
 def _assistant(index: int, message: Mapping[str, Any], provider: str | None) -> _OpenAssistant:
@@ -319,18 +404,25 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
     return calls
 
 
-def _tool_result(index: int, message: Mapping[str, Any]) -> tuple[str, str]:
+def _tool_result(
+    index: int, message: Mapping[str, Any], check_media: MediaCheck | None
+) -> tuple[str, str, list[MediaPart]]:
+    """A tool result's call id, its text, and its images (a screenshot), each made
+    a part of that call's result."""
     call_id = _identifier(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
     field = f"messages[{index}].content"
-    output = _joined(_text_parts(field, _required(index, message, "content")))
-    return call_id, _checked_text(field, output)
+    parts = _content_parts(field, _required(index, message, "content"), check_media)
+    output = _joined([part for part in parts if isinstance(part, TextPart)])
+    media = [replace(part, call_id=call_id) for part in parts if isinstance(part, MediaPart)]
+    return call_id, _checked_text(field, output), media
 
 
 def _finish(assistant: _OpenAssistant) -> Turn:
     # Reasoning first, in its order: it opens the turn it came with.
     parts: list[Part] = [*assistant.reasoning, *assistant.text]
+    media: list[Part] = []
     for position, (name, call_id, arguments) in enumerate(assistant.calls):
-        output = assistant.outputs.get(position)
+        output, images = assistant.outputs.get(position, (None, []))
         parts.append(
             ToolPart(
                 name=name,
@@ -340,6 +432,9 @@ def _finish(assistant: _OpenAssistant) -> Turn:
                 status="pending" if output is None else "completed",
             )
         )
+        media.extend(images)
+    # The results' images after the calls: each names the call it belongs to.
+    parts.extend(media)
     return Turn(assistant.index, "assistant", parts)
 
 

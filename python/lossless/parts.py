@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from lossless.errors import InvalidInputError
@@ -116,12 +116,92 @@ class ReasoningPart:
     payload: Mapping[str, Any] | str | None = None
 
 
-Part: TypeAlias = TextPart | ToolPart | FileRefPart | ReasoningPart
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """An image or a document: a screenshot a tool returned, a photo or a PDF a
+    user attached.
+
+    Give ``data`` (the bytes: PNG, JPEG, GIF, WebP or PDF, their format read from
+    their header) or ``url`` (an http(s) image URL, kept as it is and never
+    fetched). ``media_type`` is the MIME type it was declared with, checked against
+    the bytes. ``caption`` is its caption or alt text, ``detail`` OpenAI's setting
+    (``low``, ``high``, ``auto``), ``filename`` a document's name, and ``call_id``
+    the tool call whose result it is part of.
+
+    The bytes are stored once per content; the part is referenced as
+    ``image_<32 hex>`` or ``document_<32 hex>`` (``media_id``, the first digits of
+    their SHA-256). Read back from the store, a part holds what it is (``media_id``,
+    ``media_kind``, ``byte_size``, ``width``, ``height``, ``pages``) without its
+    bytes: :meth:`Session.read_media` gives them back.
+    """
+
+    kind: ClassVar[str] = "media"
+    data: bytes | None = field(default=None, repr=False)
+    url: str | None = None
+    media_type: str | None = None
+    caption: str | None = None
+    detail: Literal["low", "high", "auto"] | None = None
+    filename: str | None = None
+    call_id: str | None = None
+    media_id: str | None = None
+    media_kind: Literal["image", "document"] | None = None
+    byte_size: int | None = None
+    width: int | None = None
+    height: int | None = None
+    pages: int | None = None
+
+    @classmethod
+    def image(
+        cls,
+        data: bytes,
+        *,
+        media_type: str | None = None,
+        caption: str | None = None,
+        detail: Literal["low", "high", "auto"] | None = None,
+        call_id: str | None = None,
+    ) -> MediaPart:
+        """An image from its bytes."""
+        return cls(
+            data=data, media_type=media_type, caption=caption, detail=detail, call_id=call_id
+        )
+
+    @classmethod
+    def image_url(
+        cls,
+        url: str,
+        *,
+        caption: str | None = None,
+        detail: Literal["low", "high", "auto"] | None = None,
+        call_id: str | None = None,
+    ) -> MediaPart:
+        """An image at an http(s) URL, which is never fetched."""
+        return cls(url=url, caption=caption, detail=detail, call_id=call_id)
+
+    @classmethod
+    def document(
+        cls, data: bytes, *, filename: str | None = None, caption: str | None = None
+    ) -> MediaPart:
+        """A PDF document from its bytes."""
+        return cls(data=data, media_type="application/pdf", filename=filename, caption=caption)
+
+
+# The fields a caller gives a media part; the rest are read from its bytes.
+MEDIA_INPUT_FIELDS: tuple[str, ...] = (
+    "data",
+    "url",
+    "media_type",
+    "caption",
+    "detail",
+    "filename",
+    "call_id",
+)
+
+Part: TypeAlias = TextPart | ToolPart | FileRefPart | ReasoningPart | MediaPart
 PartsInput: TypeAlias = str | Part | Iterable[str | Part]
 
 # Every part type, as the core declares its kinds (rust/core/src/parts/): the wire
 # dict of a part is its ``kind`` and its fields, by name.
-PART_TYPES: tuple[type[Part], ...] = (TextPart, ToolPart, FileRefPart, ReasoningPart)
+PART_TYPES: tuple[type[Part], ...] = (TextPart, ToolPart, FileRefPart, ReasoningPart, MediaPart)
 _TYPE_OF_KIND: dict[str, type[Part]] = {cls.kind: cls for cls in PART_TYPES}
 _FIELDS_OF_KIND: dict[str, tuple[str, ...]] = {
     cls.kind: tuple(field.name for field in fields(cls)) for cls in PART_TYPES
@@ -161,6 +241,8 @@ def parts_to_wire(parts: Iterable[Part]) -> list[dict[str, Any]]:
 
 def part_to_wire(part: Part, field: str = "part") -> dict[str, Any]:
     """Encode a part as the dict the native store takes; ``field`` names it in errors."""
+    if isinstance(part, MediaPart):
+        return _media_wire(part, field)
     wire: dict[str, Any] = {"kind": part.kind}
     for name in _FIELDS_OF_KIND[part.kind]:
         wire[name] = getattr(part, name)
@@ -168,6 +250,24 @@ def part_to_wire(part: Part, field: str = "part") -> dict[str, Any]:
         wire["input"] = _input_json(f"{field}.input", part.input)
     elif isinstance(part, ReasoningPart) and part.payload is not None:
         wire["payload"] = _payload_json(f"{field}.payload", part.payload)
+    return wire
+
+
+def _media_wire(part: MediaPart, field: str) -> dict[str, Any]:
+    """A media part's wire dict: what a caller gives; the store reads the rest from
+    the bytes. A part read back from the store holds no bytes and is refused here."""
+    if part.data is None and part.url is None:
+        hint = (
+            f"; read the bytes of {part.media_id} with Session.read_media" if part.media_id else ""
+        )
+        raise InvalidInputError(f"{field}: a media part needs data or a url{hint}")
+    if part.data is not None and not isinstance(part.data, bytes | bytearray | memoryview):
+        raise InvalidInputError(f"{field}.data: expected bytes, got {type(part.data).__name__}")
+    wire: dict[str, Any] = {"kind": part.kind}
+    for name in MEDIA_INPUT_FIELDS:
+        wire[name] = getattr(part, name)
+    if part.data is not None:
+        wire["data"] = bytes(part.data)
     return wire
 
 
@@ -212,4 +312,6 @@ def _payload_json(field: str, value: object) -> str:
 def part_from_wire(wire: Mapping[str, Any]) -> Part:
     """Decode a part dict returned by the native store."""
     kind = wire["kind"]
-    return _TYPE_OF_KIND[kind](**{name: wire[name] for name in _FIELDS_OF_KIND[kind]})
+    return _TYPE_OF_KIND[kind](
+        **{name: wire[name] for name in _FIELDS_OF_KIND[kind] if name in wire}
+    )

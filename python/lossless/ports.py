@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from lossless import _native
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from lossless.config import Config
     from lossless.events import EventBus
+    from lossless.parts import MediaPart
 
 __all__ = ["ArenaHost", "SessionView", "ToolLoopHost"]
 
@@ -58,4 +61,5 @@ class ToolLoopHost(SessionView, Protocol):
         status: Literal["pending", "running", "completed", "error"],
         output: str | None = None,
         error: str | None = None,
+        media: Sequence[MediaPart] = (),
     ) -> None: ...

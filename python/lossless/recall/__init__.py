@@ -9,7 +9,8 @@ CLI command:
 - :func:`expand`: a summary back to a window of its source messages, within a
   token budget: the oldest first, or centred on a message or on a query, with
   cursors to page older or newer;
-- :func:`read`: one stored message whole, a page at a time.
+- :func:`read`: one stored message whole, a page at a time;
+  :func:`read_media`: an image or a document whole, its bytes included.
 
 Each reads the database named by ``db=``: the path of its file, an open
 :class:`~lossless.Store` or a :class:`~lossless.session.Session`. A path is opened
@@ -20,11 +21,12 @@ Session) restricts grep and describe to one session.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from lossless import _native
-from lossless.errors import InvalidInputError
+from lossless.errors import InvalidInputError, NotFoundError
+from lossless.parts import MediaPart, part_from_wire
 from lossless.recall._target import Database, SessionRef, as_session, is_id, open_target
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "grep",
     "group_by_summary",
     "read",
+    "read_media",
     "run_recall_tool",
 ]
 
@@ -262,6 +265,25 @@ def read(
     character ``cursor`` (0 when ``None``), as much of it as ``max_tokens`` holds."""
     store, _ = open_target(db)
     return _public(MessagePage, store.read_message(message_id, max_tokens, cursor))
+
+
+def read_media(
+    media_id: str, *, db: Database | None = None, session: SessionRef | None = None
+) -> MediaPart:
+    """The image or document stored as ``media_id`` (``image_…``, ``document_…``),
+    whole: what it is (type, size, pixels or pages, caption) and its exact bytes as
+    ``data`` (``None`` for an image known only by its URL), ready to hand to a
+    multimodal model as a part. With ``session``, only an image of that session is
+    found. An unknown id raises :class:`~lossless.errors.NotFoundError`."""
+    store, session_id = open_target(db, session)
+    found = store.media_part(media_id, session_id)
+    if found is None:
+        raise NotFoundError(f"no image or document with id {media_id!r}")
+    _, wire = found
+    part = part_from_wire(wire)
+    assert isinstance(part, MediaPart)
+    stored = store.read_media(media_id)
+    return replace(part, data=None if stored is None else stored[1], call_id=None)
 
 
 # The public results stay dataclasses (``dataclasses.asdict``, ``replace``, made by

@@ -9,13 +9,14 @@ take at most that budget and give cursors to page on.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lossless.errors import InvalidInputError, LosslessError, NotFoundError
 from lossless.files.tool import READ_FILE_TOOL, answer_read_file
-from lossless.parts import ToolPart
-from lossless.recall import describe, expand, grep, read
+from lossless.parts import MediaPart, ToolPart
+from lossless.recall import describe, expand, grep, read, read_media
 from lossless.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from lossless.results import PartCallback, TurnResult
 
 __all__ = ["ANSWER_TOKENS", "RECALL_TOOLS", "answer_recall_turn", "run_recall_tool"]
+
+# An image's or a document's reference id (the core's `parts::is_media_id`).
+MEDIA_ID = re.compile(r"(?:image|document)_[0-9a-f]{32}")
 
 ANSWER_TOKENS = 4_000
 """Most tokens of one recall tool answer (a tenth of a small 40k window)."""
@@ -113,7 +117,8 @@ RECALL_TOOLS: list[dict[str, Any]] = [
             "name": "lossless_read",
             "description": "Read one stored message whole: its text, every tool call's "
             "input, output and error, every file reference. Long messages come in pages: "
-            "pass next_cursor back as cursor.",
+            "pass next_cursor back as cursor. Given an image's or a document's id "
+            "(image_..., document_...) instead, it shows that image or document itself.",
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -213,6 +218,8 @@ def _expand(session: SessionView, args: dict[str, Any]) -> str:
 
 def _read(session: SessionView, args: dict[str, Any]) -> str:
     message_id = _text(args, "message_id")
+    if MEDIA_ID.fullmatch(message_id):
+        return _read_media_answer(session, message_id)
     cursor = _integer(args, "cursor", 0)
     if cursor < 0:
         raise InvalidInputError("cursor: must be at least 0")
@@ -229,6 +236,24 @@ def _read(session: SessionView, args: dict[str, Any]) -> str:
             "cursor": page.cursor,
             "next_cursor": page.next_cursor,
             "total_chars": page.total_chars,
+        }
+    )
+
+
+def _read_media_answer(session: SessionView, media_id: str) -> str:
+    """What a read of an image's id answers in text; the image itself comes with
+    the answer as a part of the tool's result (see ``_answer``)."""
+    part = read_media(media_id, db=session, session=session.id)
+    return json.dumps(
+        {
+            "media_id": media_id,
+            "kind": part.media_kind,
+            "media_type": part.media_type,
+            "width": part.width,
+            "height": part.height,
+            "pages": part.pages,
+            "caption": part.caption,
+            "shown": "the image or document is attached to this result",
         }
     )
 
@@ -340,9 +365,22 @@ async def answer_recall_turn(
 
 async def _answer(session: ToolLoopHost, call: ToolPart) -> None:
     arguments = call.input if isinstance(call.input, str) else json.dumps(call.input)
+    media: list[MediaPart] = []
     try:
         output = run_recall_tool(session, call.name, arguments)
+        if call.name == "lossless_read":
+            media = _media_of(session, json.loads(output))
     except LosslessError as err:
         await session.update_tool(call.call_id, status="error", error=str(err))
         return
-    await session.update_tool(call.call_id, status="completed", output=output)
+    await session.update_tool(call.call_id, status="completed", output=output, media=media)
+
+
+def _media_of(session: SessionView, answer: dict[str, Any]) -> list[MediaPart]:
+    """The image or document a read of its id shows, as a part of the tool's result
+    (the model sees it as the image itself); none for a read of a message."""
+    media_id = answer.get("media_id")
+    if not isinstance(media_id, str):
+        return []
+    part = read_media(media_id, db=session, session=session.id)
+    return [] if part.data is None and part.url is None else [part]

@@ -13,9 +13,11 @@ import anyio
 import anyio.lowlevel
 
 from lossless import _native
+from lossless.errors import InvalidInputError
 from lossless.events import Event, EventName
+from lossless.media import check_media
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
-from lossless.parts import PartsInput, normalize_parts, parts_to_wire
+from lossless.parts import MediaPart, PartsInput, normalize_parts, parts_to_wire
 from lossless.results import RecordResult
 from lossless.session._request import RequestComposer
 
@@ -33,6 +35,7 @@ class Recorder(RequestComposer):
     async def _append_turn(self, role: str, parts: PartsInput) -> RecordResult:
         """Stores one turn; the caller keeps the view within the budget afterwards."""
         normalized = normalize_parts(parts)
+        self._check_media(normalized)
         wire = parts_to_wire(normalized)
         if role == "user":
             self._user_turns += 1
@@ -51,6 +54,13 @@ class Recorder(RequestComposer):
             appended.view_tokens,
             compaction_triggered=False,
         )
+
+    def _check_media(self, parts: Sequence[object], field: str = "parts") -> None:
+        """Refuses an image or a document of ``parts`` the store would not keep, or
+        one over the configured size limits, before anything is written."""
+        for index, part in enumerate(parts):
+            if isinstance(part, MediaPart):
+                check_media(part, f"{field}[{index}]", self.config.media)
 
     async def _keep_within_budget(self, view_tokens: int) -> tuple[int, bool]:
         """After a write that grew the view to ``view_tokens``: starts a background
@@ -74,7 +84,10 @@ class Recorder(RequestComposer):
         ``messages`` are dicts (``openai.types.chat`` message params) or models with
         ``model_dump()`` (openai or litellm message objects). Each ``user``, ``system``
         and ``assistant`` message becomes one stored turn; list content keeps its text
-        parts as separate parts, and image, audio or file parts are rejected. An
+        parts as separate parts. A user or ``tool`` message's ``image_url`` parts (a
+        base64 data URL or an http(s) URL) and ``file`` parts (a PDF as a data URL)
+        become :class:`MediaPart` s, a tool result's as parts of its call's result
+        (see docs/REQUESTS.md, "Images and documents"); audio parts are refused. An
         assistant's ``tool_calls`` become :class:`ToolPart` s with the arguments text
         exactly as given, completed with the content of the ``tool`` message that
         answers each call later in the list, or left ``"pending"``. A ``tool`` message
@@ -94,7 +107,8 @@ class Recorder(RequestComposer):
         ``system_prompt``.
 
         The whole list is checked before anything is stored: an unknown role, a missing
-        field, a non-string ``arguments``, a non-text content part, a thinking block
+        field, a non-string ``arguments``, an unsupported content part, an image or a
+        document that cannot be taken (:class:`MediaInputError`), a thinking block
         without its signature or a ``tool`` message that answers no call raises
         :class:`InvalidInputError` naming the message's index, and stores nothing. Each
         call appends: hand over only messages not recorded yet. Compaction starts, when
@@ -110,6 +124,7 @@ class Recorder(RequestComposer):
                 part for message in self.history() for part in message.parts
             ),
             provider=_native.model_provider(self.model),
+            check_media=lambda part, field: check_media(part, field, self.config.media),
         )
         results: list[RecordResult] = []
         view_tokens: int | None = None
@@ -120,7 +135,7 @@ class Recorder(RequestComposer):
                 view_tokens = appended.view_tokens
             else:
                 view_tokens = await self._apply_tool_update(
-                    step.call_id, "completed", step.output, None
+                    step.call_id, "completed", step.output, None, step.media
                 )
         if view_tokens is None:
             return results
@@ -141,15 +156,32 @@ class Recorder(RequestComposer):
         status: Literal["pending", "running", "completed", "error"],
         output: str | None = None,
         error: str | None = None,
+        media: Sequence[MediaPart] = (),
     ) -> None:
-        """Move a recorded tool call along its lifecycle, setting its output or error once."""
+        """Move a recorded tool call along its lifecycle, setting its output or error once.
+
+        ``media`` are images (or documents) of the result, such as the screenshot a
+        computer-use tool took: they are added to the call's message as parts of its
+        result, in the same transaction."""
         self._check_open()
-        view_tokens = await self._apply_tool_update(call_id, status, output, error)
+        media = list(media)
+        for index, part in enumerate(media):
+            if not isinstance(part, MediaPart):
+                raise InvalidInputError(
+                    f"media[{index}]: expected a MediaPart, got {type(part).__name__}"
+                )
+        self._check_media(media, "media")
+        view_tokens = await self._apply_tool_update(call_id, status, output, error, media)
         # A result can be the largest thing a session stores.
         await self._keep_within_budget(view_tokens)
 
     async def _apply_tool_update(
-        self, call_id: str, status: str, output: str | None, error: str | None
+        self,
+        call_id: str,
+        status: str,
+        output: str | None,
+        error: str | None,
+        media: Sequence[MediaPart] = (),
     ) -> int:
         """Stores a tool call's new status; returns the view's size. The caller keeps
         the view within the budget afterwards."""
@@ -164,6 +196,7 @@ class Recorder(RequestComposer):
                 output,
                 error,
                 updated.name.value,
+                media=parts_to_wire(media) if media else None,
             ),
             updated,
         )

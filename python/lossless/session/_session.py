@@ -26,6 +26,7 @@ from lossless.arena import ArenaWriteResult, Priority, SessionArena
 from lossless.calibration import TokenCalibration
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config
+from lossless.errors import NotFoundError
 from lossless.events import EventBus, EventName
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class Session(ModelTurns):
         compaction_store: _native.Store | None = None,
     ) -> None:
         self._store = store
+        store.set_media_policy(config.media.max_inline, config.media.max_inline_tokens)
         self.id = session_id
         self.model = model
         self.config = config
@@ -361,6 +363,15 @@ class Session(ModelTurns):
 
         handler = LargeFileHandler(self._store, config=self.config.files, model=self.model)
         return await handler.read(file_id, lines)
+
+    async def read_media(self, media_id: str) -> bytes:
+        """The exact bytes of a stored image or document (``image_…``,
+        ``document_…``). An unknown id, or an image known only by its URL, raises
+        :class:`~lossless.errors.NotFoundError`."""
+        found = await anyio.to_thread.run_sync(self._store.read_media, media_id)
+        if found is None:
+            raise NotFoundError(f"no image or document with bytes stored as {media_id!r}")
+        return found[1]
 
     async def pin(self, text: str, *, key: str | None = None, priority: Priority = "high") -> str:
         """Pin a fact: it goes into the system message of every request (the

@@ -334,6 +334,7 @@ fn a_file_of_a_newer_schema_is_still_refused() {
 }
 
 const SCHEMA_V9: &str = include_str!("fixtures/schema_v9.sql");
+const SCHEMA_V10: &str = include_str!("fixtures/schema_v10.sql");
 
 /// A version-9 file (the last without the reasoning kind): a user turn and a tool
 /// call with its output.
@@ -461,6 +462,7 @@ fn every_older_version_gets_the_widened_kind_constraint() {
         (3, SCHEMA_V3),
         (4, SCHEMA_V4),
         (9, SCHEMA_V9),
+        (10, SCHEMA_V10),
     ] {
         let path = dir.path().join(format!("v{version}.db"));
         let path = path.to_str().unwrap();
@@ -472,4 +474,59 @@ fn every_older_version_gets_the_widened_kind_constraint() {
             "from version {version}"
         );
     }
+}
+
+#[test]
+fn a_version_10_file_takes_media_parts_and_keeps_their_bytes_once() {
+    use lossless_core::parts::{Media, MediaInput, Part, Role};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v10.db");
+    let path = path.to_str().unwrap();
+    support::raw(path).execute_batch(SCHEMA_V10).unwrap();
+    let conn = support::raw(path);
+    conn.execute(
+        "INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+         VALUES ('ses_10', 'gpt-4o', 1, '{}', 0, 1, 1)",
+        [],
+    )
+    .unwrap();
+    let mut store = Store::open(path, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    png.extend(640_u32.to_be_bytes());
+    png.extend(480_u32.to_be_bytes());
+    png.extend(b"a screenshot's pixels");
+    let image = Part::Media(
+        Media::from_input(
+            MediaInput {
+                data: Some(png.clone()),
+                caption: Some("the login page".into()),
+                ..MediaInput::default()
+            },
+            "parts[0]",
+        )
+        .unwrap(),
+    );
+    for _ in 0..2 {
+        store
+            .append_message("ses_10", Role::User, std::slice::from_ref(&image), None)
+            .unwrap();
+    }
+    let Part::Media(media) = &image else {
+        unreachable!()
+    };
+    let (media_type, bytes) = store.read_media(&media.media_id).unwrap().unwrap();
+    assert_eq!((media_type.as_str(), bytes), ("image/png", png));
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM media", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(rows, 1, "the same bytes twice are stored once");
+    // Stored content is never replaced, changed or deleted.
+    assert!(conn.execute("DELETE FROM media", []).is_err());
+    assert!(conn.execute("UPDATE media SET data = x'00'", []).is_err());
+    let verdict: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(verdict, "ok");
 }

@@ -366,6 +366,7 @@ fn a_version_8_database_gets_the_arena_s_cut_counts() {
         .client()
         .batch_execute(
             "ALTER TABLE arena_entries DROP COLUMN full_tokens;
+             DROP TABLE media; DROP INDEX parts_media;
              UPDATE lossless_schema SET version = 8;",
         )
         .expect("a version 8 schema");
@@ -421,6 +422,7 @@ fn a_version_9_database_takes_reasoning_parts_with_every_row_kept() {
         .batch_execute(
             "ALTER TABLE parts DROP CONSTRAINT parts_kind_check;
              ALTER TABLE parts ADD CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker'));
+             DROP TABLE media; DROP INDEX parts_media;
              UPDATE lossless_schema SET version = 9;",
         )
         .expect("a version 9 schema");

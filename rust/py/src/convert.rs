@@ -1,12 +1,13 @@
 //! Argument extraction and result conversion: builtins in, builtins out.
 
+use lossless_core::model::chat::{Attachment, AttachmentKind, AttachmentSource};
 use lossless_core::parts::{Part, Role, WireSink, WireSource};
 use lossless_core::profile::Profile;
 use lossless_core::render::{reasoning_content, ChatMessage, ReasoningBlock, StoredPart, ToolCall};
 use lossless_core::store::{Durability, GrepMode, Usage};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 
 use crate::errors::{invalid, to_py_err};
 
@@ -142,6 +143,20 @@ impl WireSource for DictSource<'_, '_> {
             lossless_core::error::Error::invalid(format!("{field}.{key}"), "expected an int")
         })
     }
+
+    fn bytes(&self, key: &str, field: &str) -> lossless_core::error::Result<Option<Vec<u8>>> {
+        let Some(value) = self.value(key, field)? else {
+            return Ok(None);
+        };
+        let Ok(bytes) = value.cast::<PyBytes>() else {
+            let reason = format!("expected bytes, got {}", type_name(&value));
+            return Err(lossless_core::error::Error::invalid(
+                format!("{field}.{key}"),
+                reason,
+            ));
+        };
+        Ok(Some(bytes.as_bytes().to_vec()))
+    }
 }
 
 /// One part from its wire dict (see `lossless.parts.part_to_wire`).
@@ -185,13 +200,55 @@ pub fn usage(value: Option<&Bound<'_, PyDict>>) -> PyResult<Usage> {
     })
 }
 
+/// The text of the user message that carries the attachments of the messages
+/// before it (see [`chat_completions`]).
+pub const ATTACHED_TEXT: &str = "[the images and documents of the messages above]";
+
+/// `messages` as Chat Completions takes them: a user message's attachments in its
+/// content list, and the attachments of any other message (a tool result's
+/// screenshots, above all) in a user message after the run of tool results they
+/// belong to, since Chat Completions takes images and files only from a user. Each
+/// message comes with whether it is such an added one.
+#[must_use]
+pub fn chat_completions(messages: &[ChatMessage]) -> Vec<(ChatMessage, bool)> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut carried: Vec<Attachment> = Vec::new();
+    for (at, message) in messages.iter().enumerate() {
+        let mut message = message.clone();
+        if message.role != "user" {
+            carried.append(&mut message.attachments);
+        }
+        out.push((message, false));
+        let run_goes_on = messages.get(at + 1).is_some_and(|next| next.role == "tool");
+        if !carried.is_empty() && !run_goes_on {
+            let attached = ChatMessage {
+                role: "user",
+                content: Some(ATTACHED_TEXT.to_string()),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                reasoning: Vec::new(),
+                attachments: std::mem::take(&mut carried),
+            };
+            out.push((attached, true));
+        }
+    }
+    out
+}
+
 /// A chat message as an OpenAI-format dict. Reasoning sent back goes as litellm
 /// takes it on an assistant message: `thinking_blocks` (which its Anthropic and
-/// Bedrock transformations put first in the turn) and `reasoning_content`.
+/// Bedrock transformations put first in the turn) and `reasoning_content`. A
+/// message with attachments (a user's, after [`chat_completions`]) has a content
+/// list: its text, then an `image_url` part per image and a `file` part per
+/// document.
 pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("role", message.role)?;
-    dict.set_item("content", message.content.as_deref())?;
+    if message.attachments.is_empty() {
+        dict.set_item("content", message.content.as_deref())?;
+    } else {
+        dict.set_item("content", content_list(py, message)?)?;
+    }
     if !message.tool_calls.is_empty() {
         dict.set_item("tool_calls", tool_calls(py, &message.tool_calls)?)?;
     }
@@ -205,6 +262,48 @@ pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bou
         }
     }
     Ok(dict)
+}
+
+/// A message's text and attachments as a Chat Completions content list.
+pub fn content_list<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    if let Some(text) = message.content.as_deref().filter(|text| !text.is_empty()) {
+        let part = PyDict::new(py);
+        part.set_item("type", "text")?;
+        part.set_item("text", text)?;
+        list.append(part)?;
+    }
+    for attachment in &message.attachments {
+        list.append(attachment_part(py, attachment)?)?;
+    }
+    Ok(list)
+}
+
+/// One attachment as a content part: an image's `image_url` (a data URL of its
+/// bytes, or its URL as given), a document's `file` with its bytes as a data URL.
+fn attachment_part<'py>(py: Python<'py>, attachment: &Attachment) -> PyResult<Bound<'py, PyDict>> {
+    let url = match &attachment.source {
+        AttachmentSource::Base64(data) => format!("data:{};base64,{data}", attachment.media_type),
+        AttachmentSource::Url(url) => url.clone(),
+    };
+    let part = PyDict::new(py);
+    let inner = PyDict::new(py);
+    match attachment.kind {
+        AttachmentKind::Image => {
+            inner.set_item("url", url)?;
+            part.set_item("type", "image_url")?;
+            part.set_item("image_url", inner)?;
+        }
+        AttachmentKind::Document => {
+            inner.set_item("file_data", url)?;
+            if let Some(name) = &attachment.caption {
+                inner.set_item("filename", name)?;
+            }
+            part.set_item("type", "file")?;
+            part.set_item("file", inner)?;
+        }
+    }
+    Ok(part)
 }
 
 /// Reasoning blocks as dicts, each parsed from the JSON text the provider sent:
@@ -252,6 +351,13 @@ impl WireSink for DictSink<'_, '_> {
     fn int(&mut self, key: &str, value: i64) -> PyResult<()> {
         self.0.set_item(key, value)
     }
+}
+
+/// A part as its wire dict.
+pub fn part_dict<'py>(py: Python<'py>, part: &Part) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    part.write_wire(&mut DictSink(&dict))?;
+    Ok(dict)
 }
 
 /// A stored part as its wire dict, with `id` and `compacted`.

@@ -38,11 +38,38 @@ struct CachedMessage {
     /// The reasoning blocks sent back, parsed anew for every copy (a block may
     /// nest dicts a caller could change).
     reasoning: Vec<ReasoningBlock>,
+    /// The content list's parts, each with its inner dict, when the content is a
+    /// list: copied for every copy (the data URL strings are shared).
+    content: Option<Vec<ContentPart>>,
+    /// Whether this is a message of the session's own (not one that carries the
+    /// attachments of the messages before it).
+    own: bool,
+    /// Whether its role is `user`.
+    user: bool,
 }
 
+/// A content part's dict, with its inner `image_url` or `file` dict.
+type ContentPart = (Py<PyDict>, Option<Py<PyDict>>);
+
 impl CachedMessage {
-    fn new(py: Python<'_>, message: &ChatMessage) -> PyResult<Self> {
+    fn new(py: Python<'_>, message: &ChatMessage, own: bool) -> PyResult<Self> {
         let dict = convert::chat_message(py, message)?;
+        let mut content = None;
+        if let Some(list) = dict.get_item(intern!(py, "content"))? {
+            if let Ok(list) = list.cast_into::<PyList>() {
+                let mut parts = Vec::with_capacity(list.len());
+                for part in list.iter() {
+                    let part = part.cast_into::<PyDict>()?;
+                    let inner = match part.get_item(intern!(py, "image_url"))? {
+                        Some(inner) => Some(inner),
+                        None => part.get_item(intern!(py, "file"))?,
+                    };
+                    let inner = inner.map(Bound::cast_into::<PyDict>).transpose()?;
+                    parts.push((part.unbind(), inner.map(Bound::unbind)));
+                }
+                content = Some(parts);
+            }
+        }
         let mut calls = Vec::with_capacity(message.tool_calls.len());
         if let Some(list) = dict.get_item(intern!(py, "tool_calls"))? {
             for entry in list.cast_into::<PyList>()?.iter() {
@@ -56,6 +83,9 @@ impl CachedMessage {
             dict: dict.unbind(),
             calls,
             reasoning: message.reasoning.clone(),
+            content,
+            own,
+            user: message.role == "user",
         })
     }
 
@@ -75,6 +105,22 @@ impl CachedMessage {
             let blocks = convert::thinking_blocks(py, &self.reasoning)?;
             copy.set_item(intern!(py, "thinking_blocks"), blocks)?;
         }
+        if let Some(parts) = &self.content {
+            let list = PyList::empty(py);
+            for (part, inner) in parts {
+                let part = part.bind(py).copy()?;
+                if let Some(inner) = inner {
+                    let key = if part.contains(intern!(py, "file"))? {
+                        intern!(py, "file")
+                    } else {
+                        intern!(py, "image_url")
+                    };
+                    part.set_item(key, inner.bind(py).copy()?)?;
+                }
+                list.append(part)?;
+            }
+            copy.set_item(intern!(py, "content"), list)?;
+        }
         Ok(copy)
     }
 }
@@ -89,6 +135,9 @@ pub struct RenderCache {
 pub struct Lists<'py> {
     pub messages: Bound<'py, PyList>,
     pub item_ids: Bound<'py, PyList>,
+    /// The index in `messages` of the newest user message of the session's own
+    /// (not one that carries attachments), -1 when there is none.
+    pub newest_user: i64,
 }
 
 impl RenderCache {
@@ -108,12 +157,16 @@ impl RenderCache {
         let mut previous = Previous::new(self.sessions.remove(session_id).unwrap_or_default());
         let mut current = Vec::with_capacity(items.len());
         let messages = PyList::empty(py);
+        let mut newest_user = -1;
         for rendered in items {
             let entry = match previous.take(rendered.generation) {
                 Some(entry) => entry,
                 None => new_entry(py, rendered)?,
             };
             for message in &entry.messages {
+                if message.own && message.user {
+                    newest_user = messages.len() as i64;
+                }
                 messages.append(message.copy(py)?)?;
             }
             current.push(entry);
@@ -127,7 +180,11 @@ impl RenderCache {
             }
         };
         self.sessions.insert(session_id.to_string(), current);
-        Ok(Lists { messages, item_ids })
+        Ok(Lists {
+            messages,
+            item_ids,
+            newest_user,
+        })
     }
 }
 
@@ -174,10 +231,9 @@ impl Previous {
 }
 
 fn new_entry(py: Python<'_>, rendered: &Arc<RenderedItem>) -> PyResult<Entry> {
-    let messages = rendered
-        .messages
+    let messages = convert::chat_completions(&rendered.messages)
         .iter()
-        .map(|message| CachedMessage::new(py, message))
+        .map(|(message, added)| CachedMessage::new(py, message, !added))
         .collect::<PyResult<_>>()?;
     Ok(Entry {
         generation: rendered.generation,

@@ -148,3 +148,41 @@ impl TokenCounter {
         release(py, || Ok(self.inner.count_many(&borrowed)))
     }
 }
+
+/// Tokens a `width`×`height` image costs the provider `model` is routed to, by
+/// that provider's published rule; `detail` is OpenAI's setting.
+#[pyfunction]
+#[pyo3(signature = (width, height, model, detail = None))]
+pub fn image_tokens(width: u32, height: u32, model: &str, detail: Option<&str>) -> usize {
+    let rule = lossless_core::parts::ImageRule::of(model_provider(model), model);
+    lossless_core::parts::image_tokens(width, height, detail, rule)
+}
+
+/// What the bytes of an image or a document are, read from their header: `(kind,
+/// media_type, width, height, pages)`. Refuses bytes that are none of PNG, JPEG,
+/// GIF, WebP or PDF, or that disagree with `media_type`, naming `field`: the core's
+/// rule, checked before any message of a list is stored.
+#[pyfunction]
+#[pyo3(signature = (data, media_type, field))]
+#[allow(clippy::type_complexity)]
+pub fn media_facts(
+    data: &[u8],
+    media_type: Option<&str>,
+    field: &str,
+) -> PyResult<(
+    &'static str,
+    &'static str,
+    Option<u32>,
+    Option<u32>,
+    Option<u32>,
+)> {
+    let sniffed = lossless_core::parts::check_media_bytes(data, media_type, field)
+        .map_err(crate::errors::to_py_err)?;
+    Ok((
+        lossless_core::parts::kind_name(sniffed.kind),
+        sniffed.media_type,
+        sniffed.size.map(|(width, _)| width),
+        sniffed.size.map(|(_, height)| height),
+        sniffed.pages,
+    ))
+}

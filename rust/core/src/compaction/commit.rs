@@ -11,7 +11,7 @@ use crate::context::view::ItemKind;
 use crate::db::gate::transact;
 use crate::db::id_list::{join_ids, IdList};
 use crate::error::{Error, Result};
-use crate::fileids::{extract_file_ids, merge_file_id_footer};
+use crate::fileids::extract_file_ids;
 use crate::ids::{new_id, now_ms};
 use crate::parts::check_content;
 use crate::recall::index::{move_backlog, queue_summary};
@@ -63,7 +63,7 @@ impl Store {
         for parent in &plan.parents {
             file_ids.extend(parent.file_ids.iter().cloned());
         }
-        let text = merge_file_id_footer(text, &file_ids.ids);
+        let text = crate::parts::merge_reference_footer(text, &file_ids.ids);
         let summary = NewSummary::new(&counter, new_id("sum"), &plan, text, level);
         transact(&self.conn, &self.writer, Some(session_id), |tx| {
             write_sources(tx, session_id, &plan, &summary.id, expected_version)?;

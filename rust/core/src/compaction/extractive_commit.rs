@@ -14,7 +14,6 @@ use crate::extractive::{
     prefix, Collection, SourceFileRef, SourceMessage, SourceTool, ERROR_SCAN_BYTES,
     INPUT_SCAN_BYTES, TEXT_SCAN_BYTES,
 };
-use crate::fileids::merge_file_id_footer;
 use crate::ids::new_id;
 use crate::store::Store;
 use crate::threads::beside;
@@ -104,7 +103,7 @@ impl Gathered<'_> {
     fn write(self, max_tokens: i64, counter: &TokenCounter) -> Written {
         let limit = max_tokens.max(0) as usize;
         let body = self.collection.summary(limit, &|text| counter.count(text));
-        let text = merge_file_id_footer(&body, &self.file_ids);
+        let text = crate::parts::merge_reference_footer(&body, &self.file_ids);
         Written {
             token_count: counter.count(&text) as i64,
             text,
@@ -482,9 +481,24 @@ fn rowid_pair(
     Ok(first.zip(last))
 }
 
+/// How the summary lists an image or a document: its kind and caption (or file
+/// name), `image: the login page`; without either, by its id alone (empty).
+fn media_label(value: &serde_json::Value) -> String {
+    let kind = value["kind"].as_str().unwrap_or("image");
+    let label = value["caption"]
+        .as_str()
+        .or_else(|| value["filename"].as_str())
+        .filter(|label| !label.trim().is_empty());
+    match label {
+        Some(label) => format!("{kind}: {}", prefix(label, 160)),
+        None => String::new(),
+    }
+}
+
 /// One row of [`read_parts`], its strings cut and copied into `text`.
 fn part_row(row: &Row<'_>, seq: i64, text: &mut SpanText) -> Result<PartRow> {
-    let kind = match row.get::<&str>(2)? {
+    let stored_kind = row.get::<&str>(2)?;
+    let kind = match stored_kind {
         "text" => PartKind::Text,
         "tool" => PartKind::Tool,
         _ => PartKind::FileRef,
@@ -501,6 +515,13 @@ fn part_row(row: &Row<'_>, seq: i64, text: &mut SpanText) -> Result<PartRow> {
         .then(|| serde_json::from_str::<serde_json::Value>(body).ok())
         .flatten()
         .map(|value| {
+            // An image or a document is named by its reference id and caption.
+            if stored_kind == "media" {
+                let id = text.push(value["media_id"].as_str().unwrap_or_default());
+                let label = media_label(&value);
+                let path = text.push(&label);
+                return (id, path);
+            }
             let id = text.push(value["file_id"].as_str().unwrap_or_default());
             let path = text.push(value["path"].as_str().unwrap_or_default());
             (id, path)

@@ -6,7 +6,7 @@ use crate::db::backend::{args, Row};
 use crate::context::view::ItemKind;
 use crate::db::id_list::{split_ids, IdList};
 use crate::error::{Error, Result};
-use crate::fileids::{merge_file_id_footer, FOOTER_PREFIX};
+use crate::fileids::FOOTER_PREFIX;
 use crate::render::transcript_entry;
 use crate::store::Store;
 
@@ -126,7 +126,7 @@ impl Store {
                 "[deterministic truncation: the {cut} oldest of {total} messages were cut; all stay stored]"
             )
         };
-        let footer = merge_file_id_footer("", &file_ids);
+        let footer = crate::parts::merge_reference_footer("", &file_ids);
         let reserve = counter.count(&notice_for(total)) as i64 + counter.count(&footer) as i64 + 2;
         // Newest first, until the next would not fit.
         let mut kept: Vec<String> = Vec::new();
@@ -152,7 +152,7 @@ impl Store {
                 body.push('\n');
                 body.push_str(entry);
             }
-            let text = merge_file_id_footer(&body, &file_ids);
+            let text = crate::parts::merge_reference_footer(&body, &file_ids);
             let token_count = counter.count(&text) as i64;
             // Counts of joined pieces can differ from their sum by a token or two:
             // drop the oldest kept message until the whole fits.
@@ -231,7 +231,8 @@ impl Store {
             joined.push_str(body);
         }
         let file_ids = file_ids.ids;
-        let footer_tokens = counter.count(&merge_file_id_footer("", &file_ids)) as i64;
+        let footer_tokens =
+            counter.count(&crate::parts::merge_reference_footer("", &file_ids)) as i64;
         let mut room = (max_tokens - footer_tokens - 2).max(0) as usize;
         loop {
             let mut body = cut_to_tokens(&joined, room, &|text| counter.count(text));
@@ -241,7 +242,7 @@ impl Store {
                 body.truncate(end);
                 body.push_str(" [...]");
             }
-            let text = merge_file_id_footer(&body, &file_ids);
+            let text = crate::parts::merge_reference_footer(&body, &file_ids);
             let token_count = counter.count(&text) as i64;
             if token_count <= max_tokens || room == 0 {
                 return Ok(TextResult {

@@ -100,7 +100,10 @@ impl Profile {
 fn tool_exchange_as_text(message: ChatMessage) -> ChatMessage {
     if let Some(id) = message.tool_call_id {
         let result = message.content.unwrap_or_default();
-        return ChatMessage::plain("user", format!("[result of tool call {id}]\n{result}"));
+        let mut text = ChatMessage::plain("user", format!("[result of tool call {id}]\n{result}"));
+        // A result as a user turn can carry its images itself.
+        text.attachments = message.attachments;
+        return text;
     }
     if message.tool_calls.is_empty() {
         return message;
@@ -118,6 +121,7 @@ fn tool_exchange_as_text(message: ChatMessage) -> ChatMessage {
         tool_calls: Vec::new(),
         tool_call_id: None,
         reasoning: message.reasoning,
+        attachments: message.attachments,
     }
 }
 
@@ -163,6 +167,7 @@ fn split_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
         let mut content = message.content;
         // Reasoning opens the turn: it stays with the first call, as the text does.
         let mut reasoning = message.reasoning;
+        let mut attachments = message.attachments;
         for call in message.tool_calls {
             let position = results
                 .iter()
@@ -173,6 +178,7 @@ fn split_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
                 tool_calls: vec![call],
                 tool_call_id: None,
                 reasoning: std::mem::take(&mut reasoning),
+                attachments: std::mem::take(&mut attachments),
             });
             out.extend(position.map(|position| results.remove(position)));
         }
@@ -200,6 +206,7 @@ fn alternate(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
                 last.content = join(last.content.take(), message.content);
                 last.tool_calls = message.tool_calls;
                 last.reasoning.extend(message.reasoning);
+                last.attachments.extend(message.attachments);
                 continue;
             }
         }
@@ -255,6 +262,7 @@ mod tests {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }
     }
 
@@ -272,6 +280,7 @@ mod tests {
                 .collect(),
             tool_call_id: None,
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }
     }
 
@@ -282,6 +291,7 @@ mod tests {
             tool_calls: Vec::new(),
             tool_call_id: Some(id.to_string()),
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }
     }
 

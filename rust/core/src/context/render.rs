@@ -3,7 +3,10 @@
 //! Costs are computed once, when a row is written, from the same strings this
 //! module renders; assembly only adds the stored numbers.
 
-use crate::parts::{Part, Rendered};
+use std::collections::HashMap;
+
+use crate::model::chat::{Attachment, AttachmentSource};
+use crate::parts::{Media, Part, Rendered};
 use crate::tokens::TokenCounter;
 
 pub use crate::model::chat::{
@@ -40,13 +43,40 @@ pub fn summary_tokens(counter: &TokenCounter, summary_id: &str, covered: i64, te
     MESSAGE_OVERHEAD + counter.count(rendered.content.as_deref().unwrap_or(""))
 }
 
+/// What a request adds to a message's plain rendering: the reasoning blocks of
+/// one provider, and the attachments sent inline, by reference id.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extras<'a> {
+    /// The provider whose reasoning blocks go back on the message, if any.
+    pub reasoning_for: Option<&'a str>,
+    /// The attachments sent inline, by reference id: a media part whose id is here
+    /// goes out beside its reference line.
+    pub inline: Option<&'a HashMap<String, AttachmentSource>>,
+}
+
 /// Renders one stored message as chat messages: text and file blocks in one
-/// message, tool calls on it, and one `tool` message per call right after it.
+/// message, tool calls on it, and one `tool` message per call right after it. An
+/// image or a document is a reference line in the text of its message, or of the
+/// tool result it belongs to; nothing is sent inline (see [`render_message_with`]).
 #[must_use]
 pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessage> {
+    render_message_with(role, parts, Extras::default())
+}
+
+/// [`render_message`], with what `extras` adds: the reasoning blocks of its
+/// provider on the first message (an assistant's only), and each inline attachment
+/// on the message that holds its reference line.
+#[must_use]
+pub fn render_message_with(
+    role: &'static str,
+    parts: &[StoredPart],
+    extras: Extras<'_>,
+) -> Vec<ChatMessage> {
     let mut content = String::new();
+    let mut head_attachments = Vec::new();
     let mut calls = Vec::new();
     let mut results = Vec::new();
+    let mut of_results = Vec::new();
     for stored in parts {
         match stored.part.render(stored.tombstone.as_deref()) {
             Rendered::Block(block) => push_block(&mut content, &block),
@@ -57,17 +87,38 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                     tool_calls: Vec::new(),
                     tool_call_id: Some(call.id.clone()),
                     reasoning: Vec::new(),
+                    attachments: Vec::new(),
                 });
                 calls.push(call);
             }
-            // Sent back only where its provider needs it: see `render_replay`.
+            // Sent back only where its provider needs it: see `Extras::reasoning_for`.
             Rendered::Reasoning(_) => {}
+            Rendered::Media(media) if media.call_id.is_some() => of_results.push(media),
+            Rendered::Media(media) => {
+                push_block(&mut content, &media.reference());
+                head_attachments.extend(attachment(media, extras));
+            }
         }
     }
-    if calls.is_empty() || role != "assistant" {
+    for media in of_results {
+        let result = results
+            .iter_mut()
+            .rfind(|result| result.tool_call_id == media.call_id);
+        // An image whose call is not in the message goes with the message itself.
+        let (text, attachments) = match result {
+            Some(result) => (
+                result.content.get_or_insert_with(String::new),
+                &mut result.attachments,
+            ),
+            None => (&mut content, &mut head_attachments),
+        };
+        push_block(text, &media.reference());
+        attachments.extend(attachment(media, extras));
+    }
+    let mut messages = if calls.is_empty() || role != "assistant" {
         // Only assistant turns can carry tool calls in the chat format; a tool part
         // recorded on another role is shown as text so nothing is silently dropped.
-        for (call, result) in calls.iter().zip(&results) {
+        for (call, result) in calls.iter().zip(&mut results) {
             let text = format!(
                 "[tool {} {}] {}\n{}",
                 call.name,
@@ -76,12 +127,46 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                 result.content.as_deref().unwrap_or("")
             );
             push_block(&mut content, &text);
+            head_attachments.append(&mut result.attachments);
         }
-        return vec![ChatMessage::plain(
+        vec![ChatMessage::plain(
             role,
             non_empty(content, empty_text(role)),
-        )];
+        )]
+    } else {
+        with_calls(role, content, calls, results)
+    };
+    messages[0].attachments = head_attachments;
+    if let (Some(provider), "assistant") = (extras.reasoning_for, role) {
+        messages[0].reasoning = parts
+            .iter()
+            .filter_map(|stored| match &stored.part {
+                Part::Reasoning(reasoning) => reasoning.replayed_to(provider),
+                _ => None,
+            })
+            .collect();
     }
+    messages
+}
+
+/// An attachment of `media`, when `extras` sends it inline.
+fn attachment(media: &Media, extras: Extras<'_>) -> Option<Attachment> {
+    let source = extras.inline?.get(&media.media_id)?;
+    Some(Attachment {
+        kind: media.kind,
+        media_type: media.media_type.clone(),
+        source: source.clone(),
+        caption: media.label().map(str::to_string),
+    })
+}
+
+/// An assistant message with its calls, and a `tool` message for each.
+fn with_calls(
+    role: &'static str,
+    content: String,
+    calls: Vec<ToolCall>,
+    results: Vec<ChatMessage>,
+) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(1 + results.len());
     let mut head = ChatMessage {
         role,
@@ -89,6 +174,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
         tool_calls: Vec::with_capacity(calls.len()),
         tool_call_id: None,
         reasoning: Vec::new(),
+        attachments: Vec::new(),
     };
     let mut answers = Vec::with_capacity(results.len());
     for (call, result) in calls.into_iter().zip(results) {
@@ -106,6 +192,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 reasoning: Vec::new(),
+                attachments: Vec::new(),
             };
             out.push(std::mem::replace(&mut head, next));
             out.append(&mut answers);
@@ -116,35 +203,6 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
     out.push(head);
     out.append(&mut answers);
     out
-}
-
-/// The message as a request sends it to `provider` within the tool loop that
-/// produced it: [`render_message`] with the reasoning blocks `provider` produced on
-/// its first message, in their stored order. `None` when there are none to send
-/// (then it renders as [`render_message`] does), and for a message other than an
-/// assistant's: only an assistant turn carries reasoning.
-#[must_use]
-pub fn render_replay(
-    role: &'static str,
-    parts: &[StoredPart],
-    provider: &str,
-) -> Option<Vec<ChatMessage>> {
-    if role != "assistant" {
-        return None;
-    }
-    let blocks: Vec<ReasoningBlock> = parts
-        .iter()
-        .filter_map(|stored| match &stored.part {
-            Part::Reasoning(reasoning) => reasoning.replayed_to(provider),
-            _ => None,
-        })
-        .collect();
-    if blocks.is_empty() {
-        return None;
-    }
-    let mut messages = render_message(role, parts);
-    messages[0].reasoning = blocks;
-    Some(messages)
 }
 
 fn push_block(content: &mut String, block: &str) {

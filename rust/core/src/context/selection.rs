@@ -29,8 +29,9 @@ pub(crate) struct Selection {
 }
 
 /// Tokens some view items cost in one request beyond their count in the view: the
-/// reasoning the current tool loop sends back (see `context/replay.rs`), of the
-/// items from `from` on, in view order. Only history messages carry any.
+/// reasoning the current tool loop sends back and the attachments sent inline (see
+/// `context/replay.rs`), of the items from `from` on, in view order. Only messages
+/// carry any.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Surcharge {
     pub(crate) from: usize,
@@ -100,9 +101,11 @@ pub(crate) fn select_items_with(
     let budget = budget.max(0);
     let mut chosen = Vec::new();
     let mut used = 0;
-    let instruction = instruction(items).filter(|&at| items[at].tokens <= budget);
+    // The instruction's own attachments sent inline are its surcharge.
+    let instruction =
+        instruction(items).filter(|&at| items[at].tokens + surcharge.at(at) <= budget);
     if let Some(at) = instruction {
-        used += items[at].tokens;
+        used += items[at].tokens + surcharge.at(at);
         chosen.push(at);
     }
     if used + summary_tokens <= budget {
@@ -118,10 +121,9 @@ pub(crate) fn select_items_with(
     }
     let history =
         |index: &usize| items[*index].kind == ItemKind::Message && Some(*index) != instruction;
-    // Every item is a summary, the instruction or history; only history has a surcharge.
-    let history_tokens =
-        view_tokens - summary_tokens - instruction.map_or(0, |at| items[at].tokens)
-            + surcharge.total();
+    // Every item is a summary, the instruction or history; summaries have no surcharge.
+    let history_tokens = view_tokens - summary_tokens + surcharge.total()
+        - instruction.map_or(0, |at| items[at].tokens + surcharge.at(at));
     let cost = |index: usize| items[index].tokens + surcharge.at(index);
     let room = budget - used;
     let cut = if history_tokens <= room {

@@ -96,9 +96,9 @@ pub(crate) struct CachedView {
     /// append or a tool's result adds to the view and keeps it, a summary or a prune
     /// (and any foreign write) reloads the view without it.
     pub(crate) recalled: Option<Arc<NewestRecall>>,
-    /// The current tool loop's assistant messages (by index), each as the loop
-    /// sends it with its reasoning, or `None` when it has none to send back.
-    pub(crate) replays: HashMap<usize, Option<Replay>>,
+    /// The messages (by index) a request sends with more than their plain
+    /// rendering: the current tool loop's reasoning, the newest attachments.
+    pub(crate) replays: HashMap<usize, Replay>,
 }
 
 impl CachedView {
@@ -203,6 +203,11 @@ impl ViewCache {
         if let Some(view) = self.views.get_mut(session_id) {
             view.recalled = None;
         }
+    }
+
+    /// Every cached view.
+    pub(crate) fn all_mut(&mut self) -> impl Iterator<Item = &mut CachedView> {
+        self.views.values_mut()
     }
 
     pub(crate) fn forget(&mut self, session_id: &str) {
@@ -388,7 +393,7 @@ impl Store {
         counter: &TokenCounter,
     ) -> Result<(Selection, Option<usize>, Surcharge)> {
         // Freshens the view, so the surcharge is of the items selected from.
-        let surcharge = self.replay_surcharge(session_id, counter)?;
+        let surcharge = self.request_surcharge(session_id, counter, budget)?;
         let view = self.cached(session_id);
         let (selected, marker) = select_with_marker(
             &view.items,

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -254,6 +254,10 @@ CREATE INDEX IF NOT EXISTS parts_open_calls ON parts (session_id, call_id, msg_s
 CREATE INDEX IF NOT EXISTS parts_file_ids ON parts (session_id, msg_seq, ord, file_ids)
     WHERE file_ids IS NOT NULL;
 CREATE INDEX IF NOT EXISTS summaries_by_session ON summaries (session_id, created_at);
+-- A session's images and documents, newest first (as of version 11): which a
+-- request sends inline, without a scan of its other parts.
+CREATE INDEX IF NOT EXISTS parts_media ON parts (session_id, msg_seq, ord)
+    WHERE kind = 'media';
 ";
 
 /// Triggers that make stored content append-only at the database level, for
@@ -535,6 +539,28 @@ fn add_files_and_maps(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     append_only_triggers(tx)
 }
 
+/// The bytes of images and documents (as of version 11), once per reference id
+/// (`image_…`, `document_…`, from their SHA-256). A rowid table: a row holds up to
+/// megabytes. An insert of stored content is skipped, never a replacement; rows
+/// are never changed or deleted.
+const MEDIA: &str = r"
+CREATE TABLE IF NOT EXISTS media (
+    pk         INTEGER PRIMARY KEY,
+    media_id   TEXT NOT NULL UNIQUE,
+    media_type TEXT NOT NULL,
+    byte_size  INTEGER NOT NULL,
+    data       BLOB NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS media_no_replace BEFORE INSERT ON media
+WHEN EXISTS (SELECT 1 FROM media WHERE media_id = NEW.media_id)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER IF NOT EXISTS media_no_delete BEFORE DELETE ON media
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: media rows cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS media_fixed BEFORE UPDATE ON media
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: media rows cannot be changed'); END;
+";
+
 /// Version 9 on a version 8 file: the arena's entries remember what a text cut at
 /// write time counted (older ones read as whole).
 const MIGRATE_FROM_8: &str = "ALTER TABLE arena_entries ADD COLUMN full_tokens INTEGER;";
@@ -570,12 +596,14 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         _ => {}
     }
     if again < SCHEMA_VERSION {
-        // Version 10: the reasoning kind. Every older `parts` table has a narrower
-        // list of kinds (version 1's table was made anew above, with the whole list).
+        // Version 10: the reasoning kind; version 11: the media kind. Every older
+        // `parts` table has a narrower list of kinds (version 1's table was made
+        // anew above, with the whole list).
         if again > 0 {
             crate::db::kind_check::widen(&tx, path)?;
         }
         add_files_and_maps(&tx)?;
+        tx.execute_batch(MEDIA)?;
         tx.execute_batch(STREAMS)?;
         tx.execute_batch(ARENA)?;
         tx.execute_batch(INDEXES)?;

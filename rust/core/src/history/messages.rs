@@ -82,11 +82,44 @@ pub(crate) fn prepare_parts<'a>(
 /// counting 64 KiB takes well under a millisecond.
 pub(crate) const LIGHT_WRITE_BYTES: usize = 64 * 1024;
 
+/// Adds `parts` after the parts of the stored message `message_id` (a tool's
+/// images, which come with its result); returns the tokens they add to it.
+pub(crate) fn append_parts(
+    tx: &Conn,
+    session_id: &str,
+    message_id: &str,
+    counter: &TokenCounter,
+    parts: &[Part],
+) -> Result<i64> {
+    let prepared = prepare_parts(counter, parts)?;
+    let (seq, next): (i64, i64) = tx
+        .prepare_cached(
+            "SELECT m.seq, (SELECT COALESCE(max(p.ord), -1) + 1 FROM parts p
+                            WHERE p.session_id = m.session_id AND p.msg_seq = m.seq)
+             FROM messages m WHERE m.id = ?1",
+        )?
+        .query_row(args![message_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    insert_parts_from(tx, session_id, message_id, seq, next, &prepared)?;
+    Ok(prepared.iter().map(|part| part.tokens).sum())
+}
+
 fn insert_parts(
     tx: &Conn,
     session_id: &str,
     message_id: &str,
     seq: i64,
+    prepared: &[PreparedPart<'_>],
+) -> Result<()> {
+    insert_parts_from(tx, session_id, message_id, seq, 0, prepared)
+}
+
+/// Inserts `prepared` as the parts of a message from position `first` on.
+fn insert_parts_from(
+    tx: &Conn,
+    session_id: &str,
+    message_id: &str,
+    seq: i64,
+    first: i64,
     prepared: &[PreparedPart<'_>],
 ) -> Result<()> {
     let mut insert = tx.prepare_cached(
@@ -103,7 +136,7 @@ fn insert_parts(
                 message_id,
                 session_id,
                 seq,
-                ord as i64,
+                first + ord as i64,
                 item.part.kind(),
                 columns.body,
                 columns.tool_name,
@@ -118,6 +151,9 @@ fn insert_parts(
         )?;
         if let Some(output) = &columns.output {
             insert_tool_output(tx, part_pk, output)?;
+        }
+        if let Some(media) = &columns.media {
+            crate::history::media::insert_media(tx, media)?;
         }
         queue_part(tx, part_pk)?;
     }

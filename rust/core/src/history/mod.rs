@@ -5,6 +5,7 @@
 pub(crate) mod checkpoints;
 pub(crate) mod events;
 pub(crate) mod load;
+pub(crate) mod media;
 pub(crate) mod messages;
 pub(crate) mod sessions;
 pub(crate) mod streams;

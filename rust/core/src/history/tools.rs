@@ -7,10 +7,35 @@ use crate::db::gate::transact;
 use crate::db::id_list::join_ids;
 use crate::error::{Error, Result};
 use crate::history::events::WriteEvent;
-use crate::history::messages::{bump_item_tokens, insert_tool_output, LIGHT_WRITE_BYTES};
+use crate::history::messages::{
+    append_parts, bump_item_tokens, insert_tool_output, LIGHT_WRITE_BYTES,
+};
 use crate::parts::{check_content, Part, ToolCallPart, ToolStatus};
 use crate::recall::index::{bound_backlog, move_backlog, queue_part};
 use crate::store::Store;
+
+/// `media` as parts of the result of `call_id`: each must be an image or a
+/// document, and is made to name the call.
+fn result_media(call_id: &str, media: &[Part]) -> Result<Vec<Part>> {
+    media
+        .iter()
+        .enumerate()
+        .map(|(index, part)| match part {
+            Part::Media(item) => {
+                let mut item = item.clone();
+                item.call_id = Some(call_id.to_string());
+                Ok(Part::Media(item))
+            }
+            other => Err(Error::invalid(
+                format!("media[{index}]"),
+                format!(
+                    "expected an image or a document, got a {} part",
+                    other.kind()
+                ),
+            )),
+        })
+        .collect()
+}
 
 /// A tool call still waiting for its result, as `update_tool` reads it.
 struct OpenCall {
@@ -103,6 +128,25 @@ impl Store {
         error: Option<&str>,
         event: Option<&WriteEvent>,
     ) -> Result<()> {
+        self.update_tool_with_media(session_id, call_id, status, output, error, &[], event)
+    }
+
+    /// [`Store::update_tool_turn`], with `media` (images and documents of the
+    /// result, each a [`Part::Media`]) added to the call's message as parts of its
+    /// result, in the same transaction: a screenshot comes back with its tool's
+    /// result, and the message's earlier parts stay as they were.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_tool_with_media(
+        &mut self,
+        session_id: &str,
+        call_id: &str,
+        status: ToolStatus,
+        output: Option<&str>,
+        error: Option<&str>,
+        media: &[Part],
+        event: Option<&WriteEvent>,
+    ) -> Result<()> {
+        let media = result_media(call_id, media)?;
         for (field, text) in [("output", output), ("error", error)] {
             if let Some(text) = text {
                 check_content(field, text)?;
@@ -160,7 +204,10 @@ impl Store {
                 if let Some(output) = output {
                     insert_tool_output(tx, call.pk, output)?;
                 }
-                let delta = tokens as i64 - call.tokens;
+                let mut delta = tokens as i64 - call.tokens;
+                if !media.is_empty() {
+                    delta += append_parts(tx, session_id, &call.message_id, &counter, &media)?;
+                }
                 let version = bump_item_tokens(tx, session_id, &call.message_id, delta)?;
                 if output.is_some() || error.is_some() {
                     // The part's index row is built again, now with its result; at once when

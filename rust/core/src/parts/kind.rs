@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use super::media::Media;
 use super::reasoning::Reasoning;
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
@@ -89,8 +90,11 @@ pub enum Rendered<'a> {
     /// A call the message makes, with the result sent back in a `tool` message.
     Call { call: ToolCall, result: String },
     /// Reasoning, which goes beside the message only where its provider needs it
-    /// back (see `render::render_replay`), never into its text.
+    /// back (see `render::render_message_with`), never into its text.
     Reasoning(&'a Reasoning),
+    /// An image or a document: a one-line reference in the text of its message
+    /// (or of its tool result), and an attachment where a request sends it inline.
+    Media(&'a Media),
 }
 
 /// The `parts` columns one part fills; kinds leave unused ones `None`.
@@ -103,6 +107,16 @@ pub struct Columns<'a> {
     pub tool_error: Option<&'a str>,
     /// Kept in `tool_outputs`, apart from the row.
     pub output: Option<String>,
+    /// Bytes kept in `media`, once per reference id.
+    pub media: Option<MediaBytes<'a>>,
+}
+
+/// The bytes of an image or a document, as the `media` table keeps them.
+#[derive(Clone, Debug)]
+pub struct MediaBytes<'a> {
+    pub media_id: &'a str,
+    pub media_type: &'a str,
+    pub data: &'a [u8],
 }
 
 /// The same columns read back from a row.

@@ -11,6 +11,9 @@ mod arguments;
 mod checks;
 mod file_ref;
 mod kind;
+mod media;
+mod media_cost;
+mod media_sniff;
 mod reasoning;
 mod sql;
 mod text;
@@ -25,7 +28,13 @@ use std::borrow::Cow;
 pub use arguments::{is_json_object, MAX_ARGUMENT_DEPTH};
 pub use checks::{check_content, check_identifier, Role, MAX_PART_BYTES};
 pub use file_ref::{file_ref_block, FileRef, FileRefKind};
-pub use kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
+pub use kind::{Columns, MediaBytes, PartKind, Rendered, SearchSql, StoredColumns};
+pub use media::{
+    check_media_bytes, is_media_id, kind_name, merge_media_line, merge_reference_footer, Media,
+    MediaInput, MediaKind, MEDIA_ID_HEX,
+};
+pub use media_cost::{attachment_tokens, image_tokens, ImageRule, UNKNOWN_IMAGE_SIZE};
+pub use media_sniff::{sniff, Sniffed};
 pub use reasoning::{
     check_payload as check_reasoning_payload, replay_tokens, Reasoning, ReasoningKind,
 };
@@ -161,9 +170,10 @@ declare_parts! {
     Tool => ToolKind,
     FileRef => FileRefKind,
     Reasoning => ReasoningKind,
+    Media => MediaKind,
 }
 
-/// The kind names as an error message lists them: `text, tool, file_ref or reasoning`.
+/// The kind names as an error message lists them: `text, tool, file_ref, reasoning or media`.
 fn known_kinds() -> String {
     match KIND_NAMES.split_last() {
         Some((last, [])) => (*last).to_string(),

@@ -43,6 +43,19 @@ fn samples() -> Vec<Part> {
             text: Some("weighing both".into()),
             payload: None,
         }),
+        Part::Media(
+            Media::from_input(
+                MediaInput {
+                    url: Some("https://example.com/chart.png".into()),
+                    caption: Some("the chart".into()),
+                    detail: Some("low".into()),
+                    call_id: Some("call_7".into()),
+                    ..MediaInput::default()
+                },
+                "parts[0]",
+            )
+            .unwrap(),
+        ),
     ]
 }
 
@@ -73,6 +86,10 @@ impl WireSource for Dict {
         self.text(key, field)
             .map(|value| value.and_then(|text| text.parse().ok()))
     }
+
+    fn bytes(&self, _key: &str, _field: &str) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
 }
 
 #[test]
@@ -88,6 +105,7 @@ fn every_kind_reads_back_what_its_columns_store() {
             tool_error: columns.tool_error.map(str::to_string),
             output: columns.output,
         };
+        assert!(columns.media.is_none());
         assert_eq!(Part::from_columns(part.kind(), stored).unwrap(), part);
     }
 }
@@ -109,7 +127,7 @@ fn an_unknown_kind_is_refused_naming_the_known_ones() {
     let err = Part::read_wire(&dict, "parts[3]").unwrap_err().to_string();
     assert!(err.contains("parts[3].kind"), "{err}");
     assert!(
-        err.contains("expected text, tool, file_ref or reasoning"),
+        err.contains("expected text, tool, file_ref, reasoning or media"),
         "{err}"
     );
     let stored = StoredColumns {
@@ -123,7 +141,7 @@ fn an_unknown_kind_is_refused_naming_the_known_ones() {
 fn the_kind_constraint_lists_the_kinds_in_order_then_the_reserved_one() {
     assert_eq!(
         kind_check(),
-        "'text', 'tool', 'file_ref', 'reasoning', 'compaction_marker'"
+        "'text', 'tool', 'file_ref', 'reasoning', 'media', 'compaction_marker'"
     );
 }
 
@@ -134,6 +152,7 @@ fn the_search_text_covers_each_kind_that_declares_one() {
         assert!(sql.starts_with("CASE p.kind WHEN 'tool' THEN p.tool_name"));
         assert!(sql.contains("WHEN 'file_ref' THEN concat_ws"));
         assert!(sql.contains("WHEN 'reasoning' THEN COALESCE("));
+        assert!(sql.contains("WHEN 'media' THEN concat_ws"));
         assert!(sql.ends_with("ELSE p.body END"));
     }
 }

@@ -137,6 +137,7 @@ impl PartKind for ToolKind {
             tool_status: Some(tool.status.as_str()),
             tool_error: tool.error.as_deref(),
             output: tool.output.clone(),
+            media: None,
         }
     }
 

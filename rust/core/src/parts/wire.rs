@@ -9,6 +9,8 @@ use crate::error::Result;
 pub trait WireSource {
     fn text(&self, key: &str, field: &str) -> Result<Option<String>>;
     fn int(&self, key: &str, field: &str) -> Result<Option<i64>>;
+    /// A field of raw bytes (an image's, a document's).
+    fn bytes(&self, key: &str, field: &str) -> Result<Option<Vec<u8>>>;
 
     /// A text field that must be present.
     fn required_text(&self, key: &str, field: &str) -> Result<String> {
@@ -22,4 +24,12 @@ pub trait WireSink {
     type Error;
     fn text(&mut self, key: &str, value: Option<&str>) -> std::result::Result<(), Self::Error>;
     fn int(&mut self, key: &str, value: i64) -> std::result::Result<(), Self::Error>;
+
+    /// An int field that may be absent (written as `None`).
+    fn maybe_int(&mut self, key: &str, value: Option<i64>) -> std::result::Result<(), Self::Error> {
+        match value {
+            Some(value) => self.int(key, value),
+            None => self.text(key, None),
+        }
+    }
 }

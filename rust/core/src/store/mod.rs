@@ -28,6 +28,7 @@ pub use crate::compaction::summaries::{SummaryRow, TextResult};
 pub use crate::context::view::{Assembled, ItemKind, RenderedItem, ViewItem, ViewStats};
 pub use crate::files::records::{FileRecord, NewFile};
 pub use crate::history::events::{EventRow, WriteEvent};
+pub use crate::history::media::MediaPolicy;
 pub use crate::history::messages::{AppendResult, MessageRecord, Usage};
 pub use crate::history::sessions::{SessionInfo, SessionSummary};
 pub use crate::history::streams::{StreamRow, INTERRUPTED};
@@ -139,6 +140,8 @@ pub struct Store {
     /// The compaction leases this connection holds on PostgreSQL, by session, with
     /// their holders (see `lease.rs`).
     pub(crate) leases: HashMap<String, String>,
+    /// What requests send inline of a view's images and documents.
+    pub(crate) media_policy: crate::history::media::MediaPolicy,
 }
 
 impl Store {
@@ -254,6 +257,7 @@ impl Store {
             indexed_languages,
             arena: arena::ArenaCache::default(),
             leases: HashMap::new(),
+            media_policy: crate::history::media::MediaPolicy::default(),
         }
     }
 

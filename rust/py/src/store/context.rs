@@ -101,22 +101,11 @@ impl Store {
             obj(py, assembled.omitted)?,
         ];
         if placed {
-            members.push(obj(py, newest_user(assembled.messages().map(|m| m.role)))?);
+            members.push(obj(py, lists.newest_user)?);
             members.push(Bound::new(py, ItemUnits::of(&assembled))?.into_any());
         }
         PyTuple::new(py, members)
     }
-}
-
-/// Index of the last `user` role among `roles`, or -1.
-fn newest_user<'a>(roles: impl Iterator<Item = &'a str>) -> i64 {
-    let mut newest = -1;
-    for (at, role) in roles.enumerate() {
-        if role == "user" {
-            newest = at as i64;
-        }
-    }
-    newest
 }
 
 /// An assembly as a stricter target takes it: rewritten by `profile`, and built
@@ -129,8 +118,12 @@ fn profiled<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let messages = profile.apply(assembled.messages().cloned().collect());
     let list = PyList::empty(py);
-    for message in &messages {
-        list.append(convert::chat_message(py, message)?)?;
+    let mut newest = -1;
+    for (message, added) in convert::chat_completions(&messages) {
+        if !added && message.role == "user" {
+            newest = list.len() as i64;
+        }
+        list.append(convert::chat_message(py, &message)?)?;
     }
     let ids: Vec<&str> = assembled.item_ids().collect();
     let mut members = vec![
@@ -140,7 +133,7 @@ fn profiled<'py>(
         obj(py, assembled.omitted)?,
     ];
     if placed {
-        members.push(obj(py, newest_user(messages.iter().map(|m| m.role)))?);
+        members.push(obj(py, newest)?);
         members.push(Bound::new(py, ItemUnits::of(assembled))?.into_any());
     }
     PyTuple::new(py, members)

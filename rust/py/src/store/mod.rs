@@ -18,6 +18,7 @@ mod arena;
 mod compaction;
 mod context;
 mod events;
+mod media;
 mod search;
 mod sessions;
 mod turns;

@@ -1,6 +1,6 @@
 //! Turns: appending messages and tool updates (with their events), and reading them back.
 
-use lossless_core::parts::{Role, ToolStatus};
+use lossless_core::parts::{Part, Role, ToolStatus};
 use lossless_core::store::{self as core_store, WriteEvent};
 use lossless_core::Result;
 use pyo3::prelude::*;
@@ -138,7 +138,7 @@ impl Store {
     /// [`Store::update_tool`] as one transaction with the event `event`; returns
     /// the view's size in tokens, read right after. Without `wait`, `None` where
     /// the write would wait (see [`Store::write`]).
-    #[pyo3(signature = (session_id, call_id, status, output, error, event, payload_json, wait = true))]
+    #[pyo3(signature = (session_id, call_id, status, output, error, event, payload_json, wait = true, media = None))]
     #[allow(clippy::too_many_arguments)]
     fn update_tool_turn(
         &self,
@@ -151,8 +151,12 @@ impl Store {
         event: &str,
         payload_json: &str,
         wait: bool,
+        media: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<i64>> {
-        let update = ToolUpdate::convert(session_id, call_id, status, output, error)?;
+        let mut update = ToolUpdate::convert(session_id, call_id, status, output, error)?;
+        if let Some(media) = media {
+            update.media = convert::parts(media)?;
+        }
         let event = WriteEvent::parse(event, payload_json).map_err(crate::errors::to_py_err)?;
         self.write(py, wait, |store| {
             update.apply(store, Some(&event))?;
@@ -287,6 +291,8 @@ struct ToolUpdate {
     status: ToolStatus,
     output: Option<String>,
     error: Option<String>,
+    /// Images and documents of the result.
+    media: Vec<Part>,
 }
 
 impl ToolUpdate {
@@ -304,16 +310,18 @@ impl ToolUpdate {
                 .map_err(crate::errors::to_py_err)?,
             output: convert::maybe_text(output, "output")?,
             error: convert::maybe_text(error, "error")?,
+            media: Vec::new(),
         })
     }
 
     fn apply(&self, store: &mut core_store::Store, event: Option<&WriteEvent>) -> Result<()> {
-        store.update_tool_turn(
+        store.update_tool_with_media(
             &self.session_id,
             &self.call_id,
             self.status,
             self.output.as_deref(),
             self.error.as_deref(),
+            &self.media,
             event,
         )
     }

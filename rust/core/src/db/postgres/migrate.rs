@@ -14,7 +14,7 @@ pub const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
 /// The PostgreSQL backend starts at version 8; a release that changes the SQLite
 /// schema adds its step here under the same version number.
-fn steps() -> [(i64, String); 2] {
+fn steps() -> [(i64, String); 3] {
     [
         // Version 9: what an arena entry's text counted before it was cut at write time.
         (
@@ -29,6 +29,18 @@ fn steps() -> [(i64, String); 2] {
                 "ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
                  ADD CONSTRAINT parts_kind_check CHECK (kind IN ({}));",
                 crate::parts::kind_check()
+            ),
+        ),
+        // Version 11: the media kind and the bytes of images and documents.
+        (
+            10,
+            format!(
+                "ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
+                 ADD CONSTRAINT parts_kind_check CHECK (kind IN ({}));
+                 {}{}",
+                crate::parts::kind_check(),
+                schema::MEDIA,
+                schema::append_only_triggers("media", None)
             ),
         ),
     ]
@@ -150,6 +162,7 @@ fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
         schema::FILES_AND_MAPS,
         schema::SEARCH,
         schema::INDEXES,
+        schema::MEDIA,
         &schema::triggers(),
     ] {
         tx.batch_execute(step).map_err(named)?;
