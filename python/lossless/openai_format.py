@@ -7,11 +7,12 @@ result that answers a call an earlier list left open. The whole list is checked
 before any step is returned, so a bad message stores nothing.
 
 What is read: ``role``, ``content``, ``tool_calls`` and ``tool_call_id``, and an
-assistant's reasoning as litellm carries it (``thinking_blocks``, each kept verbatim
-as a :class:`ReasoningPart`, and ``reasoning_content``, kept as text when no block
-carries it) when the caller names the provider that produced it. Other fields
-(``name``, ``refusal``, ``annotations``, provider extras) are not stored; a legacy
-``function_call`` is rejected rather than dropped.
+assistant's reasoning as litellm carries it (``thinking_blocks`` and
+``reasoning_items``, each kept verbatim as a :class:`ReasoningPart`, and
+``reasoning_content``, kept as text when no block carries it) when the caller
+names the provider that produced it. Other fields (``name``, ``refusal``,
+``annotations``, provider extras) are not stored; a legacy ``function_call`` is
+rejected rather than dropped.
 """
 
 from __future__ import annotations
@@ -255,30 +256,42 @@ def _assistant(index: int, message: Mapping[str, Any], provider: str | None) -> 
 
 
 def _reasoning(index: int, message: Mapping[str, Any], provider: str) -> list[ReasoningPart]:
-    """An assistant's reasoning: each of its ``thinking_blocks`` kept whole, in order,
-    and its ``reasoning_content`` as text when no block carries text. A block the
+    """An assistant's reasoning: each of its ``thinking_blocks`` and
+    ``reasoning_items`` (the Responses API's, through litellm's bridge) kept whole,
+    in order, and its ``reasoning_content`` as text when no block carries text. A block the
     store would refuse (a ``thinking`` block without its signature) is refused here,
     before anything of the list is stored."""
-    blocks = message.get("thinking_blocks")
-    parts: list[ReasoningPart] = []
-    if blocks is not None:
-        if not isinstance(blocks, list | tuple):
-            raise InvalidInputError(
-                f"messages[{index}].thinking_blocks: expected a list, got {type(blocks).__name__}"
-            )
-        for position, raw in enumerate(blocks):
-            where = f"messages[{index}].thinking_blocks[{position}]"
-            block = _mapping_of(raw)
-            if block is None:
-                raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
-            part = part_of_block(provider, block)
-            payload = _checked_text(where, part_to_wire(part, where)["payload"])
-            _native.check_reasoning_payload(payload, where)
-            parts.append(part)
+    parts = [
+        *_blocks(index, message, "thinking_blocks", provider),
+        *_blocks(index, message, "reasoning_items", provider),
+    ]
     readable = message.get("reasoning_content")
     if isinstance(readable, str) and readable.strip() and not any(part.text for part in parts):
         text = _checked_text(f"messages[{index}].reasoning_content", readable)
         parts.append(ReasoningPart(provider, text))
+    return parts
+
+
+def _blocks(index: int, message: Mapping[str, Any], key: str, provider: str) -> list[ReasoningPart]:
+    """The reasoning blocks (or Responses API items) an assistant carries under
+    ``key``, each kept whole, in order, and checked as the store checks them."""
+    blocks = message.get(key)
+    if blocks is None:
+        return []
+    if not isinstance(blocks, list | tuple):
+        raise InvalidInputError(
+            f"messages[{index}].{key}: expected a list, got {type(blocks).__name__}"
+        )
+    parts: list[ReasoningPart] = []
+    for position, raw in enumerate(blocks):
+        where = f"messages[{index}].{key}[{position}]"
+        block = _mapping_of(raw)
+        if block is None:
+            raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
+        part = part_of_block(provider, block)
+        payload = _checked_text(where, part_to_wire(part, where)["payload"])
+        _native.check_reasoning_payload(payload, where)
+        parts.append(part)
     return parts
 
 

@@ -7,9 +7,15 @@ readable text. While a reply streams, a delta carries pieces of a block: the tex
 of a ``thinking`` block arrives in pieces and its signature last, which ends the
 block; a ``redacted_thinking`` block arrives whole.
 
-Each block becomes one part with the block as its payload and its text as the
-readable text; ``reasoning_content`` becomes a part of text alone only when no
-block carries text (other providers show their reasoning only as text).
+Its Responses API bridge (``openai/responses/<model>``) hands over the Responses
+API's ``reasoning`` items as ``reasoning_items``, each with its ``encrypted_content``
+(when the call asked for it with ``include``) and its summary: streamed, they
+arrive whole with the last delta.
+
+Each block or item becomes one part with it as its payload and its text (a
+thinking block's text, an item's summary) as the readable text;
+``reasoning_content`` becomes a part of text alone only when no block carries text
+(other providers show their reasoning only as text).
 """
 
 from __future__ import annotations
@@ -30,10 +36,26 @@ _STREAM_KEYS = frozenset({"index"})
 
 def part_of_block(provider: str, block: Mapping[str, Any]) -> ReasoningPart:
     """The part that keeps ``block`` as ``provider`` sent it, its readable text
-    (a ``thinking`` block's) alongside."""
-    thinking = block.get("thinking") if block.get("type") == "thinking" else None
-    text = thinking if isinstance(thinking, str) and thinking else None
+    (a ``thinking`` block's, a ``reasoning`` item's summary) alongside."""
+    kind = block.get("type")
+    if kind == "reasoning":
+        text: str | None = _summary_text(block.get("summary"))
+    else:
+        thinking = block.get("thinking") if kind == "thinking" else None
+        text = thinking if isinstance(thinking, str) and thinking else None
     return ReasoningPart(provider, text, dict(block))
+
+
+def _summary_text(summary: object) -> str | None:
+    """A Responses API reasoning item's summary parts as one text, blank-line joined."""
+    if not isinstance(summary, list | tuple):
+        return None
+    texts = [
+        entry["text"]
+        for entry in summary
+        if isinstance(entry, Mapping) and isinstance(entry.get("text"), str) and entry["text"]
+    ]
+    return "\n\n".join(texts) or None
 
 
 class ReasoningStream:
@@ -55,6 +77,9 @@ class ReasoningStream:
         for fragment in getattr(delta, "thinking_blocks", None) or ():
             if isinstance(fragment, Mapping):
                 self._add_fragment(fragment)
+        for item in getattr(delta, "reasoning_items", None) or ():
+            if isinstance(item, Mapping):
+                self._add_whole(dict(item))
 
     def _add_fragment(self, fragment: Mapping[str, Any]) -> None:
         kind = fragment.get("type")
@@ -69,13 +94,18 @@ class ReasoningStream:
                 block = {"type": "thinking", "thinking": thinking, "signature": signature}
                 self._parts.append(part_of_block(self._provider, block))
         elif isinstance(kind, str):
-            self._end_unsigned()
-            block = {key: value for key, value in fragment.items() if key not in _STREAM_KEYS}
-            try:
-                _native.check_reasoning_payload(json.dumps(block), "thinking_blocks")
-            except InvalidInputError:
-                return  # a block the provider would not take back is not kept
-            self._parts.append(part_of_block(self._provider, block))
+            self._add_whole(
+                {key: value for key, value in fragment.items() if key not in _STREAM_KEYS}
+            )
+
+    def _add_whole(self, block: dict[str, Any]) -> None:
+        """A block or item that arrives whole (redacted thinking, a Responses item)."""
+        self._end_unsigned()
+        try:
+            _native.check_reasoning_payload(json.dumps(block), "thinking_blocks")
+        except InvalidInputError:
+            return  # a block the provider would not take back is not kept
+        self._parts.append(part_of_block(self._provider, block))
 
     def _end_unsigned(self) -> None:
         """Thinking text that never got its signature: kept as readable text alone,

@@ -187,7 +187,9 @@ pub fn usage(value: Option<&Bound<'_, PyDict>>) -> PyResult<Usage> {
 
 /// A chat message as an OpenAI-format dict. Reasoning sent back goes as litellm
 /// takes it on an assistant message: `thinking_blocks` (which its Anthropic and
-/// Bedrock transformations put first in the turn) and `reasoning_content`.
+/// Bedrock transformations put first in the turn), Responses API items as
+/// `reasoning_items` (which its Responses bridge sends back as input items), and
+/// `reasoning_content`.
 pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("role", message.role)?;
@@ -199,7 +201,7 @@ pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bou
         dict.set_item("tool_call_id", id)?;
     }
     if !message.reasoning.is_empty() {
-        dict.set_item("thinking_blocks", thinking_blocks(py, &message.reasoning)?)?;
+        set_reasoning_lists(py, &dict, &message.reasoning)?;
         if let Some(text) = reasoning_content(&message.reasoning) {
             dict.set_item("reasoning_content", text)?;
         }
@@ -207,20 +209,30 @@ pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bou
     Ok(dict)
 }
 
-/// Reasoning blocks as dicts, each parsed from the JSON text the provider sent:
-/// Python's parser keeps the keys in their order, as the provider wrote them.
-pub fn thinking_blocks<'py>(
-    py: Python<'py>,
-    blocks: &[ReasoningBlock],
-) -> PyResult<Bound<'py, PyList>> {
+/// Sets a message's reasoning sent back: Anthropic's blocks as `thinking_blocks`,
+/// Responses API items as `reasoning_items`, each in order and parsed from the JSON
+/// text the provider sent (Python's parser keeps the keys in the provider's order).
+pub fn set_reasoning_lists(
+    py: Python<'_>,
+    dict: &Bound<'_, PyDict>,
+    reasoning: &[ReasoningBlock],
+) -> PyResult<()> {
     let loads = py
         .import(intern!(py, "json"))?
         .getattr(intern!(py, "loads"))?;
-    let list = PyList::empty(py);
-    for block in blocks {
+    let blocks = PyList::empty(py);
+    let items = PyList::empty(py);
+    for block in reasoning {
+        let list = if block.is_item { &items } else { &blocks };
         list.append(loads.call1((block.payload.as_str(),))?)?;
     }
-    Ok(list)
+    if !blocks.is_empty() {
+        dict.set_item(intern!(py, "thinking_blocks"), blocks)?;
+    }
+    if !items.is_empty() {
+        dict.set_item(intern!(py, "reasoning_items"), items)?;
+    }
+    Ok(())
 }
 
 /// The `tool_calls` list of an assistant message.

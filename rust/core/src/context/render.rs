@@ -44,6 +44,19 @@ pub fn summary_tokens(counter: &TokenCounter, summary_id: &str, covered: i64, te
 /// message, tool calls on it, and one `tool` message per call right after it.
 #[must_use]
 pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessage> {
+    render_parts(role, parts, Repeats::Split)
+}
+
+/// What becomes of a call identical to an earlier one of the same message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Repeats {
+    /// It starts an assistant message of its own (decision 35, for Gemini).
+    Split,
+    /// It stays in the message: a turn sent back with its reasoning is one turn.
+    Keep,
+}
+
+fn render_parts(role: &'static str, parts: &[StoredPart], repeats: Repeats) -> Vec<ChatMessage> {
     let mut content = String::new();
     let mut calls = Vec::new();
     let mut results = Vec::new();
@@ -95,10 +108,11 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
         // A call identical to one before it in the message (same name and arguments)
         // starts a message of its own: Gemini's format has no call ids, and litellm
         // merges identical parallel calls into one, leaving two results for it.
-        let repeated = head
-            .tool_calls
-            .iter()
-            .any(|earlier| earlier.name == call.name && earlier.arguments == call.arguments);
+        let repeated = repeats == Repeats::Split
+            && head
+                .tool_calls
+                .iter()
+                .any(|earlier| earlier.name == call.name && earlier.arguments == call.arguments);
         if repeated {
             let next = ChatMessage {
                 role,
@@ -120,9 +134,15 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
 
 /// The message as a request sends it to `provider` within the tool loop that
 /// produced it: [`render_message`] with the reasoning blocks `provider` produced on
-/// its first message, in their stored order. `None` when there are none to send
-/// (then it renders as [`render_message`] does), and for a message other than an
-/// assistant's: only an assistant turn carries reasoning.
+/// it, in their stored order. `None` when there are none to send (then it renders
+/// as [`render_message`] does), and for a message other than an assistant's: only
+/// an assistant turn carries reasoning.
+///
+/// A turn sent with its blocks is never split at a repeated call (decision 217):
+/// the providers that take blocks back name each call by its id, so nothing
+/// merges identical calls, and a second half would be an assistant turn calling
+/// tools without the thinking that led to them, which Anthropic refuses when it
+/// is the loop's last.
 #[must_use]
 pub fn render_replay(
     role: &'static str,
@@ -142,7 +162,7 @@ pub fn render_replay(
     if blocks.is_empty() {
         return None;
     }
-    let mut messages = render_message(role, parts);
+    let mut messages = render_parts(role, parts, Repeats::Keep);
     messages[0].reasoning = blocks;
     Some(messages)
 }
@@ -203,5 +223,51 @@ mod tests {
         let result = messages[1].content.as_deref().unwrap_or_default();
         assert!(result.starts_with("[the arguments of this call were not a JSON object"));
         assert!(result.ends_with("done"));
+    }
+
+    fn stored(n: usize, part: Part) -> StoredPart {
+        StoredPart {
+            id: format!("prt_{n}"),
+            part,
+            tombstone: None,
+        }
+    }
+
+    #[test]
+    fn a_turn_sent_back_with_its_blocks_keeps_a_repeated_call_in_it() {
+        let thinking = r#"{"type": "thinking", "thinking": "twice", "signature": "c2ln"}"#;
+        let call = |id: &str| {
+            Part::Tool(ToolCallPart {
+                name: "ls".into(),
+                call_id: id.into(),
+                input: "{}".into(),
+                output: Some("a.py".into()),
+                status: ToolStatus::Completed,
+                error: None,
+            })
+        };
+        let parts = [
+            stored(
+                0,
+                Part::Reasoning(crate::parts::Reasoning {
+                    provider: "anthropic".into(),
+                    text: Some("twice".into()),
+                    payload: Some(thinking.into()),
+                }),
+            ),
+            stored(1, call("toolu_1")),
+            stored(2, call("toolu_2")),
+        ];
+        let roles = |messages: &[ChatMessage]| messages.iter().map(|m| m.role).collect::<Vec<_>>();
+        // Elsewhere the repeated call starts a turn of its own (decision 35).
+        let plain = render_message("assistant", &parts);
+        assert_eq!(roles(&plain), ["assistant", "tool", "assistant", "tool"]);
+        assert!(plain.iter().all(|message| message.reasoning.is_empty()));
+        // Sent back with its thinking, the turn stays whole, the blocks on it.
+        let replay = render_replay("assistant", &parts, "anthropic").unwrap();
+        assert_eq!(roles(&replay), ["assistant", "tool", "tool"]);
+        assert_eq!(replay[0].tool_calls.len(), 2);
+        assert_eq!(replay[0].reasoning.len(), 1);
+        assert!(render_replay("assistant", &parts, "gemini").is_none());
     }
 }

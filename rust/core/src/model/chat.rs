@@ -15,6 +15,9 @@ pub struct ReasoningBlock {
     pub payload: String,
     /// Its readable text, if any.
     pub text: Option<String>,
+    /// Whether it is a Responses API `reasoning` item, which litellm takes back as
+    /// an assistant message's `reasoning_items`, not as one of its `thinking_blocks`.
+    pub is_item: bool,
 }
 
 /// One OpenAI chat message.

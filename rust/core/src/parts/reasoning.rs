@@ -46,6 +46,7 @@ impl Reasoning {
         (self.provider == provider).then(|| ReasoningBlock {
             payload: payload.clone(),
             text: self.text.clone(),
+            is_item: is_reasoning_item(payload),
         })
     }
 }
@@ -98,6 +99,7 @@ impl PartKind for ReasoningKind {
         let block = ReasoningBlock {
             payload: reasoning.payload.clone().unwrap_or_default(),
             text: reasoning.text.clone(),
+            is_item: false,
         };
         (replay_tokens(std::slice::from_ref(&block), counter), 0)
     }
@@ -182,12 +184,20 @@ pub fn replay_tokens(blocks: &[ReasoningBlock], counter: &TokenCounter) -> usize
     payloads + crate::model::chat::reasoning_content(blocks).map_or(0, |text| counter.count(&text))
 }
 
-/// Rejects a payload that is not a provider's block: a JSON object with a string
-/// `type`; a `thinking` block with its `thinking` text and a signature, a
-/// `redacted_thinking` block with its data. Other types are kept as they came.
+/// Whether a stored payload is a Responses API `reasoning` item. The payload was
+/// checked when stored, so its `type` is the first thing a provider's JSON names;
+/// a payload that does not parse is not one.
+fn is_reasoning_item(payload: &str) -> bool {
+    serde_json::from_str::<Value>(payload)
+        .ok()
+        .is_some_and(|block| block["type"] == "reasoning")
+}
+
 /// Rejects a reasoning payload the store must not keep: text that is not a JSON
 /// object with a string `type`, a `thinking` block without its text or signature,
-/// a `redacted_thinking` block without its data. `field` names it in errors.
+/// a `redacted_thinking` block without its data, a Responses API `reasoning` item
+/// with neither its `encrypted_content` nor the `id` the provider stored it under.
+/// Other types are kept as they came. `field` names it in errors.
 pub fn check_payload(field: &str, payload: &str) -> Result<()> {
     check_content(field, payload)?;
     let Ok(Value::Object(block)) = serde_json::from_str::<Value>(payload) else {
@@ -211,6 +221,14 @@ pub fn check_payload(field: &str, payload: &str) -> Result<()> {
             })
         }
         "redacted_thinking" => string_field(field, &block, "data", true),
+        "reasoning" => string_field(field, &block, "encrypted_content", true)
+            .or_else(|_| string_field(field, &block, "id", true))
+            .map_err(|_| {
+                Error::invalid(
+                    format!("{field}.encrypted_content"),
+                    "a reasoning item needs its encrypted_content or its id to be sent back",
+                )
+            }),
         _ => Ok(()),
     }
 }
@@ -295,9 +313,18 @@ mod tests {
         }
         assert!(refusal(&nameless).starts_with("parts[1].provider:"));
         // A block of another provider's making is kept as it came.
-        part(None, Some(r#"{"type": "reasoning", "encrypted": "e"}"#))
+        part(None, Some(r#"{"type": "summary", "encrypted": "e"}"#))
             .validate("parts[1]")
             .unwrap();
+        // A Responses API item needs what the provider reads it back by.
+        let bare = part(Some("x"), Some(r#"{"type": "reasoning", "summary": []}"#));
+        assert!(refusal(&bare).starts_with("parts[1].payload.encrypted_content:"));
+        for item in [
+            r#"{"type": "reasoning", "encrypted_content": "gAAA"}"#,
+            r#"{"type": "reasoning", "id": "rs_1", "summary": []}"#,
+        ] {
+            part(None, Some(item)).validate("parts[1]").unwrap();
+        }
     }
 
     #[test]
@@ -345,10 +372,17 @@ mod tests {
         let counter = TokenCounter::new("gpt-4o", 1.0);
         let cost = replay_tokens(std::slice::from_ref(&block), &counter);
         assert!(cost >= counter.count(THINKING) + counter.count("check the ledger"));
+        assert!(!block.is_item);
         let readable = Reasoning {
             payload: None,
             ..signed
         };
         assert!(readable.replayed_to("anthropic").is_none());
+        let item = Reasoning {
+            provider: "openai".into(),
+            text: Some("plan".into()),
+            payload: Some(r#"{"id": "rs_1", "type": "reasoning", "summary": []}"#.into()),
+        };
+        assert!(item.replayed_to("openai").unwrap().is_item);
     }
 }
