@@ -29,7 +29,7 @@ from lossless.parts import (
     storable_name,
     storable_text,
 )
-from lossless.reasoning import ReasoningStream
+from lossless.reasoning import ReasoningStream, call_signature, signature_part, stored_call_id
 
 __all__ = [
     "CallbackError",
@@ -174,6 +174,8 @@ class _ToolDraft:
     call_id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    #: The call's thought signature (Gemini's), however litellm carried it.
+    signature: str | None = None
 
 
 _mcp_guard: dict[str, Any] | None = None
@@ -379,6 +381,7 @@ async def _consume_chunks(
             for call in getattr(delta, "tool_calls", None) or ():
                 draft = drafts.setdefault(call.index or 0, _ToolDraft())
                 draft.call_id = call.id or draft.call_id
+                draft.signature = call_signature(call) or draft.signature
                 if call.function is not None:
                     draft.name = call.function.name or draft.name
                     if call.function.arguments:
@@ -386,7 +389,11 @@ async def _consume_chunks(
             if choice.finish_reason:
                 reply.finish_reason = choice.finish_reason
     for index in sorted(drafts):
-        reply.tool_calls.append(_tool_call(drafts[index]))
+        call = _tool_call(drafts[index])
+        reply.tool_calls.append(call)
+        signed = signature_part(reasoning.provider, call.call_id, drafts[index].signature)
+        if signed is not None:
+            reply.reasoning.append(signed)
 
 
 def _read_cache_usage(usage: Any, reply: StreamedReply) -> None:
@@ -407,8 +414,11 @@ def _tool_call(draft: _ToolDraft) -> ToolPart:
     id with control characters or over 512 bytes, and text with lone surrogates; the
     model's reply must be stored all the same, so a name is cleaned, and an id the
     store cannot hold is replaced, as a missing one is: the caller answers the call
-    by the id it is handed in the result."""
-    call_id = draft.call_id if identifier_problem(draft.call_id) is None else new_call_id()
+    by the id it is handed in the result. An id carrying a thought signature past
+    the limit is stored without it (the signature is kept apart)."""
+    call_id = stored_call_id(draft.call_id)
+    if identifier_problem(call_id) is not None:
+        call_id = new_call_id()
     return ToolPart(
         name=storable_name(draft.name) or "unknown",
         call_id=call_id,

@@ -34,7 +34,7 @@ from lossless.parts import (
     identifier_problem,
     part_to_wire,
 )
-from lossless.reasoning import part_of_block
+from lossless.reasoning import call_signature, part_of_block, signature_part, stored_call_id
 
 __all__ = [
     "OpenAIMessage",
@@ -243,8 +243,13 @@ def _text_parts(field: str, content: object) -> list[TextPart]:
 def _assistant(index: int, message: Mapping[str, Any], provider: str | None) -> _OpenAssistant:
     content = message.get("content")
     texts = [] if content is None else _text_parts(f"messages[{index}].content", content)
-    calls = _tool_calls(index, message.get("tool_calls"))
+    signed = _tool_calls(index, message.get("tool_calls"))
+    calls = [(name, call_id, arguments) for name, call_id, arguments, _ in signed]
     reasoning = [] if provider is None else _reasoning(index, message, provider)
+    if provider is not None:
+        for _, call_id, _, signature in signed:
+            part = signature_part(provider, call_id, signature)
+            reasoning.extend([] if part is None else [part])
     if not calls:
         if content is None:
             raise InvalidInputError(
@@ -295,14 +300,15 @@ def _blocks(index: int, message: Mapping[str, Any], key: str, provider: str) -> 
     return parts
 
 
-def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
+def _tool_calls(index: int, value: object) -> list[tuple[str, str, str, str | None]]:
+    """An assistant's calls as (name, stored id, arguments, thought signature)."""
     if value is None:
         return []
     if not isinstance(value, list | tuple):
         raise InvalidInputError(
             f"messages[{index}].tool_calls: expected a list, got {type(value).__name__}"
         )
-    calls: list[tuple[str, str, str]] = []
+    calls: list[tuple[str, str, str, str | None]] = []
     seen: set[str] = set()
     for position, raw in enumerate(value):
         where = f"messages[{index}].tool_calls[{position}]"
@@ -314,7 +320,7 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
             raise InvalidInputError(
                 f"{where}.type: only 'function' tool calls are supported, got {kind!r}"
             )
-        call_id = _identifier(f"{where}.id", call.get("id"))
+        call_id = _call_id(f"{where}.id", call.get("id"))
         if call_id in seen:
             raise InvalidInputError(f"{where}.id: {call_id!r} appears twice in one message")
         seen.add(call_id)
@@ -328,12 +334,19 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
                 f"{where}.function.arguments: expected the arguments' JSON text (a string), "
                 f"got {type(arguments).__name__}"
             )
-        calls.append((name, call_id, _checked_text(f"{where}.function.arguments", arguments)))
+        arguments = _checked_text(f"{where}.function.arguments", arguments)
+        calls.append((name, call_id, arguments, call_signature(call)))
     return calls
 
 
+def _call_id(field: str, value: object) -> str:
+    """A call's id as stored: an id carrying a thought signature past the store's
+    limit is stored without it (the signature is kept in a part of its own)."""
+    return _identifier(field, stored_call_id(value) if isinstance(value, str) else value)
+
+
 def _tool_result(index: int, message: Mapping[str, Any]) -> tuple[str, str]:
-    call_id = _identifier(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
+    call_id = _call_id(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
     field = f"messages[{index}].content"
     output = _joined(_text_parts(field, _required(index, message, "content")))
     return call_id, _checked_text(field, output)

@@ -26,12 +26,63 @@ from typing import Any
 
 from lossless import _native
 from lossless.errors import InvalidInputError
-from lossless.parts import ReasoningPart, storable_text
+from lossless.parts import ReasoningPart, identifier_problem, storable_text
 
-__all__ = ["ReasoningStream", "part_of_block"]
+__all__ = [
+    "THOUGHT_SEPARATOR",
+    "ReasoningStream",
+    "call_signature",
+    "part_of_block",
+    "signature_part",
+    "stored_call_id",
+]
 
 # What litellm adds to a streamed block for its own bookkeeping: not the provider's.
 _STREAM_KEYS = frozenset({"index"})
+
+#: How litellm carries a Gemini thought signature in a tool call's id:
+#: ``{id}__thought__{signature}`` (its Gemini transformation reads it back).
+THOUGHT_SEPARATOR = "__thought__"
+
+
+def call_signature(call: Mapping[str, Any] | Any) -> str | None:
+    """The thought signature litellm put on a tool call (a dict, a litellm object or
+    a streamed fragment): its ``provider_specific_fields``, its function's, or its
+    id after ``__thought__``."""
+    for holder in (call, _field(call, "function")):
+        fields = _field(holder, "provider_specific_fields")
+        signature = _field(fields, "thought_signature")
+        if isinstance(signature, str) and signature:
+            return signature
+    call_id = _field(call, "id")
+    if isinstance(call_id, str) and THOUGHT_SEPARATOR in call_id:
+        return call_id.split(THOUGHT_SEPARATOR, 1)[1] or None
+    return None
+
+
+def _field(value: object, name: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def stored_call_id(call_id: str) -> str:
+    """The id a call (or its result) is stored under: as given when the store takes
+    it, else, for an id that carries a thought signature past the store's limit on
+    ids, the part before ``__thought__`` (the signature is kept apart, see
+    :func:`signature_part`)."""
+    if THOUGHT_SEPARATOR in call_id and identifier_problem(call_id) is not None:
+        return call_id.split(THOUGHT_SEPARATOR, 1)[0]
+    return call_id
+
+
+def signature_part(provider: str, call_id: str, signature: str | None) -> ReasoningPart | None:
+    """The part that keeps a call's thought signature when the id it is stored under
+    (``call_id``) does not carry it; None when it does, or there is none."""
+    if signature is None or call_id.endswith(THOUGHT_SEPARATOR + signature):
+        return None
+    block = {"type": "thought_signature", "id": call_id, "signature": signature}
+    return ReasoningPart(provider, None, block)
 
 
 def part_of_block(provider: str, block: Mapping[str, Any]) -> ReasoningPart:
@@ -62,7 +113,8 @@ class ReasoningStream:
     """Collects the reasoning of one streamed reply, in the order it arrived."""
 
     def __init__(self, provider: str, parts: list[ReasoningPart]) -> None:
-        self._provider = provider
+        #: The provider the reply's reasoning is stored as.
+        self.provider = provider
         #: Where finished parts go: the reply's own list, so a stream that breaks
         #: keeps what was complete.
         self._parts = parts
@@ -92,7 +144,7 @@ class ReasoningStream:
                 thinking = "".join(self._thinking)
                 self._thinking = []
                 block = {"type": "thinking", "thinking": thinking, "signature": signature}
-                self._parts.append(part_of_block(self._provider, block))
+                self._parts.append(part_of_block(self.provider, block))
         elif isinstance(kind, str):
             self._add_whole(
                 {key: value for key, value in fragment.items() if key not in _STREAM_KEYS}
@@ -105,13 +157,13 @@ class ReasoningStream:
             _native.check_reasoning_payload(json.dumps(block), "thinking_blocks")
         except InvalidInputError:
             return  # a block the provider would not take back is not kept
-        self._parts.append(part_of_block(self._provider, block))
+        self._parts.append(part_of_block(self.provider, block))
 
     def _end_unsigned(self) -> None:
         """Thinking text that never got its signature: kept as readable text alone,
         as no provider would take the block back."""
         if self._thinking:
-            self._parts.append(ReasoningPart(self._provider, "".join(self._thinking)))
+            self._parts.append(ReasoningPart(self.provider, "".join(self._thinking)))
             self._thinking = []
 
     def finish(self) -> None:
@@ -121,5 +173,5 @@ class ReasoningStream:
         if self._readable and not carried:
             text = "".join(self._readable)
             if text.strip():
-                self._parts.append(ReasoningPart(self._provider, text))
+                self._parts.append(ReasoningPart(self.provider, text))
         self._readable = []

@@ -16,6 +16,7 @@ from lossless import _native
 from lossless.events import Event, EventName
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
+from lossless.reasoning import stored_call_id
 from lossless.results import RecordResult
 from lossless.session._request import RequestComposer
 
@@ -142,9 +143,13 @@ class Recorder(RequestComposer):
         output: str | None = None,
         error: str | None = None,
     ) -> None:
-        """Move a recorded tool call along its lifecycle, setting its output or error once."""
+        """Move a recorded tool call along its lifecycle, setting its output or error once.
+
+        ``call_id`` is the id the call was stored under, or the id litellm handed
+        over with a Gemini thought signature in it (``{id}__thought__{signature}``),
+        which a call past the store's limit on ids is stored without."""
         self._check_open()
-        view_tokens = await self._apply_tool_update(call_id, status, output, error)
+        view_tokens = await self._apply_tool_update(stored_call_id(call_id), status, output, error)
         # A result can be the largest thing a session stores.
         await self._keep_within_budget(view_tokens)
 

@@ -152,19 +152,49 @@ pub fn render_replay(
     if role != "assistant" {
         return None;
     }
-    let blocks: Vec<ReasoningBlock> = parts
-        .iter()
-        .filter_map(|stored| match &stored.part {
-            Part::Reasoning(reasoning) => reasoning.replayed_to(provider),
-            _ => None,
-        })
-        .collect();
-    if blocks.is_empty() {
+    let mut blocks: Vec<ReasoningBlock> = Vec::new();
+    let mut signatures = Vec::new();
+    for stored in parts {
+        if let Part::Reasoning(reasoning) = &stored.part {
+            if let Some(signature) = reasoning.signature_for(provider) {
+                signatures.push(signature);
+            } else if let Some(block) = reasoning.replayed_to(provider) {
+                blocks.push(block);
+            }
+        }
+    }
+    if blocks.is_empty() && signatures.is_empty() {
         return None;
     }
-    let mut messages = render_parts(role, parts, Repeats::Keep);
+    // Signed calls alone are Gemini's, whose format merges identical calls: they
+    // split as everywhere else (decision 35).
+    let repeats = if blocks.is_empty() {
+        Repeats::Split
+    } else {
+        Repeats::Keep
+    };
+    let mut messages = render_parts(role, parts, repeats);
+    sign_calls(&mut messages, &signatures);
     messages[0].reasoning = blocks;
     Some(messages)
+}
+
+/// Each call with a signature kept apart goes out with it in its id, as litellm
+/// carries a Gemini thought signature, and its result names it so (decision 218).
+fn sign_calls(messages: &mut [ChatMessage], signatures: &[crate::parts::CallSignature]) {
+    for signature in signatures {
+        let signed = signature.signed_id();
+        for message in messages.iter_mut() {
+            for call in &mut message.tool_calls {
+                if call.id == signature.call_id {
+                    call.id.clone_from(&signed);
+                }
+            }
+            if message.tool_call_id.as_deref() == Some(signature.call_id.as_str()) {
+                message.tool_call_id = Some(signed.clone());
+            }
+        }
+    }
 }
 
 fn push_block(content: &mut String, block: &str) {

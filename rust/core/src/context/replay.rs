@@ -1,4 +1,5 @@
-//! Reasoning sent back within the tool loop that produced it.
+//! Reasoning sent back within the tool loop that produced it, and the signatures
+//! of its calls (Gemini's thought signatures kept apart from their ids).
 //!
 //! A provider that signs its reasoning (Anthropic's `thinking` blocks) refuses a
 //! tool loop whose last assistant turn comes back without its block, and ignores
@@ -19,7 +20,7 @@ use crate::context::provider::provider_of;
 use crate::context::selection::{instruction, Surcharge};
 use crate::error::Result;
 use crate::model::{ItemKind, RenderedItem};
-use crate::parts::{replay_tokens, Role};
+use crate::parts::{replay_tokens, Part, Role};
 use crate::render;
 use crate::store::Store;
 use crate::tokens::TokenCounter;
@@ -58,10 +59,19 @@ impl Store {
         for (index, id) in missing {
             let parts = self.load_parts(&id)?;
             let replay = render::render_replay("assistant", &parts, &provider).map(|messages| {
-                let tokens = messages
+                let signed: usize = parts
                     .iter()
-                    .map(|message| replay_tokens(&message.reasoning, counter))
-                    .sum::<usize>() as i64;
+                    .filter_map(|stored| match &stored.part {
+                        Part::Reasoning(reasoning) => reasoning.signature_for(&provider),
+                        _ => None,
+                    })
+                    .map(|signature| signature.tokens(counter))
+                    .sum();
+                let tokens = (signed
+                    + messages
+                        .iter()
+                        .map(|message| replay_tokens(&message.reasoning, counter))
+                        .sum::<usize>()) as i64;
                 Replay {
                     item: Arc::new(RenderedItem::new(id.clone(), messages)),
                     tokens,

@@ -27,7 +27,8 @@ pub use checks::{check_content, check_identifier, Role, MAX_PART_BYTES};
 pub use file_ref::{file_ref_block, FileRef, FileRefKind};
 pub use kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
 pub use reasoning::{
-    check_payload as check_reasoning_payload, replay_tokens, Reasoning, ReasoningKind,
+    check_payload as check_reasoning_payload, replay_tokens, CallSignature, Reasoning,
+    ReasoningKind, THOUGHT_SEPARATOR,
 };
 pub use sql::{kind_check, search_text_sql};
 pub use text::TextKind;
