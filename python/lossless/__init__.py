@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 from lossless import errors
 from lossless._native import __version__
 from lossless.errors import LosslessError
-from lossless.parts import FileRefPart, Part, ReasoningPart, TextPart, ToolPart
+from lossless.parts import (
+    FileRefPart,
+    Part,
+    ProviderCompactionPart,
+    ReasoningPart,
+    TextPart,
+    ToolPart,
+)
 from lossless.store import Store
 from lossless.tokens import TokenCounter, count_tokens, extract_file_ids, merge_file_id_footer
 
@@ -69,6 +76,7 @@ __all__ = [
     "MapStream",
     "Message",
     "Part",
+    "ProviderCompactionPart",
     "ReasoningPart",
     "RecordResult",
     "Session",

@@ -23,6 +23,7 @@ from lossless import _native
 from lossless.config import LLMConfig
 from lossless.errors import ChatTemplateError, LLMError
 from lossless.parts import (
+    ProviderCompactionPart,
     ReasoningPart,
     ToolPart,
     identifier_problem,
@@ -142,6 +143,8 @@ class StreamedReply:
     #: The reasoning the reply came with, in the order it arrived (stored before
     #: the text and the calls).
     reasoning: list[ReasoningPart] = field(default_factory=list)
+    #: The provider's compaction blocks the reply opened with (stored first).
+    compaction: list[ProviderCompactionPart] = field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost: float | None = None
@@ -344,6 +347,7 @@ async def _consume(
     finally:
         # What reasoning arrived is kept, a stream that broke or was cancelled included.
         reasoning.finish()
+        reply.compaction = reasoning.compaction
     # Reasoning that ends with the stream (readable text, thinking never signed).
     await forwarder.forward()
 

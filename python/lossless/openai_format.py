@@ -34,7 +34,13 @@ from lossless.parts import (
     identifier_problem,
     part_to_wire,
 )
-from lossless.reasoning import call_signature, part_of_block, signature_part, stored_call_id
+from lossless.reasoning import (
+    call_signature,
+    compaction_parts,
+    part_of_block,
+    signature_part,
+    stored_call_id,
+)
 
 __all__ = [
     "OpenAIMessage",
@@ -88,7 +94,7 @@ class _OpenAssistant:
     text: list[TextPart]
     calls: list[tuple[str, str, str]]  # (name, call_id, arguments)
     outputs: dict[int, str]  # call position -> result
-    reasoning: list[ReasoningPart]
+    reasoning: list[Part]
 
 
 def to_turns(
@@ -245,8 +251,11 @@ def _assistant(index: int, message: Mapping[str, Any], provider: str | None) -> 
     texts = [] if content is None else _text_parts(f"messages[{index}].content", content)
     signed = _tool_calls(index, message.get("tool_calls"))
     calls = [(name, call_id, arguments) for name, call_id, arguments, _ in signed]
-    reasoning = [] if provider is None else _reasoning(index, message, provider)
+    # A provider's compaction block opens the turn, its reasoning follows: as it came.
+    reasoning: list[Part] = []
     if provider is not None:
+        reasoning.extend(compaction_parts(provider, message, f"messages[{index}]"))
+        reasoning.extend(_reasoning(index, message, provider))
         for _, call_id, _, signature in signed:
             part = signature_part(provider, call_id, signature)
             reasoning.extend([] if part is None else [part])

@@ -26,12 +26,18 @@ from typing import Any
 
 from lossless import _native
 from lossless.errors import InvalidInputError
-from lossless.parts import ReasoningPart, identifier_problem, storable_text
+from lossless.parts import (
+    ProviderCompactionPart,
+    ReasoningPart,
+    identifier_problem,
+    storable_text,
+)
 
 __all__ = [
     "THOUGHT_SEPARATOR",
     "ReasoningStream",
     "call_signature",
+    "compaction_parts",
     "part_of_block",
     "signature_part",
     "stored_call_id",
@@ -85,6 +91,27 @@ def signature_part(provider: str, call_id: str, signature: str | None) -> Reason
     return ReasoningPart(provider, None, block)
 
 
+def compaction_parts(provider: str, holder: object, field: str) -> list[ProviderCompactionPart]:
+    """The compaction blocks litellm put on a message or a streamed delta
+    (``provider_specific_fields["compaction_blocks"]``, Anthropic's), each kept
+    whole as ``provider``'s, checked as the store checks them; ``field`` names the
+    holder in errors."""
+    blocks = _field(_field(holder, "provider_specific_fields"), "compaction_blocks")
+    if not isinstance(blocks, list | tuple):
+        return []
+    parts: list[ProviderCompactionPart] = []
+    for position, raw in enumerate(blocks):
+        where = f"{field}.provider_specific_fields.compaction_blocks[{position}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
+        block = {key: value for key, value in raw.items() if key not in _STREAM_KEYS}
+        _native.check_compaction_payload(json.dumps(block), where)
+        content = block.get("content")
+        text = content if isinstance(content, str) and content.strip() else None
+        parts.append(ProviderCompactionPart(provider, block, text))
+    return parts
+
+
 def part_of_block(provider: str, block: Mapping[str, Any]) -> ReasoningPart:
     """The part that keeps ``block`` as ``provider`` sent it, its readable text
     (a ``thinking`` block's, a ``reasoning`` item's summary) alongside."""
@@ -120,6 +147,9 @@ class ReasoningStream:
         self._parts = parts
         self._thinking: list[str] = []
         self._readable: list[str] = []
+        #: The compaction blocks so far: litellm hands over the whole list again
+        #: each time it grows (a block's summary streams in pieces).
+        self.compaction: list[ProviderCompactionPart] = []
 
     def add(self, delta: Any) -> None:
         """Takes in the reasoning of one delta."""
@@ -132,6 +162,12 @@ class ReasoningStream:
         for item in getattr(delta, "reasoning_items", None) or ():
             if isinstance(item, Mapping):
                 self._add_whole(dict(item))
+        try:
+            compaction = compaction_parts(self.provider, delta, "delta")
+        except InvalidInputError:
+            compaction = []  # a block still without its summary: the next list has it
+        if compaction:
+            self.compaction = compaction
 
     def _add_fragment(self, fragment: Mapping[str, Any]) -> None:
         kind = fragment.get("type")

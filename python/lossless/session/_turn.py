@@ -333,8 +333,9 @@ def _reason_code(reason: str) -> str:
 
 
 def _reply_parts(reply: StreamedReply, *, keep_empty: bool = True) -> list[dict[str, Any]]:
-    # Reasoning first, as it came: a provider that takes it back wants it there.
-    parts: list[Part] = [*reply.reasoning]
+    # A compaction block opens the turn, then reasoning, as they came: a provider
+    # that takes them back wants them there.
+    parts: list[Part] = [*reply.compaction, *reply.reasoning]
     if reply.text or (keep_empty and not reply.tool_calls):
         parts.append(TextPart(reply.text))
     parts.extend(reply.tool_calls)

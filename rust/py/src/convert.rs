@@ -2,7 +2,9 @@
 
 use lossless_core::parts::{Part, Role, WireSink, WireSource};
 use lossless_core::profile::Profile;
-use lossless_core::render::{reasoning_content, ChatMessage, ReasoningBlock, StoredPart, ToolCall};
+use lossless_core::render::{
+    reasoning_content, BlockKind, ChatMessage, ReasoningBlock, StoredPart, ToolCall,
+};
 use lossless_core::store::{Durability, GrepMode, Usage};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -209,9 +211,11 @@ pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bou
     Ok(dict)
 }
 
-/// Sets a message's reasoning sent back: Anthropic's blocks as `thinking_blocks`,
-/// Responses API items as `reasoning_items`, each in order and parsed from the JSON
-/// text the provider sent (Python's parser keeps the keys in the provider's order).
+/// Sets the provider blocks a message carries back, where litellm takes each kind:
+/// thinking as `thinking_blocks`, Responses API items as `reasoning_items`,
+/// compaction blocks as `provider_specific_fields.compaction_blocks`, each in order
+/// and parsed from the JSON text the provider sent (Python's parser keeps the keys
+/// in the provider's order).
 pub fn set_reasoning_lists(
     py: Python<'_>,
     dict: &Bound<'_, PyDict>,
@@ -222,8 +226,13 @@ pub fn set_reasoning_lists(
         .getattr(intern!(py, "loads"))?;
     let blocks = PyList::empty(py);
     let items = PyList::empty(py);
+    let compaction = PyList::empty(py);
     for block in reasoning {
-        let list = if block.is_item { &items } else { &blocks };
+        let list = match block.kind {
+            BlockKind::Thinking => &blocks,
+            BlockKind::ReasoningItem => &items,
+            BlockKind::Compaction => &compaction,
+        };
         list.append(loads.call1((block.payload.as_str(),))?)?;
     }
     if !blocks.is_empty() {
@@ -231,6 +240,11 @@ pub fn set_reasoning_lists(
     }
     if !items.is_empty() {
         dict.set_item(intern!(py, "reasoning_items"), items)?;
+    }
+    if !compaction.is_empty() {
+        let fields = PyDict::new(py);
+        fields.set_item(intern!(py, "compaction_blocks"), compaction)?;
+        dict.set_item(intern!(py, "provider_specific_fields"), fields)?;
     }
     Ok(())
 }

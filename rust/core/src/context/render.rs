@@ -3,11 +3,12 @@
 //! Costs are computed once, when a row is written, from the same strings this
 //! module renders; assembly only adds the stored numbers.
 
-use crate::parts::{Part, Rendered};
+use crate::parts::{CompactionSent, Part, Rendered};
 use crate::tokens::TokenCounter;
 
 pub use crate::model::chat::{
-    empty_text, non_empty, reasoning_content, truncate_chars, ChatMessage, ReasoningBlock, ToolCall,
+    empty_text, non_empty, reasoning_content, truncate_chars, BlockKind, ChatMessage,
+    ReasoningBlock, ToolCall,
 };
 pub use crate::parts::{tombstone_marker, tool_result_text};
 
@@ -40,11 +41,17 @@ pub fn summary_tokens(counter: &TokenCounter, summary_id: &str, covered: i64, te
     MESSAGE_OVERHEAD + counter.count(rendered.content.as_deref().unwrap_or(""))
 }
 
-/// Renders one stored message as chat messages: text and file blocks in one
-/// message, tool calls on it, and one `tool` message per call right after it.
+/// Renders one stored message as chat messages for a request to `provider`: text
+/// and file blocks in one message, tool calls on it, and one `tool` message per
+/// call right after it. A provider's compaction block goes beside the message to
+/// the provider that made it, and as text (its readable summary) to another.
 #[must_use]
-pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessage> {
-    render_parts(role, parts, Repeats::Split)
+pub fn render_message(
+    role: &'static str,
+    parts: &[StoredPart],
+    provider: &str,
+) -> Vec<ChatMessage> {
+    render_parts(role, parts, provider, Repeats::Split)
 }
 
 /// What becomes of a call identical to an earlier one of the same message.
@@ -56,10 +63,16 @@ enum Repeats {
     Keep,
 }
 
-fn render_parts(role: &'static str, parts: &[StoredPart], repeats: Repeats) -> Vec<ChatMessage> {
+fn render_parts(
+    role: &'static str,
+    parts: &[StoredPart],
+    provider: &str,
+    repeats: Repeats,
+) -> Vec<ChatMessage> {
     let mut content = String::new();
     let mut calls = Vec::new();
     let mut results = Vec::new();
+    let mut compaction = Vec::new();
     for stored in parts {
         match stored.part.render(stored.tombstone.as_deref()) {
             Rendered::Block(block) => push_block(&mut content, &block),
@@ -75,6 +88,17 @@ fn render_parts(role: &'static str, parts: &[StoredPart], repeats: Repeats) -> V
             }
             // Sent back only where its provider needs it: see `render_replay`.
             Rendered::Reasoning(_) => {}
+            Rendered::ProviderCompaction(block) => match block.sent_to(provider) {
+                Some(CompactionSent::Block(payload)) if role == "assistant" => {
+                    compaction.push(ReasoningBlock {
+                        payload: payload.to_string(),
+                        text: None,
+                        kind: BlockKind::Compaction,
+                    });
+                }
+                Some(CompactionSent::Block(_)) | None => {}
+                Some(CompactionSent::Text(text)) => push_block(&mut content, &text),
+            },
         }
     }
     if calls.is_empty() || role != "assistant" {
@@ -90,10 +114,9 @@ fn render_parts(role: &'static str, parts: &[StoredPart], repeats: Repeats) -> V
             );
             push_block(&mut content, &text);
         }
-        return vec![ChatMessage::plain(
-            role,
-            non_empty(content, empty_text(role)),
-        )];
+        let mut message = ChatMessage::plain(role, non_empty(content, empty_text(role)));
+        message.reasoning = compaction;
+        return vec![message];
     }
     let mut out = Vec::with_capacity(1 + results.len());
     let mut head = ChatMessage {
@@ -101,7 +124,7 @@ fn render_parts(role: &'static str, parts: &[StoredPart], repeats: Repeats) -> V
         content: (!content.trim().is_empty()).then_some(content),
         tool_calls: Vec::with_capacity(calls.len()),
         tool_call_id: None,
-        reasoning: Vec::new(),
+        reasoning: compaction,
     };
     let mut answers = Vec::with_capacity(results.len());
     for (call, result) in calls.into_iter().zip(results) {
@@ -173,9 +196,10 @@ pub fn render_replay(
     } else {
         Repeats::Keep
     };
-    let mut messages = render_parts(role, parts, repeats);
+    let mut messages = render_parts(role, parts, provider, repeats);
     sign_calls(&mut messages, &signatures);
-    messages[0].reasoning = blocks;
+    // After the compaction blocks the message opens with, if any.
+    messages[0].reasoning.extend(blocks);
     Some(messages)
 }
 
@@ -248,7 +272,7 @@ mod tests {
             part: Part::Tool(tool),
             tombstone: None,
         };
-        let messages = render_message("assistant", &[stored]);
+        let messages = render_message("assistant", &[stored], "openai");
         assert_eq!(messages[0].tool_calls[0].arguments, "{}");
         let result = messages[1].content.as_deref().unwrap_or_default();
         assert!(result.starts_with("[the arguments of this call were not a JSON object"));
@@ -290,7 +314,7 @@ mod tests {
         ];
         let roles = |messages: &[ChatMessage]| messages.iter().map(|m| m.role).collect::<Vec<_>>();
         // Elsewhere the repeated call starts a turn of its own (decision 35).
-        let plain = render_message("assistant", &parts);
+        let plain = render_message("assistant", &parts, "anthropic");
         assert_eq!(roles(&plain), ["assistant", "tool", "assistant", "tool"]);
         assert!(plain.iter().all(|message| message.reasoning.is_empty()));
         // Sent back with its thinking, the turn stays whole, the blocks on it.

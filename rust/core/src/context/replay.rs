@@ -77,7 +77,8 @@ impl Store {
                     tokens,
                 }
             });
-            let plain = RenderedItem::new(id, render::render_message("assistant", &parts));
+            let plain =
+                RenderedItem::new(id, render::render_message("assistant", &parts, &provider));
             let view = self.cached(session_id);
             view.keep_rendered(index, plain);
             view.replays.insert(index, replay);
@@ -91,7 +92,12 @@ impl Store {
                     .map_or(0, |replay| replay.tokens)
             })
             .collect();
-        Ok(Surcharge { from, tokens })
+        let floor = self.stand_in_floor(session_id, &provider)?;
+        Ok(Surcharge {
+            from,
+            tokens,
+            floor,
+        })
     }
 
     /// `items` (the renderings of the view items at `chosen`) with the current tool

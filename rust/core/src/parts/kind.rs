@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use super::provider_compaction::ProviderCompaction;
 use super::reasoning::Reasoning;
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
@@ -91,6 +92,9 @@ pub enum Rendered<'a> {
     /// Reasoning, which goes beside the message only where its provider needs it
     /// back (see `render::render_replay`), never into its text.
     Reasoning(&'a Reasoning),
+    /// A provider's compaction block: itself to that provider, its readable
+    /// summary to another (see `ProviderCompaction::sent_to`).
+    ProviderCompaction(&'a ProviderCompaction),
 }
 
 /// The `parts` columns one part fills; kinds leave unused ones `None`.

@@ -11,6 +11,7 @@ mod arguments;
 mod checks;
 mod file_ref;
 mod kind;
+mod provider_compaction;
 mod reasoning;
 mod sql;
 mod text;
@@ -26,6 +27,10 @@ pub use arguments::{is_json_object, MAX_ARGUMENT_DEPTH};
 pub use checks::{check_content, check_identifier, Role, MAX_PART_BYTES};
 pub use file_ref::{file_ref_block, FileRef, FileRefKind};
 pub use kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
+pub use provider_compaction::{
+    check_payload as check_compaction_payload, CompactionSent, ProviderCompaction,
+    ProviderCompactionKind,
+};
 pub use reasoning::{
     check_payload as check_reasoning_payload, replay_tokens, CallSignature, Reasoning,
     ReasoningKind, THOUGHT_SEPARATOR,
@@ -162,9 +167,11 @@ declare_parts! {
     Tool => ToolKind,
     FileRef => FileRefKind,
     Reasoning => ReasoningKind,
+    ProviderCompaction => ProviderCompactionKind,
 }
 
-/// The kind names as an error message lists them: `text, tool, file_ref or reasoning`.
+/// The kind names as an error message lists them: `text, tool, ..., reasoning or
+/// provider_compaction`.
 fn known_kinds() -> String {
     match KIND_NAMES.split_last() {
         Some((last, [])) => (*last).to_string(),

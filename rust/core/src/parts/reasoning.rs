@@ -18,7 +18,7 @@ use super::checks::{check_content, check_identifier};
 use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
 use super::wire::{WireSink, WireSource};
 use crate::error::{Error, Result};
-use crate::model::chat::ReasoningBlock;
+use crate::model::chat::{BlockKind, ReasoningBlock};
 use crate::tokens::TokenCounter;
 
 /// Framing of one block sent back (its entry in `thinking_blocks`).
@@ -51,7 +51,11 @@ impl Reasoning {
         (kind.as_deref() != Some(SIGNATURE_TYPE)).then(|| ReasoningBlock {
             payload: payload.clone(),
             text: self.text.clone(),
-            is_item: kind.as_deref() == Some("reasoning"),
+            kind: if kind.as_deref() == Some("reasoning") {
+                BlockKind::ReasoningItem
+            } else {
+                BlockKind::Thinking
+            },
         })
     }
 
@@ -156,7 +160,7 @@ impl PartKind for ReasoningKind {
         let block = ReasoningBlock {
             payload: reasoning.payload.clone().unwrap_or_default(),
             text: reasoning.text.clone(),
-            is_item: false,
+            kind: BlockKind::Thinking,
         };
         (replay_tokens(std::slice::from_ref(&block), counter), 0)
     }
@@ -236,6 +240,8 @@ fn readable(reasoning: &Reasoning) -> String {
 pub fn replay_tokens(blocks: &[ReasoningBlock], counter: &TokenCounter) -> usize {
     let payloads: usize = blocks
         .iter()
+        // A compaction block is counted in its message's cost in the view.
+        .filter(|block| block.kind != BlockKind::Compaction)
         .map(|block| counter.count(&block.payload) + BLOCK_OVERHEAD)
         .sum();
     payloads + crate::model::chat::reasoning_content(blocks).map_or(0, |text| counter.count(&text))
@@ -443,7 +449,7 @@ mod tests {
         let counter = TokenCounter::new("gpt-4o", 1.0);
         let cost = replay_tokens(std::slice::from_ref(&block), &counter);
         assert!(cost >= counter.count(THINKING) + counter.count("check the ledger"));
-        assert!(!block.is_item);
+        assert_eq!(block.kind, BlockKind::Thinking);
         let readable = Reasoning {
             payload: None,
             ..signed
@@ -454,7 +460,10 @@ mod tests {
             text: Some("plan".into()),
             payload: Some(r#"{"id": "rs_1", "type": "reasoning", "summary": []}"#.into()),
         };
-        assert!(item.replayed_to("openai").unwrap().is_item);
+        assert_eq!(
+            item.replayed_to("openai").unwrap().kind,
+            BlockKind::ReasoningItem
+        );
         // A call's signature goes on its call, never beside the message.
         let signed = Reasoning {
             provider: "gemini".into(),
