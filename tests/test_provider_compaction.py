@@ -160,3 +160,34 @@ async def test_another_provider_gets_the_summary_as_text_or_nothing(
     assert SUMMARY in assistant["content"] and "c2ln" not in json.dumps(messages)
     assert "gAAAAB" not in json.dumps(messages)
     assert "provider_specific_fields" not in assistant
+
+
+async def test_the_server_refuses_a_block_sent_back_changed(database: Path | str) -> None:
+    """The server's check the other tests rely on: a compaction block must come back
+    as the provider issued it, and only with compaction on."""
+    import litellm
+
+    with LocalLLMServer() as server:
+        server.enqueue(Reply(compaction=SUMMARY, reasoning="Go on.", tool_calls=[read("a.py")]))
+        cfg = config(server.anthropic_base_url, PROVIDER_COMPACTION)
+        async with Session.open(model=CLAUDE, db=database, config=cfg) as session:
+            first = await session.send("Audit the ledger.", tools=[READ])
+            await session.update_tool(first.tool_calls[0].call_id, status="completed", output="a")
+            messages = session.build_context(tools=[READ]).messages
+        (turn,) = [m for m in messages if m.get("provider_specific_fields")]
+        turn["provider_specific_fields"]["compaction_blocks"][0]["content"] = "Something else."
+        call: dict[str, Any] = {
+            "model": CLAUDE,
+            "messages": messages,
+            "tools": [READ],
+            "api_base": server.anthropic_base_url,
+            "api_key": "test",
+            "max_tokens": 2_048,
+            "num_retries": 0,
+        }
+        with pytest.raises(litellm.BadRequestError, match="Invalid `signature` in `compaction`"):
+            await litellm.acompletion(**call, **PROVIDER_COMPACTION)
+        turn["provider_specific_fields"]["compaction_blocks"][0]["content"] = SUMMARY
+        only_thinking = {"thinking": PROVIDER_COMPACTION["thinking"]}
+        with pytest.raises(litellm.BadRequestError, match="require `context_management`"):
+            await litellm.acompletion(**call, **only_thinking)
