@@ -149,7 +149,9 @@ class Recorder(RequestComposer):
         over with a Gemini thought signature in it (``{id}__thought__{signature}``),
         which a call past the store's limit on ids is stored without."""
         self._check_open()
-        view_tokens = await self._apply_tool_update(stored_call_id(call_id), status, output, error)
+        # An id of another type goes on to be refused, by type, where it is checked.
+        stored = stored_call_id(call_id) if isinstance(call_id, str) else call_id
+        view_tokens = await self._apply_tool_update(stored, status, output, error)
         # A result can be the largest thing a session stores.
         await self._keep_within_budget(view_tokens)
 
