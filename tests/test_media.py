@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
-from tests.conftest import make_config
 
+from conftest import make_config
 from lossless import MediaPart, _native
 from lossless.config import CompactionConfig, Config, MediaConfig, ModelConfig
 from lossless.errors import InvalidInputError, MediaInputError, NotFoundError

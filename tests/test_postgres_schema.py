@@ -17,7 +17,7 @@ from lossless.errors import (
 from lossless.store import prepare_postgres
 from lossless.testing.postgres import PostgresCluster
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 def _database(url: str) -> str:
@@ -30,7 +30,9 @@ def test_a_new_database_gets_the_schema_once(
     assert prepare_postgres(postgres_url) == SCHEMA_VERSION
     assert prepare_postgres(postgres_url) == SCHEMA_VERSION
     database = _database(postgres_url)
-    assert postgres_cluster.psql("SELECT version FROM lossless_schema", database) == str(SCHEMA_VERSION)
+    assert postgres_cluster.psql("SELECT version FROM lossless_schema", database) == str(
+        SCHEMA_VERSION
+    )
     tables = postgres_cluster.psql(
         "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'", database
     )

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 from lossless import errors
 from lossless._native import __version__
 from lossless.errors import LosslessError
-from lossless.parts import FileRefPart, MediaPart, Part, ReasoningPart, TextPart, ToolPart
+from lossless.parts import (
+    FileRefPart,
+    MediaPart,
+    Part,
+    ProviderCompactionPart,
+    ReasoningPart,
+    TextPart,
+    ToolPart,
+)
 from lossless.store import Store
 from lossless.tokens import TokenCounter, count_tokens, extract_file_ids, merge_file_id_footer
 
@@ -70,6 +78,7 @@ __all__ = [
     "MediaPart",
     "Message",
     "Part",
+    "ProviderCompactionPart",
     "ReasoningPart",
     "RecordResult",
     "Session",

@@ -76,6 +76,7 @@ __all__ = [
     "ZoneReportRow",
     "ZoneReports",
     "__version__",
+    "check_compaction_payload",
     "check_reasoning_payload",
     "check_summary",
     "child_sessions",
@@ -124,6 +125,10 @@ def encoding_for_model(model: str) -> str:
 def check_reasoning_payload(payload: str, field: str) -> None:
     """Raises ``InvalidInputError`` naming ``field`` for a reasoning block (its JSON
     text) the store would refuse."""
+
+def check_compaction_payload(payload: str, field: str) -> None:
+    """Raises ``InvalidInputError`` naming ``field`` for a provider's compaction block
+    (its JSON text) the store would refuse."""
 
 def model_provider(model: str) -> str:
     """The provider requests for ``model`` go to, as litellm names it (``anthropic``

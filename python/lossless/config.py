@@ -6,9 +6,10 @@ built-in extractive summariser; no model limits means litellm's model map.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "ArenaConfig",
@@ -21,6 +22,25 @@ __all__ = [
     "OperatorsConfig",
     "StoreConfig",
 ]
+
+
+# What a conversation call sets itself (llm.py): LLMConfig.params may not name them.
+_OWN_CALL_ARGUMENTS = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "tools",
+        "max_tokens",
+        "timeout",
+        "num_retries",
+        "max_retries",
+        "api_base",
+        "api_key",
+        "temperature",
+    }
+)
 
 
 class _Section(BaseModel):
@@ -83,6 +103,24 @@ class LLMConfig(_Section):
             "Anthropic cache_control breakpoints (litellm passes them on; others ignore them)."
         ),
     )
+    params: Mapping[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "Further keyword arguments of each conversation call, as litellm takes them: "
+            "a provider's reasoning settings such as thinking={'type': 'enabled', "
+            "'budget_tokens': 2048} or reasoning_effort='high'. The arguments lossless "
+            "sets itself (model, messages, stream, tools, max_tokens and the fields above) "
+            "are not taken here."
+        ),
+    )
+
+    @field_validator("params")
+    @classmethod
+    def _params_leave_own_arguments(cls, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        taken = sorted(set(params) & _OWN_CALL_ARGUMENTS)
+        if taken:
+            raise ValueError(f"set by lossless itself, not through params: {', '.join(taken)}")
+        return params
 
 
 class CompactionConfig(_Section):

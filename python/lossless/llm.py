@@ -23,13 +23,14 @@ from lossless import _native
 from lossless.config import LLMConfig
 from lossless.errors import ChatTemplateError, LLMError
 from lossless.parts import (
+    ProviderCompactionPart,
     ReasoningPart,
     ToolPart,
     identifier_problem,
     storable_name,
     storable_text,
 )
-from lossless.reasoning import ReasoningStream
+from lossless.reasoning import ReasoningStream, call_signature, signature_part, stored_call_id
 
 __all__ = [
     "CallbackError",
@@ -50,6 +51,7 @@ _importing = threading.Lock()
 _settled_after_call = False
 
 TextCallback = Callable[[str], Awaitable[None]]
+ReasoningCallback = Callable[[ReasoningPart], Awaitable[None]]
 _T = TypeVar("_T")
 
 
@@ -141,6 +143,8 @@ class StreamedReply:
     #: The reasoning the reply came with, in the order it arrived (stored before
     #: the text and the calls).
     reasoning: list[ReasoningPart] = field(default_factory=list)
+    #: The provider's compaction blocks the reply opened with (stored first).
+    compaction: list[ProviderCompactionPart] = field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost: float | None = None
@@ -173,6 +177,8 @@ class _ToolDraft:
     call_id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    #: The call's thought signature (Gemini's), however litellm carried it.
+    signature: str | None = None
 
 
 _mcp_guard: dict[str, Any] | None = None
@@ -207,6 +213,13 @@ def _call_kwargs(llm: LLMConfig) -> dict[str, Any]:
     if llm.temperature is not None:
         kwargs["temperature"] = llm.temperature
     return kwargs
+
+
+def _conversation_kwargs(llm: LLMConfig) -> dict[str, Any]:
+    """A conversation call's arguments: the common ones and the caller's ``params``
+    (a provider's reasoning settings). Summaries are not the conversation and go
+    without them."""
+    return {**dict(llm.params), **_call_kwargs(llm)}
 
 
 _RETRYABLE_NAMES = ("Timeout", "Connection", "ServiceUnavailable", "InternalServer", "RateLimit")
@@ -299,25 +312,51 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
+@dataclass
+class _Forwarder:
+    """Hands the caller each reasoning part once it is complete, in order."""
+
+    reply: StreamedReply
+    callback: ReasoningCallback | None
+    delivered: int = 0
+
+    async def forward(self) -> None:
+        if self.callback is None:
+            return
+        while self.delivered < len(self.reply.reasoning):
+            part = self.reply.reasoning[self.delivered]
+            self.delivered += 1
+            try:
+                await self.callback(part)
+            except Exception as err:
+                raise CallbackError(err, self.reply) from err
+
+
 async def _consume(
     stream: Any,
     reply: StreamedReply,
     provider: str,
     on_text: TextCallback | None,
     on_progress: TextCallback | None,
+    on_reasoning: ReasoningCallback | None,
 ) -> None:
     reasoning = ReasoningStream(provider, reply.reasoning)
+    forwarder = _Forwarder(reply, on_reasoning)
     try:
-        await _consume_chunks(stream, reply, reasoning, on_text, on_progress)
+        await _consume_chunks(stream, reply, reasoning, forwarder, on_text, on_progress)
     finally:
-        # What reasoning arrived is kept, a stream that broke included.
+        # What reasoning arrived is kept, a stream that broke or was cancelled included.
         reasoning.finish()
+        reply.compaction = reasoning.compaction
+    # Reasoning that ends with the stream (readable text, thinking never signed).
+    await forwarder.forward()
 
 
 async def _consume_chunks(
     stream: Any,
     reply: StreamedReply,
     reasoning: ReasoningStream,
+    forwarder: _Forwarder,
     on_text: TextCallback | None,
     on_progress: TextCallback | None,
 ) -> None:
@@ -331,6 +370,7 @@ async def _consume_chunks(
         for choice in getattr(chunk, "choices", None) or ():
             delta = choice.delta
             reasoning.add(delta)
+            await forwarder.forward()
             content = getattr(delta, "content", None)
             if content:
                 content = storable_text(content)
@@ -345,6 +385,7 @@ async def _consume_chunks(
             for call in getattr(delta, "tool_calls", None) or ():
                 draft = drafts.setdefault(call.index or 0, _ToolDraft())
                 draft.call_id = call.id or draft.call_id
+                draft.signature = call_signature(call) or draft.signature
                 if call.function is not None:
                     draft.name = call.function.name or draft.name
                     if call.function.arguments:
@@ -352,7 +393,11 @@ async def _consume_chunks(
             if choice.finish_reason:
                 reply.finish_reason = choice.finish_reason
     for index in sorted(drafts):
-        reply.tool_calls.append(_tool_call(drafts[index]))
+        call = _tool_call(drafts[index])
+        reply.tool_calls.append(call)
+        signed = signature_part(reasoning.provider, call.call_id, drafts[index].signature)
+        if signed is not None:
+            reply.reasoning.append(signed)
 
 
 def _read_cache_usage(usage: Any, reply: StreamedReply) -> None:
@@ -373,8 +418,11 @@ def _tool_call(draft: _ToolDraft) -> ToolPart:
     id with control characters or over 512 bytes, and text with lone surrogates; the
     model's reply must be stored all the same, so a name is cleaned, and an id the
     store cannot hold is replaced, as a missing one is: the caller answers the call
-    by the id it is handed in the result."""
-    call_id = draft.call_id if identifier_problem(draft.call_id) is None else new_call_id()
+    by the id it is handed in the result. An id carrying a thought signature past
+    the limit is stored without it (the signature is kept apart)."""
+    call_id = stored_call_id(draft.call_id)
+    if identifier_problem(call_id) is not None:
+        call_id = new_call_id()
     return ToolPart(
         name=storable_name(draft.name) or "unknown",
         call_id=call_id,
@@ -392,17 +440,22 @@ async def stream_completion(
     max_tokens: int | None = None,
     on_text: TextCallback | None = None,
     on_progress: TextCallback | None = None,
+    on_reasoning: ReasoningCallback | None = None,
+    on_start: Callable[[StreamedReply], None] | None = None,
     on_retry: Callable[[int, str], None] = lambda attempt, reason: None,
 ) -> StreamedReply:
-    """Stream one chat completion. Failures before any content are retried with
-    backoff; a stream that breaks after content raises :class:`PartialReply`.
+    """Stream one chat completion. Failures before any content (text, a call or
+    reasoning) are retried with backoff; a stream that breaks after content raises
+    :class:`PartialReply`.
 
-    ``on_text`` gets each text delta (its exceptions end the stream as
-    :class:`CallbackError`); ``on_progress`` gets the whole text so far after each
-    delta, before ``on_text``.
+    ``on_text`` gets each text delta, ``on_reasoning`` each reasoning part once it
+    is complete (their exceptions end the stream as :class:`CallbackError`);
+    ``on_progress`` gets the whole text so far after each delta, before ``on_text``.
+    ``on_start`` gets each attempt's reply as the attempt begins: it fills as the
+    stream arrives, so a caller cancelled mid-stream still holds what came.
     """
     litellm = await ensure_litellm()
-    kwargs = _call_kwargs(llm)
+    kwargs = _conversation_kwargs(llm)
     if tools:
         kwargs["tools"] = list(tools)
         kwargs.update(_tools_kwargs())
@@ -412,6 +465,8 @@ async def stream_completion(
 
     async def attempt() -> StreamedReply:
         reply = StreamedReply()
+        if on_start is not None:
+            on_start(reply)
         stream = await litellm.acompletion(
             model=model,
             messages=list(messages),
@@ -420,11 +475,13 @@ async def stream_completion(
             **kwargs,
         )
         try:
-            await _consume(stream, reply, provider, on_text, on_progress)
+            await _consume(stream, reply, provider, on_text, on_progress, on_reasoning)
         except CallbackError:
             raise
         except Exception as err:
-            if reply.text or reply.tool_calls:
+            # Reasoning is content too: the provider charged for it, and a signed
+            # block that arrived whole is kept rather than asked for again.
+            if reply.text or reply.tool_calls or reply.reasoning:
                 raise PartialReply(
                     f"stream broke after content arrived: {type(err).__name__}: {err}", reply
                 ) from err

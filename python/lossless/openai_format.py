@@ -10,11 +10,12 @@ What is read: ``role``, ``content``, ``tool_calls`` and ``tool_call_id``; in a u
 or ``tool`` message's content list, ``image_url`` parts (a base64 data URL or an
 http(s) URL, with ``detail``) and ``file`` parts (a PDF as ``file_data``, with its
 ``filename``) as :class:`MediaPart` s, a tool result's images kept as parts of that
-result; and an assistant's reasoning as litellm carries it (``thinking_blocks``, each kept verbatim
-as a :class:`ReasoningPart`, and ``reasoning_content``, kept as text when no block
-carries it) when the caller names the provider that produced it. Other fields
-(``name``, ``refusal``, ``annotations``, provider extras) are not stored; a legacy
-``function_call`` is rejected rather than dropped.
+result; and an assistant's reasoning as litellm carries it (``thinking_blocks`` and
+``reasoning_items``, each kept verbatim as a :class:`ReasoningPart`, and
+``reasoning_content``, kept as text when no block carries it) when the caller names
+the provider that produced it. Other fields (``name``, ``refusal``, ``annotations``,
+provider extras) are not stored; a legacy ``function_call`` is rejected rather than
+dropped.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ from lossless.parts import (
     identifier_problem,
     part_to_wire,
 )
-from lossless.reasoning import part_of_block
+from lossless.reasoning import (
+    call_signature,
+    compaction_parts,
+    part_of_block,
+    signature_part,
+    stored_call_id,
+)
 
 __all__ = [
     "OpenAIMessage",
@@ -97,7 +104,7 @@ class _OpenAssistant:
     text: list[TextPart]
     calls: list[tuple[str, str, str]]  # (name, call_id, arguments)
     outputs: dict[int, tuple[str, list[MediaPart]]]  # call position -> result
-    reasoning: list[ReasoningPart]
+    reasoning: list[Part]
 
 
 def to_turns(
@@ -327,8 +334,16 @@ def _file_part(where: str, item: Mapping[str, Any]) -> MediaPart:
 def _assistant(index: int, message: Mapping[str, Any], provider: str | None) -> _OpenAssistant:
     content = message.get("content")
     texts = [] if content is None else _text_parts(f"messages[{index}].content", content)
-    calls = _tool_calls(index, message.get("tool_calls"))
-    reasoning = [] if provider is None else _reasoning(index, message, provider)
+    signed = _tool_calls(index, message.get("tool_calls"))
+    calls = [(name, call_id, arguments) for name, call_id, arguments, _ in signed]
+    # A provider's compaction block opens the turn, its reasoning follows: as it came.
+    reasoning: list[Part] = []
+    if provider is not None:
+        reasoning.extend(compaction_parts(provider, message, f"messages[{index}]"))
+        reasoning.extend(_reasoning(index, message, provider))
+        for _, call_id, _, signature in signed:
+            part = signature_part(provider, call_id, signature)
+            reasoning.extend([] if part is None else [part])
     if not calls:
         if content is None:
             raise InvalidInputError(
@@ -340,26 +355,15 @@ def _assistant(index: int, message: Mapping[str, Any], provider: str | None) -> 
 
 
 def _reasoning(index: int, message: Mapping[str, Any], provider: str) -> list[ReasoningPart]:
-    """An assistant's reasoning: each of its ``thinking_blocks`` kept whole, in order,
-    and its ``reasoning_content`` as text when no block carries text. A block the
+    """An assistant's reasoning: each of its ``thinking_blocks`` and
+    ``reasoning_items`` (the Responses API's, through litellm's bridge) kept whole,
+    in order, and its ``reasoning_content`` as text when no block carries text. A block the
     store would refuse (a ``thinking`` block without its signature) is refused here,
     before anything of the list is stored."""
-    blocks = message.get("thinking_blocks")
-    parts: list[ReasoningPart] = []
-    if blocks is not None:
-        if not isinstance(blocks, list | tuple):
-            raise InvalidInputError(
-                f"messages[{index}].thinking_blocks: expected a list, got {type(blocks).__name__}"
-            )
-        for position, raw in enumerate(blocks):
-            where = f"messages[{index}].thinking_blocks[{position}]"
-            block = _mapping_of(raw)
-            if block is None:
-                raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
-            part = part_of_block(provider, block)
-            payload = _checked_text(where, part_to_wire(part, where)["payload"])
-            _native.check_reasoning_payload(payload, where)
-            parts.append(part)
+    parts = [
+        *_blocks(index, message, "thinking_blocks", provider),
+        *_blocks(index, message, "reasoning_items", provider),
+    ]
     readable = message.get("reasoning_content")
     if isinstance(readable, str) and readable.strip() and not any(part.text for part in parts):
         text = _checked_text(f"messages[{index}].reasoning_content", readable)
@@ -367,14 +371,38 @@ def _reasoning(index: int, message: Mapping[str, Any], provider: str) -> list[Re
     return parts
 
 
-def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
+def _blocks(index: int, message: Mapping[str, Any], key: str, provider: str) -> list[ReasoningPart]:
+    """The reasoning blocks (or Responses API items) an assistant carries under
+    ``key``, each kept whole, in order, and checked as the store checks them."""
+    blocks = message.get(key)
+    if blocks is None:
+        return []
+    if not isinstance(blocks, list | tuple):
+        raise InvalidInputError(
+            f"messages[{index}].{key}: expected a list, got {type(blocks).__name__}"
+        )
+    parts: list[ReasoningPart] = []
+    for position, raw in enumerate(blocks):
+        where = f"messages[{index}].{key}[{position}]"
+        block = _mapping_of(raw)
+        if block is None:
+            raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
+        part = part_of_block(provider, block)
+        payload = _checked_text(where, part_to_wire(part, where)["payload"])
+        _native.check_reasoning_payload(payload, where)
+        parts.append(part)
+    return parts
+
+
+def _tool_calls(index: int, value: object) -> list[tuple[str, str, str, str | None]]:
+    """An assistant's calls as (name, stored id, arguments, thought signature)."""
     if value is None:
         return []
     if not isinstance(value, list | tuple):
         raise InvalidInputError(
             f"messages[{index}].tool_calls: expected a list, got {type(value).__name__}"
         )
-    calls: list[tuple[str, str, str]] = []
+    calls: list[tuple[str, str, str, str | None]] = []
     seen: set[str] = set()
     for position, raw in enumerate(value):
         where = f"messages[{index}].tool_calls[{position}]"
@@ -386,7 +414,7 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
             raise InvalidInputError(
                 f"{where}.type: only 'function' tool calls are supported, got {kind!r}"
             )
-        call_id = _identifier(f"{where}.id", call.get("id"))
+        call_id = _call_id(f"{where}.id", call.get("id"))
         if call_id in seen:
             raise InvalidInputError(f"{where}.id: {call_id!r} appears twice in one message")
         seen.add(call_id)
@@ -400,8 +428,15 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
                 f"{where}.function.arguments: expected the arguments' JSON text (a string), "
                 f"got {type(arguments).__name__}"
             )
-        calls.append((name, call_id, _checked_text(f"{where}.function.arguments", arguments)))
+        arguments = _checked_text(f"{where}.function.arguments", arguments)
+        calls.append((name, call_id, arguments, call_signature(call)))
     return calls
+
+
+def _call_id(field: str, value: object) -> str:
+    """A call's id as stored: an id carrying a thought signature past the store's
+    limit is stored without it (the signature is kept in a part of its own)."""
+    return _identifier(field, stored_call_id(value) if isinstance(value, str) else value)
 
 
 def _tool_result(
@@ -409,7 +444,7 @@ def _tool_result(
 ) -> tuple[str, str, list[MediaPart]]:
     """A tool result's call id, its text, and its images (a screenshot), each made
     a part of that call's result."""
-    call_id = _identifier(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
+    call_id = _call_id(f"messages[{index}].tool_call_id", message.get("tool_call_id"))
     field = f"messages[{index}].content"
     parts = _content_parts(field, _required(index, message, "content"), check_media)
     output = _joined([part for part in parts if isinstance(part, TextPart)])

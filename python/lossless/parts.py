@@ -196,12 +196,41 @@ MEDIA_INPUT_FIELDS: tuple[str, ...] = (
     "call_id",
 )
 
-Part: TypeAlias = TextPart | ToolPart | FileRefPart | ReasoningPart | MediaPart
+
+@dataclass(frozen=True, slots=True)
+class ProviderCompactionPart:
+    """What a provider's own compaction returned in place of the conversation before
+    it, kept verbatim: an Anthropic ``compaction`` block (its summary as
+    ``content``) or an OpenAI Responses ``compaction`` item (``encrypted_content``).
+
+    ``provider`` made it (as litellm names providers); ``payload`` is the block (a
+    dict, or its JSON text; read back from the store, the JSON text exactly as
+    stored); ``text`` its readable summary, if any. It goes back to its provider as
+    that provider requires, and to another only as its readable summary. The
+    messages it stands for stay stored (see ``docs/COMPACTION.md``).
+    """
+
+    kind: ClassVar[str] = "provider_compaction"
+    provider: str
+    payload: Mapping[str, Any] | str
+    text: str | None = None
+
+
+Part: TypeAlias = (
+    TextPart | ToolPart | FileRefPart | ReasoningPart | MediaPart | ProviderCompactionPart
+)
 PartsInput: TypeAlias = str | Part | Iterable[str | Part]
 
 # Every part type, as the core declares its kinds (rust/core/src/parts/): the wire
 # dict of a part is its ``kind`` and its fields, by name.
-PART_TYPES: tuple[type[Part], ...] = (TextPart, ToolPart, FileRefPart, ReasoningPart, MediaPart)
+PART_TYPES: tuple[type[Part], ...] = (
+    TextPart,
+    ToolPart,
+    FileRefPart,
+    ReasoningPart,
+    MediaPart,
+    ProviderCompactionPart,
+)
 _TYPE_OF_KIND: dict[str, type[Part]] = {cls.kind: cls for cls in PART_TYPES}
 _FIELDS_OF_KIND: dict[str, tuple[str, ...]] = {
     cls.kind: tuple(field.name for field in fields(cls)) for cls in PART_TYPES
@@ -248,7 +277,7 @@ def part_to_wire(part: Part, field: str = "part") -> dict[str, Any]:
         wire[name] = getattr(part, name)
     if isinstance(part, ToolPart):
         wire["input"] = _input_json(f"{field}.input", part.input)
-    elif isinstance(part, ReasoningPart) and part.payload is not None:
+    elif isinstance(part, ReasoningPart | ProviderCompactionPart) and part.payload is not None:
         wire["payload"] = _payload_json(f"{field}.payload", part.payload)
     return wire
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lossless.arena import InjectionReport
-from lossless.parts import Part, TextPart, ToolPart
+from lossless.parts import Part, ReasoningPart, TextPart, ToolPart
 
 __all__ = ["BuiltContext", "Message", "PartCallback", "RecordResult", "TurnResult"]
 
@@ -52,6 +52,9 @@ class TurnResult:
     cached_input_tokens: int | None = None
     #: Input tokens the provider wrote to its cache, when it reports them.
     cache_write_input_tokens: int | None = None
+    #: The reply's reasoning, as stored before its text: the provider's blocks
+    #: (signed thinking, redacted thinking) and readable reasoning, in order.
+    reasoning: list[ReasoningPart] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

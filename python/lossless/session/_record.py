@@ -18,6 +18,7 @@ from lossless.events import Event, EventName
 from lossless.media import check_media
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
 from lossless.parts import MediaPart, PartsInput, normalize_parts, parts_to_wire
+from lossless.reasoning import stored_call_id
 from lossless.results import RecordResult
 from lossless.session._request import RequestComposer
 
@@ -162,7 +163,10 @@ class Recorder(RequestComposer):
 
         ``media`` are images (or documents) of the result, such as the screenshot a
         computer-use tool took: they are added to the call's message as parts of its
-        result, in the same transaction."""
+        result, in the same transaction. ``call_id`` is the id the call was stored
+        under, or the id litellm handed over with a Gemini thought signature in it
+        (``{id}__thought__{signature}``), which a call past the store's limit on ids
+        is stored without."""
         self._check_open()
         media = list(media)
         for index, part in enumerate(media):
@@ -171,7 +175,9 @@ class Recorder(RequestComposer):
                     f"media[{index}]: expected a MediaPart, got {type(part).__name__}"
                 )
         self._check_media(media, "media")
-        view_tokens = await self._apply_tool_update(call_id, status, output, error, media)
+        # An id of another type goes on to be refused, by type, where it is checked.
+        stored = stored_call_id(call_id) if isinstance(call_id, str) else call_id
+        view_tokens = await self._apply_tool_update(stored, status, output, error, media)
         # A result can be the largest thing a session stores.
         await self._keep_within_budget(view_tokens)
 

@@ -42,11 +42,15 @@ class ModelTurns(Recorder):
 
         The reply's reasoning, when the provider sends any (litellm's
         ``thinking_blocks`` and ``reasoning_content``), is stored before its text as
-        :class:`ReasoningPart` s, and goes back to that provider within the tool loop.
-        ``on_part`` receives each streamed text delta as a :class:`TextPart` and each
-        tool call as a :class:`ToolPart` (once the reply is complete and stored); if it
-        raises on a text delta, the partial reply is stored flagged incomplete, and in
-        either case the exception propagates. ``tools="recall"`` lets the
+        :class:`ReasoningPart` s, returned as ``TurnResult.reasoning``, and goes back
+        to that provider within the tool loop; reasoning that arrived before a stream
+        broke or the call was cancelled is stored with the incomplete reply.
+        ``on_part`` receives each reasoning part as soon as it is complete (a
+        signed block when its signature arrives, readable text alone when the stream
+        ends), each streamed text delta as a :class:`TextPart` and each tool call as
+        a :class:`ToolPart` (once the reply is complete and stored); if it raises
+        while the reply streams, the partial reply is stored flagged incomplete, and
+        in either case the exception propagates. ``tools="recall"`` lets the
         model search this session's history; the session answers those calls itself.
         One ``send`` runs at a time per session: a second concurrent call raises
         :class:`SessionBusyError`.
@@ -150,10 +154,14 @@ class ModelTurns(Recorder):
         checkpoint = StreamCheckpoint(
             self._store, message_id, owner, self.config.store, self._background
         )
+        # The reply of the attempt under way: what a cancelled turn stores.
+        streaming: list[StreamedReply] = [StreamedReply()]
         try:
             while True:
                 try:
-                    reply = await self._stream(messages, tools, on_part, checkpoint)
+                    reply = await self._stream(
+                        messages, tools, on_part, checkpoint, partial(_keep_last, streaming)
+                    )
                     break
                 except ChatTemplateError as err:
                     if not self._escalate_profile(err):
@@ -189,7 +197,7 @@ class ModelTurns(Recorder):
             with anyio.CancelScope(shield=True):
                 await self._store_incomplete(
                     message_id,
-                    StreamedReply(text=checkpoint.text),
+                    streaming[0],
                     "cancelled" if cancelled else type(err).__name__,
                     checkpoint,
                 )
@@ -231,6 +239,7 @@ class ModelTurns(Recorder):
             stable_prefix_tokens=context.stable_prefix_tokens,
             cached_input_tokens=reply.cached_input_tokens,
             cache_write_input_tokens=reply.cache_write_input_tokens,
+            reasoning=reply.reasoning,
         )
 
     async def _stream(
@@ -239,6 +248,7 @@ class ModelTurns(Recorder):
         tools: Sequence[dict[str, Any]] | None,
         on_part: PartCallback | None,
         checkpoint: StreamCheckpoint,
+        on_start: Callable[[StreamedReply], None],
     ) -> StreamedReply:
         return await stream_completion(
             self.model,
@@ -248,6 +258,8 @@ class ModelTurns(Recorder):
             max_tokens=self.budget.max_output_tokens,
             on_text=_text_forwarder(on_part),
             on_progress=checkpoint.update,
+            on_reasoning=_part_forwarder(on_part),
+            on_start=on_start,
             on_retry=self._on_retry,
         )
 
@@ -321,8 +333,9 @@ def _reason_code(reason: str) -> str:
 
 
 def _reply_parts(reply: StreamedReply, *, keep_empty: bool = True) -> list[dict[str, Any]]:
-    # Reasoning first, as it came: a provider that takes it back wants it there.
-    parts: list[Part] = [*reply.reasoning]
+    # A compaction block opens the turn, then reasoning, as they came: a provider
+    # that takes them back wants them there.
+    parts: list[Part] = [*reply.compaction, *reply.reasoning]
     if reply.text or (keep_empty and not reply.tool_calls):
         parts.append(TextPart(reply.text))
     parts.extend(reply.tool_calls)
@@ -344,6 +357,16 @@ async def _deliver(callback: PartCallback | None, part: Part) -> None:
     result = callback(part)
     if inspect.isawaitable(result):
         await result
+
+
+def _keep_last(holder: list[StreamedReply], reply: StreamedReply) -> None:
+    holder[0] = reply
+
+
+def _part_forwarder(callback: PartCallback | None) -> Callable[[Part], Awaitable[None]] | None:
+    if callback is None:
+        return None
+    return partial(_deliver, callback)
 
 
 def _text_forwarder(callback: PartCallback | None) -> Callable[[str], Awaitable[None]] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._anthropic_checks import cache_marks, refusal, thinking_enabled
+from ._anthropic_checks import cache_marks, compaction_enabled, refusal, thinking_enabled
 from ._formats import Event, Refusal, Stream, WireFormat
 from ._reply import content_text
 from ._signing import Signer
@@ -51,7 +51,11 @@ class AnthropicFormat(WireFormat):
     ``thinking`` block without a ``signature`` or whose signature this server did
     not issue for its text, a ``redacted_thinking`` block whose ``data`` it did not
     issue; with thinking enabled, a last assistant message that calls tools without
-    opening with a thinking block; more than four ``cache_control`` marks.
+    opening with a thinking block; more than four ``cache_control`` marks; a
+    ``compaction`` block outside an assistant message, in a request that did not
+    turn compaction on, or whose summary or signature this server did not issue.
+    The provider reads a request from its newest compaction block on: what the
+    responder sees and the prompt tokens reported start there.
     """
 
     name = "anthropic"
@@ -70,7 +74,7 @@ class AnthropicFormat(WireFormat):
         system = content_text(body.get("system"))
         if system:
             messages.append({"role": "system", "content": system})
-        for message in body.get("messages") or []:
+        for message in _from_compaction(body.get("messages") or []):
             if isinstance(message, dict):
                 messages.extend(_chat_messages(message))
         view: JSON = {key: body[key] for key in ("model", "stream", "max_tokens") if key in body}
@@ -116,6 +120,25 @@ class AnthropicFormat(WireFormat):
             Event.of({"type": "message_stop"}, "message_stop"),
         ]
         return Stream(head, events, tail, broken=Event(b"{not json", "content_block_delta"))
+
+
+def _from_compaction(messages: list[Any]) -> list[Any]:
+    """What the provider reads of ``messages``: from the newest compaction block on,
+    the block standing for everything before it (as its summary, a user turn)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = content if isinstance(content, list) else []
+        at = next((i for i in range(len(blocks) - 1, -1, -1) if _is_compaction(blocks[i])), None)
+        if at is not None:
+            summary = {"role": "user", "content": str(blocks[at].get("content", ""))}
+            rest = {**message, "content": blocks[at + 1 :]}
+            return [summary, *([rest] if rest["content"] else []), *messages[index + 1 :]]
+    return messages
+
+
+def _is_compaction(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "compaction"
 
 
 def _chat_messages(message: JSON) -> list[JSON]:
@@ -200,8 +223,13 @@ def _tool_input(call: ToolCallOut) -> object:
 
 
 def _content(plan: Completion, body: JSON) -> list[JSON]:
-    """The reply's content blocks: thinking (if the request enabled it), text, tool uses."""
-    blocks = plan.thinking_blocks() if thinking_enabled(body) else []
+    """The reply's content blocks: compaction and thinking (each if the request
+    enabled it), text, tool uses."""
+    blocks: list[JSON] = []
+    if plan.reply.compaction and compaction_enabled(body):
+        summary, signature = plan.reply.compaction, plan.compaction_signature
+        blocks.append({"type": "compaction", "content": summary, "signature": signature})
+    blocks += plan.thinking_blocks() if thinking_enabled(body) else []
     if plan.reply.text or not (plan.tool_calls or blocks):
         blocks.append({"type": "text", "text": plan.reply.text})
     blocks.extend(
@@ -220,6 +248,8 @@ def _opened(block: JSON) -> JSON:
         return {"type": "text", "text": ""}
     if kind == "tool_use":
         return {**block, "input": {}}
+    if kind == "compaction":
+        return {**block, "content": ""}  # its summary streams in deltas
     return block  # redacted_thinking: its data comes whole with the start
 
 
@@ -232,6 +262,9 @@ def _deltas(block: JSON) -> list[JSON]:
         return [*deltas, {"type": "signature_delta", "signature": block["signature"]}]
     if kind == "text":
         return [{"type": "text_delta", "text": piece} for piece in split_text(block["text"])]
+    if kind == "compaction":
+        pieces = split_text(block["content"])
+        return [{"type": "compaction_delta", "content": piece} for piece in pieces]
     if kind == "tool_use":
         arguments = block["input"]
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._signing import Signer
 
-__all__ = ["cache_marks", "refusal", "thinking_enabled"]
+__all__ = ["cache_marks", "compaction_enabled", "refusal", "thinking_enabled"]
 
 JSON = dict[str, Any]
 
@@ -30,7 +30,11 @@ _BLOCK_TYPES = (
     "redacted_thinking",
     "server_tool_use",
     "web_search_tool_result",
+    "compaction",
 )
+#: What the server signs a compaction summary under (see ``_wire.COMPACTION_PREFIX``).
+_COMPACTION_PREFIX = "compaction\0"
+_COMPACTION_EDIT = "compact_20260112"
 _THINKING = ("thinking", "redacted_thinking")
 _THINKING_FIRST = (
     "When `thinking` is"
@@ -44,6 +48,16 @@ def thinking_enabled(body: JSON) -> bool:
     """Whether the request turned extended thinking on."""
     thinking = body.get("thinking")
     return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+
+
+def compaction_enabled(body: JSON) -> bool:
+    """Whether the request turned the provider's compaction on: a ``compact_20260112``
+    edit in its ``context_management``."""
+    management = body.get("context_management")
+    edits = management.get("edits") if isinstance(management, dict) else None
+    return isinstance(edits, list) and any(
+        isinstance(edit, dict) and edit.get("type") == _COMPACTION_EDIT for edit in edits
+    )
 
 
 def _blocks(message: JSON) -> list[JSON]:
@@ -81,6 +95,7 @@ def refusal(body: JSON, signer: Signer) -> str | None:
         lambda: _thinking_config(body),
         lambda: _roles(_messages(body)),
         lambda: _contents(_messages(body), signer),
+        lambda: _compaction_blocks(body),
         lambda: _tool_pairs(_messages(body)),
         lambda: _thinking_before_tools(body),
         lambda: _cache_limit(body),
@@ -199,6 +214,28 @@ def _block_problem(block: JSON, signer: Signer) -> str | None:
             return ".redacted_thinking.data: Field required"
         if signer.unseal(block["data"]) is None:
             return ": Invalid `data` in `redacted_thinking` block"
+    if kind == "compaction":
+        content = str(block.get("content", ""))
+        if not signer.verify(_COMPACTION_PREFIX + content, block.get("signature")):
+            return ": Invalid `signature` in `compaction` block"
+    return None
+
+
+def _compaction_blocks(body: JSON) -> str | None:
+    """A compaction block only in an assistant message, and only when the request
+    turned compaction on."""
+    for index, message in enumerate(_messages(body)):
+        for position, block in enumerate(_blocks(message)):
+            if block.get("type") != "compaction":
+                continue
+            where = f"messages.{index}.content.{position}"
+            if message.get("role") != "assistant":
+                return f"{where}: `compaction` blocks may only appear in `assistant` messages"
+            if not compaction_enabled(body):
+                return (
+                    f"{where}: `compaction` blocks require `context_management` with a"
+                    f" `{_COMPACTION_EDIT}` edit"
+                )
     return None
 
 
@@ -278,11 +315,13 @@ def _thinking_before_tools(body: JSON) -> str | None:
     blocks = _blocks(messages[index])
     if not any(block.get("type") == "tool_use" for block in blocks):
         return None
-    found = blocks[0].get("type")
+    # A compaction block opens its turn, before the thinking.
+    first = len(list(takewhile(lambda block: block.get("type") == "compaction", blocks)))
+    found = blocks[first].get("type") if first < len(blocks) else None
     if found in _THINKING:
         return None
     return (
-        f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`,"
+        f"messages.{index}.content.{first}.type: Expected `thinking` or `redacted_thinking`,"
         f" but found `{found}`. {_THINKING_FIRST}"
     )
 

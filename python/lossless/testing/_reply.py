@@ -63,6 +63,12 @@ class Reply:
             enabled ``thinking`` (left out otherwise, as the provider would).
             Responses: a ``reasoning`` item with the text as its summary, and an
             ``encrypted_content`` token when the request's ``include`` asks for it.
+        compaction: A summary of the conversation so far that the provider's own
+            compaction made: the Anthropic endpoint opens the reply with a signed
+            ``compaction`` block holding it, when the request turned compaction on
+            (a ``compact_20260112`` edit in ``context_management``); the provider
+            then reads the block back in place of everything before it. Other
+            endpoints leave it out.
         reasoning_redacted: Send the reasoning as the provider's opaque form only:
             an Anthropic ``redacted_thinking`` block, a Chat Completions redacted
             thinking block (no ``reasoning_content``), a Responses ``reasoning``
@@ -107,6 +113,7 @@ class Reply:
     reasoning: str = ""
     reasoning_redacted: bool = False
     cached_tokens: int | None = None
+    compaction: str = ""
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:

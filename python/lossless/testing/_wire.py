@@ -14,6 +14,9 @@ from ._signing import Signer
 JSON = dict[str, Any]
 
 WORDS_PER_CHUNK = 3
+#: What a compaction summary is signed under, so that a thinking block's signature
+#: never passes for a compaction block's.
+COMPACTION_PREFIX = "compaction\0"
 ARGUMENT_FRAGMENTS = 3
 
 _WORD = re.compile(r"\S+\s*|\s+")
@@ -90,6 +93,8 @@ class Completion:
     signature: str = ""
     #: The reasoning sealed into an opaque token ("" without reasoning).
     sealed_reasoning: str = ""
+    #: The server's signature of the reply's compaction summary ("" without one).
+    compaction_signature: str = ""
 
     @classmethod
     def plan(
@@ -127,9 +132,11 @@ class Completion:
         if reply.cached_tokens is not None:
             cached_tokens = reply.cached_tokens
         model = request.get("model")
-        signature = sealed = ""
+        signature = sealed = compacted = ""
         if signer is not None and reply.reasoning:
             signature, sealed = signer.sign(reply.reasoning), signer.seal(reply.reasoning)
+        if signer is not None and reply.compaction:
+            compacted = signer.sign(COMPACTION_PREFIX + reply.compaction)
         return cls(
             reply=reply,
             completion_id=completion_id,
@@ -140,6 +147,7 @@ class Completion:
             cached_tokens=None if cached_tokens is None else min(cached_tokens, prompt),
             signature=signature,
             sealed_reasoning=sealed,
+            compaction_signature=compacted,
         )
 
     @property

@@ -451,6 +451,73 @@ fn a_version_9_file_takes_reasoning_parts_with_every_row_kept() {
 }
 
 #[test]
+fn a_version_10_file_takes_provider_compaction_parts_with_every_row_kept() {
+    use lossless_core::parts::{Part, ProviderCompaction, Role};
+
+    // A version-10 file: a user turn with its reasoning.
+    let dir10 = tempfile::tempdir().unwrap();
+    let path10 = dir10.path().join("v10.db");
+    let path10 = path10.to_str().unwrap();
+    let before = support::raw(path10);
+    before.execute_batch(SCHEMA_V10).unwrap();
+    before
+        .execute_batch(
+            r#"
+            INSERT INTO sessions (id, model, created_at, config, view_version, next_seq, next_position)
+                VALUES ('ses_9', 'anthropic/claude-sonnet-4-5', 1, '{}', 2, 2, 2);
+            INSERT INTO messages (id, session_id, seq, role, created_at, status, token_count) VALUES
+                ('msg_1', 'ses_9', 1, 'user', 1, 'complete', 9);
+            INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, token_count)
+                VALUES (1, 'prt_1', 'msg_1', 'ses_9', 1, 0, 'text', 'settle the ledger', 5),
+                       (2, 'prt_2', 'msg_1', 'ses_9', 1, 1, 'reasoning',
+                        '{"provider":"anthropic","text":"first","payload":null}', 0);
+            INSERT INTO context_items (session_id, position, kind, item_id, token_count) VALUES
+                ('ses_9', 1, 'message', 'msg_1', 9);
+            INSERT INTO search_backlog (fts_rowid) VALUES (1), (2);
+            "#,
+        )
+        .unwrap();
+    let refused = before.execute(
+        "INSERT INTO parts (pk, id, message_id, session_id, msg_seq, ord, kind, body, token_count)
+         VALUES (3, 'prt_3', 'msg_1', 'ses_9', 1, 2, 'provider_compaction', '{}', 0)",
+        [],
+    );
+    assert!(refused.is_err());
+
+    let mut store = Store::open(path10, &OpenOptions::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let block = Part::ProviderCompaction(ProviderCompaction {
+        provider: "anthropic".into(),
+        text: Some("The ledger balances.".into()),
+        payload: r#"{"type": "compaction", "content": "The ledger balances."}"#.into(),
+    });
+    store
+        .append_message("ses_9", Role::Assistant, std::slice::from_ref(&block), None)
+        .unwrap();
+    let history = store.history("ses_9").unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].parts.len(), 2);
+    assert_eq!(history[1].parts[0].part, block);
+    let hits = store
+        .grep("balances", Some("ses_9"), GrepMode::Text, 10)
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    // The table reads as a new file's, and the file checks out whole.
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = fresh_dir.path().join("new.db");
+    drop(Store::open(fresh.to_str().unwrap(), &OpenOptions::default()).unwrap());
+    let conn = support::raw(path10);
+    assert_eq!(
+        parts_sql(&conn),
+        parts_sql(&support::raw(fresh.to_str().unwrap()))
+    );
+    let verdict: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(verdict, "ok");
+}
+
+#[test]
 fn every_older_version_gets_the_widened_kind_constraint() {
     let dir = tempfile::tempdir().unwrap();
     let fresh = dir.path().join("new.db");

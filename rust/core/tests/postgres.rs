@@ -459,6 +459,49 @@ fn a_version_9_database_takes_reasoning_parts_with_every_row_kept() {
 }
 
 #[test]
+fn a_version_11_database_takes_provider_compaction_parts() {
+    use lossless_core::parts::{Part, ProviderCompaction, Role};
+
+    let db = database();
+    let mut store = Store::open(&db.url(), &OpenOptions::default()).expect("a store");
+    let session = store
+        .create_session("anthropic/claude-sonnet-4-5", "{}", None)
+        .expect("a session");
+    drop(store);
+    let fresh = kind_constraint(open(&db).client());
+    // The version 11 layout: its kinds, before provider_compaction.
+    let mut admin = db.admin();
+    admin
+        .batch_execute(
+            "DROP INDEX parts_provider_compaction;
+             ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
+             ADD CONSTRAINT parts_kind_check CHECK (kind IN
+                 ('text', 'tool', 'file_ref', 'reasoning', 'media', 'compaction_marker'));
+             UPDATE lossless_schema SET version = 11;",
+        )
+        .expect("a version 11 schema");
+    assert!(!kind_constraint(&mut admin).contains("provider_compaction"));
+
+    let mut store = Store::open(&db.url(), &OpenOptions::default()).expect("the upgrade");
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(kind_constraint(&mut admin), fresh);
+    let block = Part::ProviderCompaction(ProviderCompaction {
+        provider: "anthropic".into(),
+        text: Some("The ledger balances.".into()),
+        payload: r#"{"type": "compaction", "content": "The ledger balances."}"#.into(),
+    });
+    store
+        .append_message(
+            &session,
+            Role::Assistant,
+            std::slice::from_ref(&block),
+            None,
+        )
+        .expect("a compaction part");
+    assert_eq!(store.history(&session).unwrap()[0].parts[0].part, block);
+}
+
+#[test]
 fn a_text_that_is_not_a_url_is_invalid_input() {
     let err = Database::open("postgresql://app:pw@127.0.0.1:notaport/db")
         .err()

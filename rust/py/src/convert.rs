@@ -3,7 +3,9 @@
 use lossless_core::model::chat::{Attachment, AttachmentKind, AttachmentSource};
 use lossless_core::parts::{Part, Role, WireSink, WireSource};
 use lossless_core::profile::Profile;
-use lossless_core::render::{reasoning_content, ChatMessage, ReasoningBlock, StoredPart, ToolCall};
+use lossless_core::render::{
+    reasoning_content, BlockKind, ChatMessage, ReasoningBlock, StoredPart, ToolCall,
+};
 use lossless_core::store::{Durability, GrepMode, Usage};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -237,10 +239,11 @@ pub fn chat_completions(messages: &[ChatMessage]) -> Vec<(ChatMessage, bool)> {
 
 /// A chat message as an OpenAI-format dict. Reasoning sent back goes as litellm
 /// takes it on an assistant message: `thinking_blocks` (which its Anthropic and
-/// Bedrock transformations put first in the turn) and `reasoning_content`. A
-/// message with attachments (a user's, after [`chat_completions`]) has a content
-/// list: its text, then an `image_url` part per image and a `file` part per
-/// document.
+/// Bedrock transformations put first in the turn), Responses API items as
+/// `reasoning_items` (which its Responses bridge sends back as input items), and
+/// `reasoning_content`. A message with attachments (a user's, after
+/// [`chat_completions`]) has a content list: its text, then an `image_url` part
+/// per image and a `file` part per document.
 pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("role", message.role)?;
@@ -256,7 +259,7 @@ pub fn chat_message<'py>(py: Python<'py>, message: &ChatMessage) -> PyResult<Bou
         dict.set_item("tool_call_id", id)?;
     }
     if !message.reasoning.is_empty() {
-        dict.set_item("thinking_blocks", thinking_blocks(py, &message.reasoning)?)?;
+        set_reasoning_lists(py, &dict, &message.reasoning)?;
         if let Some(text) = reasoning_content(&message.reasoning) {
             dict.set_item("reasoning_content", text)?;
         }
@@ -306,20 +309,42 @@ fn attachment_part<'py>(py: Python<'py>, attachment: &Attachment) -> PyResult<Bo
     Ok(part)
 }
 
-/// Reasoning blocks as dicts, each parsed from the JSON text the provider sent:
-/// Python's parser keeps the keys in their order, as the provider wrote them.
-pub fn thinking_blocks<'py>(
-    py: Python<'py>,
-    blocks: &[ReasoningBlock],
-) -> PyResult<Bound<'py, PyList>> {
+/// Sets the provider blocks a message carries back, where litellm takes each kind:
+/// thinking as `thinking_blocks`, Responses API items as `reasoning_items`,
+/// compaction blocks as `provider_specific_fields.compaction_blocks`, each in order
+/// and parsed from the JSON text the provider sent (Python's parser keeps the keys
+/// in the provider's order).
+pub fn set_reasoning_lists(
+    py: Python<'_>,
+    dict: &Bound<'_, PyDict>,
+    reasoning: &[ReasoningBlock],
+) -> PyResult<()> {
     let loads = py
         .import(intern!(py, "json"))?
         .getattr(intern!(py, "loads"))?;
-    let list = PyList::empty(py);
-    for block in blocks {
+    let blocks = PyList::empty(py);
+    let items = PyList::empty(py);
+    let compaction = PyList::empty(py);
+    for block in reasoning {
+        let list = match block.kind {
+            BlockKind::Thinking => &blocks,
+            BlockKind::ReasoningItem => &items,
+            BlockKind::Compaction => &compaction,
+        };
         list.append(loads.call1((block.payload.as_str(),))?)?;
     }
-    Ok(list)
+    if !blocks.is_empty() {
+        dict.set_item(intern!(py, "thinking_blocks"), blocks)?;
+    }
+    if !items.is_empty() {
+        dict.set_item(intern!(py, "reasoning_items"), items)?;
+    }
+    if !compaction.is_empty() {
+        let fields = PyDict::new(py);
+        fields.set_item(intern!(py, "compaction_blocks"), compaction)?;
+        dict.set_item(intern!(py, "provider_specific_fields"), fields)?;
+    }
+    Ok(())
 }
 
 /// The `tool_calls` list of an assistant message.

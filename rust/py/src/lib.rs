@@ -107,6 +107,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(tokens::image_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::media_facts, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::check_reasoning_payload, module)?)?;
+    module.add_function(wrap_pyfunction!(tokens::check_compaction_payload, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::extract_file_ids, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::merge_file_id_footer, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::check_summary, module)?)?;

@@ -102,8 +102,7 @@ impl CachedMessage {
             copy.set_item(intern!(py, "tool_calls"), list)?;
         }
         if !self.reasoning.is_empty() {
-            let blocks = convert::thinking_blocks(py, &self.reasoning)?;
-            copy.set_item(intern!(py, "thinking_blocks"), blocks)?;
+            convert::set_reasoning_lists(py, &copy, &self.reasoning)?;
         }
         if let Some(parts) = &self.content {
             let list = PyList::empty(py);

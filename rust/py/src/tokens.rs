@@ -44,6 +44,13 @@ pub fn check_reasoning_payload(payload: &str, field: &str) -> PyResult<()> {
     lossless_core::parts::check_reasoning_payload(field, payload).map_err(crate::errors::to_py_err)
 }
 
+/// Refuses a provider's compaction block the store would not keep (its JSON text),
+/// naming `field`: the core's rule, checked before any message of a list is stored.
+#[pyfunction]
+pub fn check_compaction_payload(payload: &str, field: &str) -> PyResult<()> {
+    lossless_core::parts::check_compaction_payload(field, payload).map_err(crate::errors::to_py_err)
+}
+
 #[pyfunction]
 pub fn extract_file_ids(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Vec<String>> {
     let text = utf8(text, "text")?;

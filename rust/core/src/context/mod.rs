@@ -12,4 +12,5 @@ pub mod render;
 pub(crate) mod replay;
 pub mod request;
 pub(crate) mod selection;
+pub(crate) mod stand_in;
 pub(crate) mod view;

@@ -1,12 +1,14 @@
-//! Reasoning sent back within the tool loop that produced it, and the newest
-//! images and documents sent inline.
+//! Reasoning sent back within the tool loop that produced it, the signatures of
+//! its calls (Gemini's thought signatures kept apart from their ids), and the
+//! newest images and documents sent inline.
 //!
 //! A provider that signs its reasoning (Anthropic's `thinking` blocks) refuses a
 //! tool loop whose last assistant turn comes back without its block, and ignores
 //! the blocks of turns before the newest user message, which would only cost
 //! tokens. So an assistant message after the view's newest user message (the
 //! instruction) is sent with the reasoning blocks the session's provider produced
-//! (`render::render_message_with`); every other message renders as always, and a block
+//! (`render::render_message_with`), its calls with their signatures; every other
+//! message renders as always, and a block
 //! never goes to a provider other than the one that made it.
 //!
 //! The view counts a message without its reasoning. What the loop's blocks add is a
@@ -33,7 +35,7 @@ use crate::context::selection::{instruction, Surcharge};
 use crate::error::Result;
 use crate::model::chat::AttachmentSource;
 use crate::model::{ItemKind, RenderedItem};
-use crate::parts::{attachment_tokens, replay_tokens, ImageRule, Media, Role};
+use crate::parts::{attachment_tokens, replay_tokens, ImageRule, Media, Part, Role};
 use crate::render::{self, Extras};
 use crate::store::Store;
 use crate::tokens::TokenCounter;
@@ -130,7 +132,12 @@ impl Store {
                     .map_or(0, |(_, tokens)| *tokens)
             })
             .collect();
-        Ok(Surcharge { from, tokens })
+        let floor = self.stand_in_floor(session_id, &provider)?;
+        Ok(Surcharge {
+            from,
+            tokens,
+            floor,
+        })
     }
 
     /// The message `id` rendered plain and with the extras `key` names.
@@ -152,30 +159,43 @@ impl Store {
             }
         }
         let extras = Extras {
-            reasoning_for: key.reasoning.then_some(provider),
+            reasoning: key.reasoning,
             inline: Some(&sources),
         };
-        let messages = render::render_message_with(role, &parts, extras);
-        let reasoning: usize = messages
-            .iter()
-            .map(|message| replay_tokens(&message.reasoning, counter))
-            .sum();
+        let messages = render::render_message_with(role, &parts, provider, extras);
+        let plain = render::render_message(role, &parts, provider);
+        let signed: usize = if key.reasoning {
+            parts
+                .iter()
+                .filter_map(|stored| match &stored.part {
+                    Part::Reasoning(reasoning) => reasoning.signature_for(provider),
+                    _ => None,
+                })
+                .map(|signature| signature.tokens(counter))
+                .sum()
+        } else {
+            0
+        };
+        let reasoning: usize = signed
+            + messages
+                .iter()
+                .map(|message| replay_tokens(&message.reasoning, counter))
+                .sum::<usize>();
         let sent = |media_id: &str| sources.contains_key(media_id);
         let attachments: i64 = media
             .iter()
             .filter(|(item, _)| sent(&item.media_id))
             .map(|(_, tokens)| tokens)
             .sum();
-        let adds = messages
-            .iter()
-            .any(|message| !message.reasoning.is_empty() || !message.attachments.is_empty());
+        // Reasoning, signed calls or attachments: whatever the request adds.
+        let adds = messages != plain;
         let rendered = adds.then(|| {
             (
                 Arc::new(RenderedItem::new(id.to_string(), messages)),
                 reasoning as i64 + attachments,
             )
         });
-        let plain = RenderedItem::new(id.to_string(), render::render_message(role, &parts));
+        let plain = RenderedItem::new(id.to_string(), plain);
         Ok((plain, Replay { key, rendered }))
     }
 

@@ -13,6 +13,8 @@
 //! messages) stays the same from turn to turn and a provider's prompt cache keeps
 //! serving it. Cutting just enough every turn would move the front on every turn.
 
+use std::borrow::Cow;
+
 use crate::model::{ItemKind, ViewItem};
 use crate::parts::Role;
 use crate::request;
@@ -36,6 +38,10 @@ pub(crate) struct Selection {
 pub(crate) struct Surcharge {
     pub(crate) from: usize,
     pub(crate) tokens: Vec<i64>,
+    /// The first item a request may send besides the instruction: a provider's
+    /// compaction block there stands in for every item before it (see
+    /// `context/stand_in.rs`); 0 when none does.
+    pub(crate) floor: usize,
 }
 
 impl Surcharge {
@@ -48,8 +54,10 @@ impl Surcharge {
             .unwrap_or(0)
     }
 
+    /// What the items a request may send cost beyond their count in the view.
     fn total(&self) -> i64 {
-        self.tokens.iter().sum()
+        let skipped = self.floor.saturating_sub(self.from).min(self.tokens.len());
+        self.tokens[skipped..].iter().sum()
     }
 }
 
@@ -101,6 +109,16 @@ pub(crate) fn select_items_with(
     let budget = budget.max(0);
     let mut chosen = Vec::new();
     let mut used = 0;
+    let floor = surcharge.floor;
+    // Summaries before a provider's compaction block are stood in for by it.
+    let (summaries, summary_tokens, stood_in): (Cow<'_, [usize]>, i64, i64) = if floor == 0 {
+        (Cow::Borrowed(summaries), summary_tokens, 0)
+    } else {
+        let kept: Vec<usize> = summaries.iter().copied().filter(|&i| i >= floor).collect();
+        let tokens = kept.iter().map(|&i| items[i].tokens).sum();
+        let before = items[..floor].iter().map(|item| item.tokens).sum();
+        (Cow::Owned(kept), tokens, before)
+    };
     // The instruction's own attachments sent inline are its surcharge.
     let instruction =
         instruction(items).filter(|&at| items[at].tokens + surcharge.at(at) <= budget);
@@ -110,7 +128,7 @@ pub(crate) fn select_items_with(
     }
     if used + summary_tokens <= budget {
         used += summary_tokens;
-        chosen.extend_from_slice(summaries);
+        chosen.extend_from_slice(&summaries);
     } else {
         for &index in summaries.iter().rev() {
             if used + items[index].tokens <= budget {
@@ -119,11 +137,18 @@ pub(crate) fn select_items_with(
             }
         }
     }
-    let history =
-        |index: &usize| items[*index].kind == ItemKind::Message && Some(*index) != instruction;
-    // Every item is a summary, the instruction or history; summaries have no surcharge.
-    let history_tokens = view_tokens - summary_tokens + surcharge.total()
-        - instruction.map_or(0, |at| items[at].tokens + surcharge.at(at));
+    let history = |index: &usize| {
+        *index >= floor && items[*index].kind == ItemKind::Message && Some(*index) != instruction
+    };
+    // Every item is a summary, the instruction or history; summaries have no
+    // surcharge. What a provider's block stands in for is none of them (and its
+    // surcharges are not in the total).
+    let instruction_cost = match instruction {
+        Some(at) if at >= floor => items[at].tokens + surcharge.at(at),
+        _ => 0,
+    };
+    let history_tokens =
+        view_tokens - stood_in - summary_tokens - instruction_cost + surcharge.total();
     let cost = |index: usize| items[index].tokens + surcharge.at(index);
     let room = budget - used;
     let cut = if history_tokens <= room {
@@ -267,6 +292,28 @@ mod tests {
             items.iter().map(|item| item.tokens).sum(),
             summaries.map(|item| item.tokens).sum(),
         )
+    }
+
+    #[test]
+    fn a_provider_s_block_stands_in_for_what_precedes_it() {
+        // A summary, an old turn, the instruction, two steps, the block's step, one more.
+        let mut items = vec![summary(50), message(Role::Assistant, 40)];
+        items.push(message(Role::User, 20));
+        items.extend((0..4).map(|_| message(Role::Assistant, 30)));
+        let stand_in = Surcharge {
+            floor: 5,
+            ..Surcharge::default()
+        };
+        let all = select_items_with(&items, &[0], totals(&items), 1_000, &Surcharge::default());
+        assert_eq!(all.chosen, (0..7).collect::<Vec<_>>());
+        let from_block = select_items_with(&items, &[0], totals(&items), 1_000, &stand_in);
+        // The instruction still goes; the summary and the steps before the block do not.
+        assert_eq!(from_block.chosen, [2, 5, 6]);
+        assert_eq!(from_block.tokens, 20 + 30 + 30);
+        assert_eq!(from_block.tail_start, 5);
+        // Within a budget short of even that, the newest go first, as always.
+        let tight = select_items_with(&items, &[0], totals(&items), 50, &stand_in);
+        assert_eq!(tight.chosen, [2, 6]);
     }
 
     fn tool_run(calls: usize, tokens: i64) -> Vec<ViewItem> {

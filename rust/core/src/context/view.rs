@@ -426,9 +426,15 @@ impl Store {
             .map(|&index| (index, view.items[index].kind, view.items[index].id.clone()))
             .collect();
         let mut loaded = Vec::with_capacity(missing.len());
+        // A message renders for the provider its session's model is routed to.
+        let provider = if missing.is_empty() {
+            String::new()
+        } else {
+            crate::context::provider::provider_of(&self.session(session_id)?.model).to_string()
+        };
         for (index, kind, id) in missing {
             let messages = match kind {
-                ItemKind::Message => self.render_stored_message(&id)?,
+                ItemKind::Message => self.render_stored_message(&id, &provider)?,
                 ItemKind::Summary => self.render_summary(&id)?,
             };
             loaded.push((index, Arc::new(RenderedItem::new(id, messages))));
@@ -446,13 +452,17 @@ impl Store {
         Ok(items)
     }
 
-    fn render_stored_message(&self, message_id: &str) -> Result<Vec<ChatMessage>> {
+    fn render_stored_message(&self, message_id: &str, provider: &str) -> Result<Vec<ChatMessage>> {
         let role: String = self
             .conn
             .prepare_cached("SELECT role FROM messages WHERE id = ?1")?
             .query_row(args![message_id], |row| row.get(0))?;
         let role = Role::parse(&role)?.as_str();
-        Ok(render::render_message(role, &self.load_parts(message_id)?))
+        Ok(render::render_message(
+            role,
+            &self.load_parts(message_id)?,
+            provider,
+        ))
     }
 
     fn render_summary(&self, summary_id: &str) -> Result<Vec<ChatMessage>> {

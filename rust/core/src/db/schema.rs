@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -253,6 +253,10 @@ CREATE INDEX IF NOT EXISTS parts_open_calls ON parts (session_id, call_id, msg_s
 -- Covering: the file ids of a span (every summary's footer) without reading its parts.
 CREATE INDEX IF NOT EXISTS parts_file_ids ON parts (session_id, msg_seq, ord, file_ids)
     WHERE file_ids IS NOT NULL;
+-- A provider's compaction blocks (as of version 12): where a request starts when
+-- one stands in for what precedes it, found without reading the session's parts.
+CREATE INDEX IF NOT EXISTS parts_provider_compaction ON parts (session_id, msg_seq, ord)
+    WHERE kind = 'provider_compaction';
 CREATE INDEX IF NOT EXISTS summaries_by_session ON summaries (session_id, created_at);
 -- A session's images and documents, newest first (as of version 11): which a
 -- request sends inline, without a scan of its other parts.
@@ -596,9 +600,9 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         _ => {}
     }
     if again < SCHEMA_VERSION {
-        // Version 10: the reasoning kind; version 11: the media kind. Every older
-        // `parts` table has a narrower list of kinds (version 1's table was made
-        // anew above, with the whole list).
+        // Version 10: the reasoning kind; 11: the media kind; 12: the
+        // provider_compaction kind. Every older `parts` table has a narrower list of
+        // kinds (version 1's table was made anew above, with the whole list).
         if again > 0 {
             crate::db::kind_check::widen(&tx, path)?;
         }

@@ -8,13 +8,27 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// A provider's reasoning block sent back beside an assistant message.
+/// A provider's block sent back beside an assistant message: its reasoning, or
+/// its compaction of the conversation before it.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ReasoningBlock {
     /// The block as JSON text, exactly as the provider sent it.
     pub payload: String,
-    /// Its readable text, if any.
+    /// Its readable reasoning, if any (sent along as `reasoning_content`).
     pub text: Option<String>,
+    /// Where litellm takes it back.
+    pub kind: BlockKind,
+}
+
+/// Where litellm takes a provider's block back on an assistant message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockKind {
+    /// `thinking_blocks`: Anthropic's (and Bedrock's) thinking.
+    Thinking,
+    /// `reasoning_items`: the Responses API's reasoning items.
+    ReasoningItem,
+    /// `provider_specific_fields.compaction_blocks`: Anthropic's compaction.
+    Compaction,
 }
 
 /// One OpenAI chat message.
@@ -24,9 +38,10 @@ pub struct ChatMessage {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
-    /// Reasoning blocks sent back with an assistant message, in the order the
-    /// provider sent them (litellm's `thinking_blocks`): only within the tool loop
-    /// that produced them, to the provider that produced them.
+    /// Provider blocks sent back with an assistant message, in the order the
+    /// provider sent them: its compaction blocks, to the provider that made them,
+    /// and its reasoning (litellm's `thinking_blocks`), only within the tool loop
+    /// that produced it, to the provider that produced it.
     pub reasoning: Vec<ReasoningBlock>,
     pub attachments: Vec<Attachment>,
 }
@@ -79,6 +94,7 @@ impl ChatMessage {
 pub fn reasoning_content(blocks: &[ReasoningBlock]) -> Option<String> {
     let texts: Vec<&str> = blocks
         .iter()
+        .filter(|block| block.kind != BlockKind::Compaction)
         .filter_map(|block| block.text.as_deref())
         .filter(|text| !text.is_empty())
         .collect();

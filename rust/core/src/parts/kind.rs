@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use super::media::Media;
+use super::provider_compaction::ProviderCompaction;
 use super::reasoning::Reasoning;
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
@@ -95,6 +96,9 @@ pub enum Rendered<'a> {
     /// An image or a document: a one-line reference in the text of its message
     /// (or of its tool result), and an attachment where a request sends it inline.
     Media(&'a Media),
+    /// A provider's compaction block: itself to that provider, its readable
+    /// summary to another (see `ProviderCompaction::sent_to`).
+    ProviderCompaction(&'a ProviderCompaction),
 }
 
 /// The `parts` columns one part fills; kinds leave unused ones `None`.

@@ -14,6 +14,7 @@ mod kind;
 mod media;
 mod media_cost;
 mod media_sniff;
+mod provider_compaction;
 mod reasoning;
 mod sql;
 mod text;
@@ -35,8 +36,13 @@ pub use media::{
 };
 pub use media_cost::{attachment_tokens, image_tokens, ImageRule, UNKNOWN_IMAGE_SIZE};
 pub use media_sniff::{sniff, Sniffed};
+pub use provider_compaction::{
+    check_payload as check_compaction_payload, CompactionSent, ProviderCompaction,
+    ProviderCompactionKind,
+};
 pub use reasoning::{
-    check_payload as check_reasoning_payload, replay_tokens, Reasoning, ReasoningKind,
+    check_payload as check_reasoning_payload, replay_tokens, CallSignature, Reasoning,
+    ReasoningKind, THOUGHT_SEPARATOR,
 };
 pub use sql::{kind_check, search_text_sql};
 pub use text::TextKind;
@@ -171,9 +177,11 @@ declare_parts! {
     FileRef => FileRefKind,
     Reasoning => ReasoningKind,
     Media => MediaKind,
+    ProviderCompaction => ProviderCompactionKind,
 }
 
-/// The kind names as an error message lists them: `text, tool, file_ref, reasoning or media`.
+/// The kind names as an error message lists them: `text, tool, ..., media or
+/// provider_compaction`.
 fn known_kinds() -> String {
     match KIND_NAMES.split_last() {
         Some((last, [])) => (*last).to_string(),

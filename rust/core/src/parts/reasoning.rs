@@ -18,7 +18,7 @@ use super::checks::{check_content, check_identifier};
 use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
 use super::wire::{WireSink, WireSource};
 use crate::error::{Error, Result};
-use crate::model::chat::ReasoningBlock;
+use crate::model::chat::{BlockKind, ReasoningBlock};
 use crate::tokens::TokenCounter;
 
 /// Framing of one block sent back (its entry in `thinking_blocks`).
@@ -42,12 +42,74 @@ impl Reasoning {
     /// any provider takes).
     #[must_use]
     pub fn replayed_to(&self, provider: &str) -> Option<ReasoningBlock> {
-        let payload = self.payload.as_ref()?;
-        (self.provider == provider).then(|| ReasoningBlock {
+        let payload = self
+            .payload
+            .as_ref()
+            .filter(|_| self.provider == provider)?;
+        let kind = payload_type(payload);
+        // A call's signature goes on its call: see `signature_for`.
+        (kind.as_deref() != Some(SIGNATURE_TYPE)).then(|| ReasoningBlock {
             payload: payload.clone(),
             text: self.text.clone(),
+            kind: if kind.as_deref() == Some("reasoning") {
+                BlockKind::ReasoningItem
+            } else {
+                BlockKind::Thinking
+            },
         })
     }
+
+    /// The call id and thought signature this part keeps for `provider`, when it is
+    /// a signature of the call it names (Gemini signs its function calls), sent
+    /// back on that call in the tool loop that produced it.
+    #[must_use]
+    pub fn signature_for(&self, provider: &str) -> Option<CallSignature> {
+        let payload = self.payload.as_ref()?;
+        (self.provider == provider)
+            .then(|| call_signature(payload))
+            .flatten()
+    }
+}
+
+/// A provider's signature of one function call, kept apart from the call when its
+/// id could not carry it (see `THOUGHT_SEPARATOR`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallSignature {
+    pub call_id: String,
+    pub signature: String,
+}
+
+/// How litellm carries a Gemini thought signature in a tool call's id:
+/// `{id}__thought__{signature}`, which its Gemini transformation reads back.
+pub const THOUGHT_SEPARATOR: &str = "__thought__";
+
+/// The payload type of a call's signature kept apart from the call.
+const SIGNATURE_TYPE: &str = "thought_signature";
+
+impl CallSignature {
+    /// The call's id as litellm reads a signature from it.
+    #[must_use]
+    pub fn signed_id(&self) -> String {
+        format!("{}{THOUGHT_SEPARATOR}{}", self.call_id, self.signature)
+    }
+
+    /// Tokens the signature adds to a request: on the call and on its result.
+    #[must_use]
+    pub fn tokens(&self, counter: &TokenCounter) -> usize {
+        2 * (counter.count(THOUGHT_SEPARATOR) + counter.count(&self.signature))
+    }
+}
+
+/// The signature a `thought_signature` payload keeps; `None` for any other payload.
+fn call_signature(payload: &str) -> Option<CallSignature> {
+    let block: Value = serde_json::from_str(payload).ok()?;
+    if block["type"] != SIGNATURE_TYPE {
+        return None;
+    }
+    Some(CallSignature {
+        call_id: block["id"].as_str()?.to_string(),
+        signature: block["signature"].as_str()?.to_string(),
+    })
 }
 
 /// The `reasoning` kind: its fields are stored as a JSON object in the body, the
@@ -98,6 +160,7 @@ impl PartKind for ReasoningKind {
         let block = ReasoningBlock {
             payload: reasoning.payload.clone().unwrap_or_default(),
             text: reasoning.text.clone(),
+            kind: BlockKind::Thinking,
         };
         (replay_tokens(std::slice::from_ref(&block), counter), 0)
     }
@@ -177,17 +240,26 @@ fn readable(reasoning: &Reasoning) -> String {
 pub fn replay_tokens(blocks: &[ReasoningBlock], counter: &TokenCounter) -> usize {
     let payloads: usize = blocks
         .iter()
+        // A compaction block is counted in its message's cost in the view.
+        .filter(|block| block.kind != BlockKind::Compaction)
         .map(|block| counter.count(&block.payload) + BLOCK_OVERHEAD)
         .sum();
     payloads + crate::model::chat::reasoning_content(blocks).map_or(0, |text| counter.count(&text))
 }
 
-/// Rejects a payload that is not a provider's block: a JSON object with a string
-/// `type`; a `thinking` block with its `thinking` text and a signature, a
-/// `redacted_thinking` block with its data. Other types are kept as they came.
+/// The `type` of a stored payload (checked when stored to be a JSON object with a
+/// string `type`); `None` for one that no longer parses.
+fn payload_type(payload: &str) -> Option<String> {
+    let block: Value = serde_json::from_str(payload).ok()?;
+    block["type"].as_str().map(str::to_string)
+}
+
 /// Rejects a reasoning payload the store must not keep: text that is not a JSON
 /// object with a string `type`, a `thinking` block without its text or signature,
-/// a `redacted_thinking` block without its data. `field` names it in errors.
+/// a `redacted_thinking` block without its data, a Responses API `reasoning` item
+/// with neither its `encrypted_content` nor the `id` the provider stored it under,
+/// a `thought_signature` without the `id` of its call or its `signature`. Other
+/// types are kept as they came. `field` names it in errors.
 pub fn check_payload(field: &str, payload: &str) -> Result<()> {
     check_content(field, payload)?;
     let Ok(Value::Object(block)) = serde_json::from_str::<Value>(payload) else {
@@ -211,6 +283,18 @@ pub fn check_payload(field: &str, payload: &str) -> Result<()> {
             })
         }
         "redacted_thinking" => string_field(field, &block, "data", true),
+        SIGNATURE_TYPE => {
+            string_field(field, &block, "id", true)?;
+            string_field(field, &block, "signature", true)
+        }
+        "reasoning" => string_field(field, &block, "encrypted_content", true)
+            .or_else(|_| string_field(field, &block, "id", true))
+            .map_err(|_| {
+                Error::invalid(
+                    format!("{field}.encrypted_content"),
+                    "a reasoning item needs its encrypted_content or its id to be sent back",
+                )
+            }),
         _ => Ok(()),
     }
 }
@@ -281,6 +365,17 @@ mod tests {
                 part(None, Some(r#"{"type": "redacted_thinking", "data": ""}"#)),
                 "parts[1].payload.data:",
             ),
+            (
+                part(None, Some(r#"{"type": "thought_signature", "id": "c1"}"#)),
+                "parts[1].payload.signature:",
+            ),
+            (
+                part(
+                    None,
+                    Some(r#"{"type": "thought_signature", "signature": "s"}"#),
+                ),
+                "parts[1].payload.id:",
+            ),
         ];
         for (part, field) in cases {
             assert!(
@@ -295,9 +390,18 @@ mod tests {
         }
         assert!(refusal(&nameless).starts_with("parts[1].provider:"));
         // A block of another provider's making is kept as it came.
-        part(None, Some(r#"{"type": "reasoning", "encrypted": "e"}"#))
+        part(None, Some(r#"{"type": "summary", "encrypted": "e"}"#))
             .validate("parts[1]")
             .unwrap();
+        // A Responses API item needs what the provider reads it back by.
+        let bare = part(Some("x"), Some(r#"{"type": "reasoning", "summary": []}"#));
+        assert!(refusal(&bare).starts_with("parts[1].payload.encrypted_content:"));
+        for item in [
+            r#"{"type": "reasoning", "encrypted_content": "gAAA"}"#,
+            r#"{"type": "reasoning", "id": "rs_1", "summary": []}"#,
+        ] {
+            part(None, Some(item)).validate("parts[1]").unwrap();
+        }
     }
 
     #[test]
@@ -345,10 +449,31 @@ mod tests {
         let counter = TokenCounter::new("gpt-4o", 1.0);
         let cost = replay_tokens(std::slice::from_ref(&block), &counter);
         assert!(cost >= counter.count(THINKING) + counter.count("check the ledger"));
+        assert_eq!(block.kind, BlockKind::Thinking);
         let readable = Reasoning {
             payload: None,
             ..signed
         };
         assert!(readable.replayed_to("anthropic").is_none());
+        let item = Reasoning {
+            provider: "openai".into(),
+            text: Some("plan".into()),
+            payload: Some(r#"{"id": "rs_1", "type": "reasoning", "summary": []}"#.into()),
+        };
+        assert_eq!(
+            item.replayed_to("openai").unwrap().kind,
+            BlockKind::ReasoningItem
+        );
+        // A call's signature goes on its call, never beside the message.
+        let signed = Reasoning {
+            provider: "gemini".into(),
+            text: None,
+            payload: Some(r#"{"type":"thought_signature","id":"c1","signature":"c2ln"}"#.into()),
+        };
+        assert!(
+            signed.replayed_to("gemini").is_none() && signed.signature_for("vertex_ai").is_none()
+        );
+        let signature = signed.signature_for("gemini").unwrap();
+        assert_eq!(signature.signed_id(), "c1__thought__c2ln");
     }
 }

@@ -56,6 +56,11 @@ fn samples() -> Vec<Part> {
             )
             .unwrap(),
         ),
+        Part::ProviderCompaction(ProviderCompaction {
+            provider: "anthropic".into(),
+            text: Some("the ledger balances".into()),
+            payload: r#"{"type":"compaction","content":"the ledger balances"}"#.into(),
+        }),
     ]
 }
 
@@ -127,7 +132,7 @@ fn an_unknown_kind_is_refused_naming_the_known_ones() {
     let err = Part::read_wire(&dict, "parts[3]").unwrap_err().to_string();
     assert!(err.contains("parts[3].kind"), "{err}");
     assert!(
-        err.contains("expected text, tool, file_ref, reasoning or media"),
+        err.contains("expected text, tool, file_ref, reasoning, media or provider_compaction"),
         "{err}"
     );
     let stored = StoredColumns {
@@ -141,7 +146,8 @@ fn an_unknown_kind_is_refused_naming_the_known_ones() {
 fn the_kind_constraint_lists_the_kinds_in_order_then_the_reserved_one() {
     assert_eq!(
         kind_check(),
-        "'text', 'tool', 'file_ref', 'reasoning', 'media', 'compaction_marker'"
+        "'text', 'tool', 'file_ref', 'reasoning', 'media', 'provider_compaction', \
+         'compaction_marker'"
     );
 }
 

@@ -14,7 +14,7 @@ pub const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
 /// The PostgreSQL backend starts at version 8; a release that changes the SQLite
 /// schema adds its step here under the same version number.
-fn steps() -> [(i64, String); 3] {
+fn steps() -> [(i64, String); 4] {
     [
         // Version 9: what an arena entry's text counted before it was cut at write time.
         (
@@ -23,27 +23,41 @@ fn steps() -> [(i64, String); 3] {
         ),
         // Version 10: the reasoning kind. The constraint is made again from the kinds
         // this build declares; the stored rows all meet it, as it only allows more.
-        (
-            9,
-            format!(
-                "ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
-                 ADD CONSTRAINT parts_kind_check CHECK (kind IN ({}));",
-                crate::parts::kind_check()
-            ),
-        ),
+        (9, widened_kind_check()),
         // Version 11: the media kind and the bytes of images and documents.
         (
             10,
             format!(
-                "ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
-                 ADD CONSTRAINT parts_kind_check CHECK (kind IN ({}));
+                "{}
                  {}{}",
-                crate::parts::kind_check(),
+                widened_kind_check(),
                 schema::MEDIA,
                 schema::append_only_triggers("media", None)
             ),
         ),
+        // Version 12: the provider_compaction kind, the same way, and the index
+        // that finds its parts.
+        (
+            11,
+            format!(
+                "{}
+                 CREATE INDEX IF NOT EXISTS parts_provider_compaction
+                     ON parts (session_id, msg_seq, ord)
+                     WHERE kind = 'provider_compaction';",
+                widened_kind_check()
+            ),
+        ),
     ]
+}
+
+/// The statement that makes the kind constraint again from the kinds this build
+/// declares (a later step's list holds an earlier one's).
+fn widened_kind_check() -> String {
+    format!(
+        "ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
+         ADD CONSTRAINT parts_kind_check CHECK (kind IN ({}));",
+        crate::parts::kind_check()
+    )
 }
 
 /// The first schema version the PostgreSQL backend wrote: a lower one was never

@@ -24,7 +24,7 @@
 
 /// The schema version these tables are: the SQLite schema's, whose tables they
 /// translate (a test compares the two).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The version row and the function every append-only trigger calls.
 pub(super) const META: &str = r"
@@ -279,6 +279,8 @@ CREATE INDEX parts_open_calls ON parts (session_id, call_id, msg_seq)
     WHERE kind = 'tool' AND tool_status IN ('pending', 'running');
 CREATE INDEX parts_file_ids ON parts (session_id, msg_seq, ord, file_ids)
     WHERE file_ids IS NOT NULL;
+CREATE INDEX parts_provider_compaction ON parts (session_id, msg_seq, ord)
+    WHERE kind = 'provider_compaction';
 CREATE INDEX summaries_by_session ON summaries (session_id, created_at);
 CREATE INDEX arena_entries_by_key ON arena_entries (session_id, key, seq);
 CREATE INDEX file_chunks_by_line ON file_chunks (file_id, first_line, ord);
