@@ -40,6 +40,7 @@ __all__ = [
     "SupportsModelDump",
     "ToolResult",
     "Turn",
+    "mapping_of",
     "open_call_ids",
     "to_turns",
 ]
@@ -168,7 +169,7 @@ def _as_list(messages: Sequence[OpenAIMessage]) -> list[OpenAIMessage]:
 
 
 def _as_mapping(index: int, message: object) -> Mapping[str, Any]:
-    mapping = _mapping_of(message)
+    mapping = mapping_of(message)
     if mapping is None:
         raise InvalidInputError(
             f"messages[{index}]: expected a dict or a model with model_dump(), "
@@ -177,7 +178,7 @@ def _as_mapping(index: int, message: object) -> Mapping[str, Any]:
     return mapping
 
 
-def _mapping_of(value: object) -> Mapping[str, Any] | None:
+def mapping_of(value: object) -> Mapping[str, Any] | None:
     """``value`` as a mapping: itself, or its ``model_dump()``; ``None`` if neither."""
     if isinstance(value, Mapping):
         return value
@@ -222,7 +223,7 @@ def _text_parts(field: str, content: object) -> list[TextPart]:
     parts: list[TextPart] = []
     for position, raw in enumerate(content):
         where = f"{field}[{position}]"
-        item = _mapping_of(raw)
+        item = mapping_of(raw)
         if item is None:
             raise InvalidInputError(f"{where}: expected a content part dict")
         kind = item.get("type")
@@ -268,7 +269,7 @@ def _reasoning(index: int, message: Mapping[str, Any], provider: str) -> list[Re
             )
         for position, raw in enumerate(blocks):
             where = f"messages[{index}].thinking_blocks[{position}]"
-            block = _mapping_of(raw)
+            block = mapping_of(raw)
             if block is None:
                 raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
             part = part_of_block(provider, block)
@@ -293,7 +294,7 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
     seen: set[str] = set()
     for position, raw in enumerate(value):
         where = f"messages[{index}].tool_calls[{position}]"
-        call = _mapping_of(raw)
+        call = mapping_of(raw)
         if call is None:
             raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
         kind = call.get("type", "function")
@@ -305,7 +306,7 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str]]:
         if call_id in seen:
             raise InvalidInputError(f"{where}.id: {call_id!r} appears twice in one message")
         seen.add(call_id)
-        function = _mapping_of(call.get("function"))
+        function = mapping_of(call.get("function"))
         if function is None:
             raise InvalidInputError(f"{where}.function: missing")
         name = _identifier(f"{where}.function.name", function.get("name"))

@@ -30,8 +30,19 @@ _STREAM_KEYS = frozenset({"index"})
 
 def part_of_block(provider: str, block: Mapping[str, Any]) -> ReasoningPart:
     """The part that keeps ``block`` as ``provider`` sent it, its readable text
-    (a ``thinking`` block's) alongside."""
-    thinking = block.get("thinking") if block.get("type") == "thinking" else None
+    (a ``thinking`` block's, or the summary of an OpenAI ``reasoning`` item)
+    alongside."""
+    kind = block.get("type")
+    if kind == "reasoning":
+        summary = block.get("summary")
+        pieces = summary if isinstance(summary, list) else []
+        thinking: object = "\n\n".join(
+            piece["text"]
+            for piece in pieces
+            if isinstance(piece, Mapping) and isinstance(piece.get("text"), str)
+        )
+    else:
+        thinking = block.get("thinking") if kind == "thinking" else None
     text = thinking if isinstance(thinking, str) and thinking else None
     return ReasoningPart(provider, text, dict(block))
 

@@ -118,6 +118,7 @@ fn tool_exchange_as_text(message: ChatMessage) -> ChatMessage {
         tool_calls: Vec::new(),
         tool_call_id: None,
         reasoning: message.reasoning,
+        attachments: message.attachments,
     }
 }
 
@@ -163,6 +164,7 @@ fn split_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
         let mut content = message.content;
         // Reasoning opens the turn: it stays with the first call, as the text does.
         let mut reasoning = message.reasoning;
+        let mut attachments = message.attachments;
         for call in message.tool_calls {
             let position = results
                 .iter()
@@ -173,6 +175,7 @@ fn split_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
                 tool_calls: vec![call],
                 tool_call_id: None,
                 reasoning: std::mem::take(&mut reasoning),
+                attachments: std::mem::take(&mut attachments),
             });
             out.extend(position.map(|position| results.remove(position)));
         }
@@ -255,6 +258,7 @@ mod tests {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }
     }
 
@@ -272,6 +276,7 @@ mod tests {
                 .collect(),
             tool_call_id: None,
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }
     }
 
@@ -282,6 +287,7 @@ mod tests {
             tool_calls: Vec::new(),
             tool_call_id: Some(id.to_string()),
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }
     }
 

@@ -57,6 +57,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                     tool_calls: Vec::new(),
                     tool_call_id: Some(call.id.clone()),
                     reasoning: Vec::new(),
+                    attachments: Vec::new(),
                 });
                 calls.push(call);
             }
@@ -89,6 +90,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
         tool_calls: Vec::with_capacity(calls.len()),
         tool_call_id: None,
         reasoning: Vec::new(),
+        attachments: Vec::new(),
     };
     let mut answers = Vec::with_capacity(results.len());
     for (call, result) in calls.into_iter().zip(results) {
@@ -106,6 +108,7 @@ pub fn render_message(role: &'static str, parts: &[StoredPart]) -> Vec<ChatMessa
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 reasoning: Vec::new(),
+                attachments: Vec::new(),
             };
             out.push(std::mem::replace(&mut head, next));
             out.append(&mut answers);

@@ -202,6 +202,7 @@ mod tests {
                 .collect(),
             tool_call_id: None,
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         };
         let mut messages = vec![head];
         messages.extend(ids.iter().map(|id| ChatMessage {
@@ -210,6 +211,7 @@ mod tests {
             tool_calls: Vec::new(),
             tool_call_id: Some((*id).to_string()),
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }));
         RenderedItem::new("msg".to_string(), messages)
     }

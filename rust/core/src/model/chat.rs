@@ -17,6 +17,35 @@ pub struct ReasoningBlock {
     pub text: Option<String>,
 }
 
+/// An image or a document a message carries beside its text.
+#[derive(Clone, Debug, PartialEq, Hash)]
+pub struct Attachment {
+    /// Whether it is an image or a document.
+    pub kind: AttachmentKind,
+    /// Its MIME type: `image/png`, `image/jpeg`, `image/gif`, `image/webp`, `application/pdf`.
+    pub media_type: String,
+    /// Where its bytes are: inline as base64, or at a URL that is never fetched.
+    pub source: AttachmentSource,
+    /// The caption or alt text it came with, if any.
+    pub caption: Option<String>,
+}
+
+/// What an attachment is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AttachmentKind {
+    Image,
+    Document,
+}
+
+/// Where an attachment's bytes are.
+#[derive(Clone, Debug, PartialEq, Hash)]
+pub enum AttachmentSource {
+    /// The bytes, base64-encoded.
+    Base64(std::sync::Arc<str>),
+    /// A URL, sent as it is.
+    Url(String),
+}
+
 /// One OpenAI chat message.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ChatMessage {
@@ -28,6 +57,7 @@ pub struct ChatMessage {
     /// provider sent them (litellm's `thinking_blocks`): only within the tool loop
     /// that produced them, to the provider that produced them.
     pub reasoning: Vec<ReasoningBlock>,
+    pub attachments: Vec<Attachment>,
 }
 
 impl ChatMessage {
@@ -38,6 +68,7 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning: Vec::new(),
+            attachments: Vec::new(),
         }
     }
 }
