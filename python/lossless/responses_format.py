@@ -124,6 +124,7 @@ def tool_of(tool: Mapping[str, Any]) -> dict[str, Any]:
     if function.get("description"):
         converted["description"] = function["description"]
     converted["parameters"] = function.get("parameters") or {"type": "object", "properties": {}}
-    if "strict" in function:
-        converted["strict"] = function["strict"]
+    # Chat Completions checks arguments loosely unless told; the Responses API
+    # strictly unless told: the definition keeps the meaning it was written with.
+    converted["strict"] = bool(function.get("strict", False))
     return converted

@@ -128,6 +128,9 @@ class Recorder(RequestComposer):
         else:
             messages = list(messages)
             detected = checked_format(format) if format is not None else detect_format(messages)
+            if format is None and system is not None and detected == "openai":
+                # A system text apart is how an Anthropic request holds it.
+                detected = "anthropic"
         provider = {"anthropic": "anthropic", "responses": "openai"}.get(
             detected, _native.model_provider(self.model)
         )

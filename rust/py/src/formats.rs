@@ -2,7 +2,7 @@
 //! assembled chat messages (`lossless_core::formats`), this builds the lists and
 //! dicts in one pass. Nothing is decided here.
 
-use lossless_core::formats::{anthropic, responses, Format, Node};
+use lossless_core::formats::{anthropic, rejoined, responses, Format, Node};
 use lossless_core::render::ChatMessage;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -37,17 +37,18 @@ pub fn format_request<'py>(
     marks: Vec<usize>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = format_arg(format)?;
-    let rendered: Vec<&ChatMessage> = items
+    let rendered: Vec<(&ChatMessage, Option<usize>)> = items
         .items
         .iter()
-        .flat_map(|item| item.messages.iter())
+        .enumerate()
+        .flat_map(|(at, item)| item.messages.iter().map(move |message| (message, Some(at))))
         .collect();
     let placed = placed_messages(layout)?;
     let mut extra = placed.iter();
     let mut messages = Vec::with_capacity(layout.len());
     for entry in layout.iter() {
         if entry.is_instance_of::<PyDict>() {
-            messages.push(extra.next().expect("one placed message per dict"));
+            messages.push((extra.next().expect("one placed message per dict"), None));
         } else {
             let index = convert::int(&entry, "layout")?;
             let message = usize::try_from(index)
@@ -57,6 +58,8 @@ pub fn format_request<'py>(
             messages.push(message);
         }
     }
+    let (joined, marks) = rejoined(&messages, &marks);
+    let messages: Vec<&ChatMessage> = joined.iter().map(AsRef::as_ref).collect();
     let loads = py
         .import(intern!(py, "json"))?
         .getattr(intern!(py, "loads"))?;

@@ -61,6 +61,80 @@ impl<'a> Node<'a> {
     }
 }
 
+/// A request's messages as the converters take them, each given with the view item
+/// it renders (`None` for a message placed around the items), and the indices of
+/// the messages carrying cache marks. A stored message whose calls were split in
+/// two because one repeats an identical call (decision 35, for Gemini, which has
+/// no call ids) is joined again: both formats here carry call ids, and a history
+/// read in comes back as it was. The mark of a joined message stays on it.
+#[must_use]
+pub fn rejoined<'a>(
+    messages: &[(&'a ChatMessage, Option<usize>)],
+    marks: &[usize],
+) -> (Vec<Cow<'a, ChatMessage>>, Vec<usize>) {
+    let mut out: Vec<Cow<'a, ChatMessage>> = Vec::with_capacity(messages.len());
+    let mut moved = Vec::with_capacity(marks.len());
+    let mut start = 0;
+    while start < messages.len() {
+        let item = messages[start].1;
+        let end = messages[start..]
+            .iter()
+            .position(|(_, other)| item.is_none() || *other != item)
+            .map_or(messages.len(), |len| start + len.max(1));
+        let group = &messages[start..end];
+        let split = group
+            .iter()
+            .filter(|(message, _)| message.role == "assistant")
+            .count()
+            > 1;
+        if !split {
+            moved.extend(
+                marks
+                    .iter()
+                    .filter(|&&at| (start..end).contains(&at))
+                    .map(|&at| out.len() + at - start),
+            );
+            out.extend(group.iter().map(|(message, _)| Cow::Borrowed(*message)));
+        } else {
+            join_split(group, start, marks, &mut out, &mut moved);
+        }
+        start = end;
+    }
+    (out, moved)
+}
+
+/// One stored message's calls in one assistant message again, its results after.
+fn join_split<'a>(
+    group: &[(&'a ChatMessage, Option<usize>)],
+    start: usize,
+    marks: &[usize],
+    out: &mut Vec<Cow<'a, ChatMessage>>,
+    moved: &mut Vec<usize>,
+) {
+    let head = out.len();
+    let mut joined: Option<ChatMessage> = None;
+    let mut results = Vec::new();
+    for (offset, (message, _)) in group.iter().enumerate() {
+        let marked = marks.contains(&(start + offset));
+        if message.role == "assistant" {
+            match &mut joined {
+                Some(first) => first.tool_calls.extend(message.tool_calls.iter().cloned()),
+                None => joined = Some((*message).clone()),
+            }
+            if marked {
+                moved.push(head);
+            }
+        } else {
+            if marked {
+                moved.push(head + 1 + results.len());
+            }
+            results.push(Cow::Borrowed(*message));
+        }
+    }
+    out.extend(joined.map(Cow::Owned));
+    out.extend(results);
+}
+
 /// The formats a request can be converted to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{anthropic, responses, Node};
+use super::{anthropic, rejoined, responses, Node};
 use crate::model::chat::{
     Attachment, AttachmentKind, AttachmentSource, ChatMessage, ReasoningBlock, ToolCall,
 };
@@ -233,4 +233,42 @@ fn responses_outputs_with_attachments_are_lists_of_input_parts() {
             {"type": "input_file", "file_url": "https://example.com/r.pdf"},
         ])
     );
+}
+
+#[test]
+fn a_stored_message_split_for_a_repeated_call_is_joined_again() {
+    let messages = [
+        message("user", Some("go")),
+        calls(Some("twice"), &["a"], &[THINKING]),
+        result("a", "one"),
+        calls(None, &["b"], &[]),
+        result("b", "two"),
+        calls(None, &["c"], &[]),
+        result("c", "three"),
+    ];
+    // The first five render one stored message; the last two another.
+    let items = [
+        Some(0),
+        Some(1),
+        Some(1),
+        Some(1),
+        Some(1),
+        Some(2),
+        Some(2),
+    ];
+    let paired: Vec<(&ChatMessage, Option<usize>)> = messages.iter().zip(items).collect();
+    let (joined, marks) = rejoined(&paired, &[4, 6]);
+    let roles: Vec<&str> = joined.iter().map(|message| message.role).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "tool", "assistant", "tool"]
+    );
+    let ids: Vec<&str> = joined[1]
+        .tool_calls
+        .iter()
+        .map(|call| call.id.as_str())
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+    assert_eq!(joined[1].reasoning.len(), 1);
+    assert_eq!(marks, [3, 5]);
 }
