@@ -87,7 +87,9 @@ pub fn rejoined<'a>(
             .filter(|(message, _)| message.role == "assistant")
             .count()
             > 1;
-        if !split {
+        if split {
+            join_split(group, start, marks, &mut out, &mut moved);
+        } else {
             moved.extend(
                 marks
                     .iter()
@@ -95,8 +97,6 @@ pub fn rejoined<'a>(
                     .map(|&at| out.len() + at - start),
             );
             out.extend(group.iter().map(|(message, _)| Cow::Borrowed(*message)));
-        } else {
-            join_split(group, start, marks, &mut out, &mut moved);
         }
         start = end;
     }
