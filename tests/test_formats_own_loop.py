@@ -62,9 +62,12 @@ async def test_an_anthropic_loop_runs_long_through_compaction(
     client = anthropic.AsyncAnthropic(
         base_url=server.anthropic_base_url, api_key="test", max_retries=0
     )
-    async with Session.open(
-        model="claude-sonnet-4-5", db=db, config=config(), system_prompt="You read code."
-    ) as session:
+    async with (
+        client,
+        Session.open(
+            model="claude-sonnet-4-5", db=db, config=config(), system_prompt="You read code."
+        ) as session,
+    ):
         await session.record_messages(
             [{"role": "user", "content": [{"type": "text", "text": "Read every file."}]}],
             system="You read code.",
@@ -108,9 +111,12 @@ async def test_a_responses_loop_runs_long_through_compaction(
     server: LocalLLMServer, db: Path | str
 ) -> None:
     client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-    async with Session.open(
-        model="gpt-5", db=db, config=config(), system_prompt="You read code."
-    ) as session:
+    async with (
+        client,
+        Session.open(
+            model="gpt-5", db=db, config=config(), system_prompt="You read code."
+        ) as session,
+    ):
         await session.record_messages(
             [
                 {
