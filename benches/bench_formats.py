@@ -2,8 +2,8 @@
 
 The Chat Completions output reuses its Python dicts across assemblies (the render
 cache); the Anthropic and Responses outputs are converted in the core and built
-afresh on every call. Target: each other format within 3x of the Chat Completions
-output, and under 5 ms.
+afresh on every call. Target: under 5 ms each; the ratio to the Chat Completions
+output is reported beside it.
 """
 
 from __future__ import annotations

@@ -63,6 +63,9 @@ pub fn request<'a>(messages: &[&'a ChatMessage], marks: &[usize]) -> Request<'a>
             mark_last(&mut turn.blocks);
         }
     }
+    if let Some(turn) = turns.last_mut().filter(|turn| turn.role == "assistant") {
+        trim_final_text(&mut turn.blocks);
+    }
     let messages = turns
         .into_iter()
         .map(|turn| {
@@ -175,6 +178,28 @@ fn attachment(attachment: &Attachment) -> Node<'_> {
         entries.push(("title", Node::text(caption)));
     }
     map(entries)
+}
+
+/// Anthropic refuses a request ending in an assistant turn (a prefill) whose text
+/// ends in white space: the last text block of that turn loses its trailing white
+/// space, as litellm's transformation does.
+fn trim_final_text(blocks: &mut [Node<'_>]) {
+    let Some(Node::Map(entries)) = blocks.last_mut() else {
+        return;
+    };
+    let is_text = entries
+        .iter()
+        .any(|(key, value)| *key == "type" && matches!(value, Node::Text(kind) if kind == "text"));
+    if !is_text {
+        return;
+    }
+    for (key, value) in entries.iter_mut() {
+        if let (&mut "text", Node::Text(text)) = (key, value) {
+            if text.trim_end().len() != text.len() && !text.trim().is_empty() {
+                *text = std::borrow::Cow::Owned(text.trim_end().to_string());
+            }
+        }
+    }
 }
 
 /// Puts an ephemeral `cache_control` on the last of `blocks`. A reasoning block
