@@ -24,7 +24,16 @@ if TYPE_CHECKING:
     from lossless.files import FileHandleResult, LargeFileHandler, StoredFile
     from lossless.operators import AgenticMap, AgentTool, LLMMap, MapResult, MapStream
     from lossless.recall import describe, expand, grep, read
-    from lossless.session import BuiltContext, Message, RecordResult, Session, TurnResult
+    from lossless.session import (
+        AnthropicContext,
+        BuiltContext,
+        Message,
+        MessageFormat,
+        RecordResult,
+        ResponsesContext,
+        Session,
+        TurnResult,
+    )
 
 _LAZY = {
     "AgentTool": "lossless.operators",
@@ -35,7 +44,10 @@ _LAZY = {
     "MapResult": "lossless.operators",
     "MapStream": "lossless.operators",
     "StoredFile": "lossless.files",
+    "AnthropicContext": "lossless.session",
     "BuiltContext": "lossless.session",
+    "MessageFormat": "lossless.session",
+    "ResponsesContext": "lossless.session",
     "CompactionResult": "lossless.compaction",
     "Config": "lossless.config",
     "Event": "lossless.events",
@@ -54,6 +66,7 @@ _LAZY = {
 __all__ = [
     "AgentTool",
     "AgenticMap",
+    "AnthropicContext",
     "BuiltContext",
     "CompactionResult",
     "Config",
@@ -68,9 +81,11 @@ __all__ = [
     "MapResult",
     "MapStream",
     "Message",
+    "MessageFormat",
     "Part",
     "ReasoningPart",
     "RecordResult",
+    "ResponsesContext",
     "Session",
     "Store",
     "StoredFile",

@@ -272,3 +272,18 @@ fn a_stored_message_split_for_a_repeated_call_is_joined_again() {
     assert_eq!(joined[1].reasoning.len(), 1);
     assert_eq!(marks, [3, 5]);
 }
+
+#[test]
+fn anthropic_trims_only_a_final_assistant_text() {
+    let messages = [
+        message("user", Some("go ")),
+        message("assistant", Some("thinking aloud \n")),
+        message("user", Some("more ")),
+        message("assistant", Some("done \n")),
+    ];
+    let refs: Vec<&ChatMessage> = messages.iter().collect();
+    let request = json_of(&anthropic::request(&refs, &[]).messages);
+    assert_eq!(request[1]["content"][0]["text"], "thinking aloud \n");
+    assert_eq!(request[2]["content"][0]["text"], "more ");
+    assert_eq!(request[3]["content"][0]["text"], "done");
+}
