@@ -411,6 +411,10 @@ async def test_plain_messages_read_as_chat_completions_in_every_format(db: Path 
             await session.record_messages(plain, format="gemini")  # type: ignore[arg-type]
         with pytest.raises(InvalidInputError, match="system"):
             await session.record_messages(plain, format="responses", system="x")
+        with pytest.raises(InvalidInputError, match="format"):
+            session.build_context(format="gemini")  # type: ignore[call-overload]
+        with pytest.raises(InvalidInputError, match="format"):
+            await session.context(format="gemini")  # type: ignore[call-overload]
 
 
 PIXEL = "iVBORw0KGgo="
