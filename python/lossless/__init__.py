@@ -32,7 +32,16 @@ if TYPE_CHECKING:
     from lossless.files import FileHandleResult, LargeFileHandler, StoredFile
     from lossless.operators import AgenticMap, AgentTool, LLMMap, MapResult, MapStream
     from lossless.recall import describe, expand, grep, read
-    from lossless.session import BuiltContext, Message, RecordResult, Session, TurnResult
+    from lossless.session import (
+        AnthropicContext,
+        BuiltContext,
+        Message,
+        MessageFormat,
+        RecordResult,
+        ResponsesContext,
+        Session,
+        TurnResult,
+    )
 
 _LAZY = {
     "AgentTool": "lossless.operators",
@@ -43,7 +52,10 @@ _LAZY = {
     "MapResult": "lossless.operators",
     "MapStream": "lossless.operators",
     "StoredFile": "lossless.files",
+    "AnthropicContext": "lossless.session",
     "BuiltContext": "lossless.session",
+    "MessageFormat": "lossless.session",
+    "ResponsesContext": "lossless.session",
     "CompactionResult": "lossless.compaction",
     "Config": "lossless.config",
     "Event": "lossless.events",
@@ -62,6 +74,7 @@ _LAZY = {
 __all__ = [
     "AgentTool",
     "AgenticMap",
+    "AnthropicContext",
     "BuiltContext",
     "CompactionResult",
     "Config",
@@ -77,10 +90,12 @@ __all__ = [
     "MapStream",
     "MediaPart",
     "Message",
+    "MessageFormat",
     "Part",
     "ProviderCompactionPart",
     "ReasoningPart",
     "RecordResult",
+    "ResponsesContext",
     "Session",
     "Store",
     "StoredFile",

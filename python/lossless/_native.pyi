@@ -87,6 +87,7 @@ __all__ = [
     "export_file",
     "extract_file_ids",
     "file_record",
+    "format_request",
     "image_tokens",
     "item_session",
     "map_inputs",
@@ -1021,6 +1022,12 @@ class ViewItemRow(_ByName):
     @property
     def seq(self) -> int: ...
 
+def format_request(
+    items: ItemUnits, layout: list[int | dict[str, str]], format: str, marks: list[int]
+) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """The request of ``items`` laid out as ``layout`` in ``format`` (``anthropic``:
+    ``(system, messages)``; ``responses``: ``(None, input)``)."""
+
 @final
 class ItemUnits:
     """The view items of one assembly as units of a request's print."""
@@ -1028,6 +1035,9 @@ class ItemUnits:
     @property
     def summary_end(self) -> int:
         """Index of the last summary's message among the assembled messages; -1 if none."""
+    @property
+    def message_count(self) -> int:
+        """How many chat messages the items render as."""
     @property
     def newest_user_id(self) -> str | None:
         """The id of the item holding the newest user message, if any."""
@@ -1221,6 +1231,9 @@ class Store:
     def assemble_placed(
         self, session_id: str, budget_tokens: int, profile: str = "default"
     ) -> tuple[list[_ChatMessage], int, list[str], int, int, ItemUnits]: ...
+    def assemble_items(
+        self, session_id: str, budget_tokens: int
+    ) -> tuple[int, list[str], int, int, ItemUnits]: ...
     def arena_write(
         self,
         session_id: str,

@@ -52,6 +52,7 @@ __all__ = [
     "SupportsModelDump",
     "ToolResult",
     "Turn",
+    "mapping_of",
     "open_call_ids",
     "to_turns",
 ]
@@ -189,7 +190,7 @@ def _as_list(messages: Sequence[OpenAIMessage]) -> list[OpenAIMessage]:
 
 
 def _as_mapping(index: int, message: object) -> Mapping[str, Any]:
-    mapping = _mapping_of(message)
+    mapping = mapping_of(message)
     if mapping is None:
         raise InvalidInputError(
             f"messages[{index}]: expected a dict or a model with model_dump(), "
@@ -198,7 +199,7 @@ def _as_mapping(index: int, message: object) -> Mapping[str, Any]:
     return mapping
 
 
-def _mapping_of(value: object) -> Mapping[str, Any] | None:
+def mapping_of(value: object) -> Mapping[str, Any] | None:
     """``value`` as a mapping: itself, or its ``model_dump()``; ``None`` if neither."""
     if isinstance(value, Mapping):
         return value
@@ -243,7 +244,7 @@ def _text_parts(field: str, content: object) -> list[TextPart]:
     parts: list[TextPart] = []
     for position, raw in enumerate(content):
         where = f"{field}[{position}]"
-        item = _mapping_of(raw)
+        item = mapping_of(raw)
         if item is None:
             raise InvalidInputError(f"{where}: expected a content part dict")
         kind = item.get("type")
@@ -271,7 +272,7 @@ def _content_parts(
     parts: list[TextPart | MediaPart] = []
     for position, raw in enumerate(content):
         where = f"{field}[{position}]"
-        item = _mapping_of(raw)
+        item = mapping_of(raw)
         if item is None:
             raise InvalidInputError(f"{where}: expected a content part dict")
         kind = item.get("type")
@@ -299,7 +300,7 @@ def _content_parts(
 
 
 def _image_part(where: str, item: Mapping[str, Any]) -> MediaPart:
-    image = _mapping_of(item.get("image_url"))
+    image = mapping_of(item.get("image_url"))
     url = None if image is None else image.get("url")
     if not isinstance(url, str):
         raise InvalidInputError(f"{where}.image_url.url: expected a string")
@@ -315,7 +316,7 @@ def _image_part(where: str, item: Mapping[str, Any]) -> MediaPart:
 
 
 def _file_part(where: str, item: Mapping[str, Any]) -> MediaPart:
-    file = _mapping_of(item.get("file"))
+    file = mapping_of(item.get("file"))
     if file is None:
         raise InvalidInputError(f"{where}.file: missing")
     data_url = file.get("file_data")
@@ -384,7 +385,7 @@ def _blocks(index: int, message: Mapping[str, Any], key: str, provider: str) -> 
     parts: list[ReasoningPart] = []
     for position, raw in enumerate(blocks):
         where = f"messages[{index}].{key}[{position}]"
-        block = _mapping_of(raw)
+        block = mapping_of(raw)
         if block is None:
             raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
         part = part_of_block(provider, block)
@@ -406,7 +407,7 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str, str | No
     seen: set[str] = set()
     for position, raw in enumerate(value):
         where = f"messages[{index}].tool_calls[{position}]"
-        call = _mapping_of(raw)
+        call = mapping_of(raw)
         if call is None:
             raise InvalidInputError(f"{where}: expected a dict, got {type(raw).__name__}")
         kind = call.get("type", "function")
@@ -418,7 +419,7 @@ def _tool_calls(index: int, value: object) -> list[tuple[str, str, str, str | No
         if call_id in seen:
             raise InvalidInputError(f"{where}.id: {call_id!r} appears twice in one message")
         seen.add(call_id)
-        function = _mapping_of(call.get("function"))
+        function = mapping_of(call.get("function"))
         if function is None:
             raise InvalidInputError(f"{where}.function: missing")
         name = _identifier(f"{where}.function.name", function.get("name"))

@@ -3,14 +3,22 @@ recorded turn, a stored message; and the callback that receives streamed parts."
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lossless.arena import InjectionReport
 from lossless.parts import Part, ReasoningPart, TextPart, ToolPart
 
-__all__ = ["BuiltContext", "Message", "PartCallback", "RecordResult", "TurnResult"]
+__all__ = [
+    "AnthropicContext",
+    "BuiltContext",
+    "Message",
+    "PartCallback",
+    "RecordResult",
+    "ResponsesContext",
+    "TurnResult",
+]
 
 PartCallback = Callable[[Part], None] | Callable[[Part], Awaitable[None]]
 
@@ -30,6 +38,92 @@ class BuiltContext:
     #: (what a provider's prompt cache can serve); set by :meth:`Session.context`,
     #: 0 for a peek with :meth:`Session.build_context`.
     stable_prefix_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicContext(Mapping[str, Any]):
+    """What the next model call would send, as an Anthropic Messages request.
+
+    Also a mapping of the request's own fields (``system`` when there is a system
+    text, ``messages``, ``tools`` when given), so it unpacks into the SDK's call:
+    ``client.messages.create(model=..., max_tokens=..., **context)``.
+    """
+
+    #: The system text as text blocks (the session's prompt, the arena's stable
+    #: zones, leading system turns), the last one marked for the prompt cache.
+    system: list[dict[str, Any]]
+    #: User and assistant turns of content blocks, roles alternating.
+    messages: list[dict[str, Any]]
+    #: The tool definitions in Anthropic's schema; None when the call gave none.
+    tools: list[dict[str, Any]] | None
+    tokens: int
+    budget: int
+    item_ids: list[str]
+    omitted: int
+    #: What the context arena injected, zone by zone; None when it injected nothing.
+    injection: InjectionReport | None = None
+    #: Tokens from the start of this request identical to the previous request's.
+    stable_prefix_tokens: int = 0
+
+    def _request(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"system": self.system} if self.system else {}
+        fields["messages"] = self.messages
+        if self.tools is not None:
+            fields["tools"] = self.tools
+        return fields
+
+    def __getitem__(self, key: str) -> Any:
+        return self._request()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._request())
+
+    def __len__(self) -> int:
+        return len(self._request())
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesContext(Mapping[str, Any]):
+    """What the next model call would send, as OpenAI Responses input items.
+
+    Also a mapping of the request's own fields (``input``, ``tools`` when given),
+    so it unpacks into the SDK's call: ``client.responses.create(model=...,
+    **context)``. The system text is in ``input`` as ``system`` messages, in its
+    place (decision 214).
+    """
+
+    #: ``message``, ``function_call``, ``function_call_output`` and ``reasoning``
+    #: items, in order.
+    input: list[dict[str, Any]]
+    #: The tool definitions in the Responses schema; None when the call gave none.
+    tools: list[dict[str, Any]] | None
+    tokens: int
+    budget: int
+    item_ids: list[str]
+    omitted: int
+    #: What the context arena injected, zone by zone; None when it injected nothing.
+    injection: InjectionReport | None = None
+    #: Tokens from the start of this request identical to the previous request's.
+    stable_prefix_tokens: int = 0
+
+    def _request(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"input": self.input}
+        if self.tools is not None:
+            fields["tools"] = self.tools
+        return fields
+
+    def __getitem__(self, key: str) -> Any:
+        return self._request()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._request())
+
+    def __len__(self) -> int:
+        return len(self._request())
+
+
+#: A request in any of the formats the request calls give.
+AnyContext = BuiltContext | AnthropicContext | ResponsesContext
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,15 +9,27 @@ the stores.
 
 from __future__ import annotations
 
-from lossless.results import BuiltContext, Message, PartCallback, RecordResult, TurnResult
+from lossless.formats import MessageFormat
+from lossless.results import (
+    AnthropicContext,
+    BuiltContext,
+    Message,
+    PartCallback,
+    RecordResult,
+    ResponsesContext,
+    TurnResult,
+)
 from lossless.session._open import SharedSessionParts, flush_search_index, shared_session_parts
 from lossless.session._session import Session
 
 __all__ = [
+    "AnthropicContext",
     "BuiltContext",
     "Message",
+    "MessageFormat",
     "PartCallback",
     "RecordResult",
+    "ResponsesContext",
     "Session",
     "SharedSessionParts",
     "TurnResult",

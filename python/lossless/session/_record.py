@@ -4,7 +4,7 @@ chat messages, tool call updates, each followed by the budget step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Literal
@@ -15,6 +15,7 @@ import anyio.lowlevel
 from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.events import Event, EventName
+from lossless.formats import MessageFormat, checked_format, detect_format, to_openai
 from lossless.media import check_media
 from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
 from lossless.parts import MediaPart, PartsInput, normalize_parts, parts_to_wire
@@ -79,8 +80,26 @@ class Recorder(RequestComposer):
             await anyio.lowlevel.checkpoint()
         return view_tokens, triggered
 
-    async def record_messages(self, messages: Sequence[OpenAIMessage]) -> list[RecordResult]:
-        """Append turns an agent loop holds as OpenAI chat messages, in order.
+    async def record_messages(
+        self,
+        messages: Sequence[OpenAIMessage],
+        *,
+        format: MessageFormat | None = None,
+        system: object = None,
+    ) -> list[RecordResult]:
+        """Append turns an agent loop holds as OpenAI chat messages (or in another
+        format), in order.
+
+        ``format`` names the format of ``messages``: ``"openai"`` (Chat Completions),
+        ``"anthropic"`` (Messages: turns of content blocks; ``system`` takes the
+        request's system text, a string or text blocks) or ``"responses"`` (OpenAI
+        Responses input items). Without it the format is read from the messages
+        (``tool_use``/``tool_result``/``thinking`` blocks are Anthropic's, typed
+        items and ``input_text`` parts the Responses API's, plain role and text
+        Chat Completions'); a list mixing formats raises :class:`InvalidInputError`.
+        An Anthropic ``thinking``/``redacted_thinking`` block is kept verbatim as a
+        :class:`ReasoningPart` of provider ``anthropic``, a Responses ``reasoning``
+        item as one of provider ``openai`` (see ``docs/REQUESTS.md``).
 
         ``messages`` are dicts (``openai.types.chat`` message params) or models with
         ``model_dump()`` (openai or litellm message objects). Each ``user``, ``system``
@@ -118,13 +137,25 @@ class Recorder(RequestComposer):
         last one says whether the list started a round.
         """
         self._check_open()
+        if isinstance(messages, Mapping | str | bytes) or not isinstance(messages, Iterable):
+            # to_turns names the problem; a format is read from a list only.
+            detected: MessageFormat = "openai"
+        else:
+            messages = list(messages)
+            detected = checked_format(format) if format is not None else detect_format(messages)
+            if format is None and system is not None and detected == "openai":
+                # A system text apart is how an Anthropic request holds it.
+                detected = "anthropic"
+        provider = {"anthropic": "anthropic", "responses": "openai"}.get(
+            detected, _native.model_provider(self.model)
+        )
         steps = to_turns(
-            messages,
+            to_openai(messages, detected, system),
             system_prompt=self.system_prompt,
             open_calls=lambda: open_call_ids(
                 part for message in self.history() for part in message.parts
             ),
-            provider=_native.model_provider(self.model),
+            provider=provider,
             check_media=lambda part, field: check_media(part, field, self.config.media),
         )
         results: list[RecordResult] = []

@@ -8,12 +8,14 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import Any, Literal, overload
 
 from lossless import _native
 from lossless.arena._plan import BLOCK_FRAMING_TOKENS, STABLE_JOINT_TOKENS, Planned, Prepared
+from lossless.formats import MessageFormat, checked_format, format_tools
 from lossless.prompt_cache import CacheHints, with_cache_hints
-from lossless.results import BuiltContext
+from lossless.results import AnthropicContext, AnyContext, BuiltContext, ResponsesContext
 from lossless.session._base import SessionBase
 from lossless.session._request_parts import _EarlierBlocks, _Request, _RequestParts
 
@@ -21,8 +23,32 @@ from lossless.session._request_parts import _EarlierBlocks, _Request, _RequestPa
 class RequestComposer(SessionBase):
     """How a session composes the request it sends next."""
 
-    def build_context(self, *, tools: Sequence[dict[str, Any]] | None = None) -> BuiltContext:
+    @overload
+    def build_context(
+        self,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        format: Literal["openai"] = "openai",
+    ) -> BuiltContext: ...
+    @overload
+    def build_context(
+        self, *, tools: Sequence[dict[str, Any]] | None = None, format: Literal["anthropic"]
+    ) -> AnthropicContext: ...
+    @overload
+    def build_context(
+        self, *, tools: Sequence[dict[str, Any]] | None = None, format: Literal["responses"]
+    ) -> ResponsesContext: ...
+    def build_context(
+        self, *, tools: Sequence[dict[str, Any]] | None = None, format: MessageFormat = "openai"
+    ) -> AnyContext:
         """The messages the next model call would send, assembled within the budget.
+
+        ``format`` chooses how: ``"openai"`` (Chat Completions messages, a
+        :class:`BuiltContext`), ``"anthropic"`` (an :class:`AnthropicContext`: the
+        system text apart and turns of content blocks, cache breakpoints marked)
+        or ``"responses"`` (a :class:`ResponsesContext` of Responses input items).
+        ``tools`` are given as Chat Completions tool definitions and come back in
+        the format's schema.
 
         ``tools`` (the tool definitions the call will carry) take their share of the
         window first: ``tokens`` counts them, and the history gets what is left. The
@@ -31,12 +57,16 @@ class RequestComposer(SessionBase):
         ``<context>`` block right after the newest user message. External recall
         runs only in a model turn (it may wait on the network).
         """
-        return self._build(tools, None)[0]
+        return self._build(tools, None, checked_format(format))[0]
 
     def _build(
-        self, tools: Sequence[dict[str, Any]] | None, prepared: Prepared | None
-    ) -> tuple[BuiltContext, Planned | None, _Request]:
+        self,
+        tools: Sequence[dict[str, Any]] | None,
+        prepared: Prepared | None,
+        format: MessageFormat = "openai",
+    ) -> tuple[AnyContext, Planned | None, _Request]:
         tools_json = _tools_json(tools)
+        assemble = partial(self._assemble, format=format, tools=tools)
         tool_tokens = self._tool_tokens(tools_json)
         planned, free = None, 0
         if self.arena.enabled:
@@ -56,7 +86,7 @@ class RequestComposer(SessionBase):
                 # as sent, and earlier blocks stay where they were.
                 block, block_tokens = self._steady_block(block, block_tokens, max(free, 0))
                 earlier = self._earlier_blocks(free - block_tokens)
-            context, request = self._assemble(
+            context, request = assemble(
                 tools_json,
                 tool_tokens,
                 self.system_prompt,
@@ -82,14 +112,12 @@ class RequestComposer(SessionBase):
             # than what the history leaves or what this plan was given.
             block, block_tokens = self._steady_block(block, block_tokens, max(free, block_tokens))
             earlier = self._earlier_blocks(free - block_tokens - stable_tokens)
-            context, request = self._assemble(
+            context, request = assemble(
                 tools_json, tool_tokens, prompt, block, prompt_tokens, block_tokens, earlier
             )
         if planned is not None:
             usage = _native.normalize_usage(None, context.tokens, context.budget)
-            report = planned.report_with(usage)
-            c = context
-            context = BuiltContext(c.messages, c.tokens, c.budget, c.item_ids, c.omitted, report)
+            context = replace(context, injection=planned.report_with(usage))
         return context, planned, request
 
     def _tool_tokens(self, tools_json: str) -> int:
@@ -107,11 +135,19 @@ class RequestComposer(SessionBase):
         prompt_tokens: int,
         block_tokens: int,
         earlier: _EarlierBlocks,
-    ) -> tuple[BuiltContext, _Request]:
+        *,
+        format: MessageFormat = "openai",
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> tuple[AnyContext, _Request]:
         """The history within what the tools, the system message and the arena's
         blocks leave, with the system message first and the blocks placed (the
         current one after the newest user message, ``earlier`` ones where they were
-        sent); and what the request is made of, to compare the next request with."""
+        sent); and what the request is made of, to compare the next request with.
+
+        In another ``format`` the same request is laid out without building chat
+        messages (``messages`` holds the index of each rendered message, and the
+        messages placed around them) and converted in the core; profiles are for
+        chat templates and do not apply."""
         earlier_tokens = sum(tokens for _, _, tokens in earlier)
         history_budget = (
             self.budget.usable
@@ -120,10 +156,17 @@ class RequestComposer(SessionBase):
             - earlier_tokens
             - (prompt_tokens - self._system_tokens)
         )
-        messages, tokens, item_ids, omitted, newest, items = self._store.assemble_placed(
-            self.id, history_budget, self.profile
-        )
-        merged = self.profile != "default"
+        messages: list[Any]
+        if format == "openai":
+            messages, tokens, item_ids, omitted, newest, items = self._store.assemble_placed(
+                self.id, history_budget, self.profile
+            )
+        else:
+            tokens, item_ids, omitted, newest, items = self._store.assemble_items(
+                self.id, history_budget
+            )
+            messages = list(range(items.message_count))
+        merged = self.profile != "default" and format == "openai"
         block_at = _place_block(messages, newest, block, merge=merged) if block else None
         block_last = block_at == len(messages) - 1
         parts = _RequestParts(
@@ -163,14 +206,36 @@ class RequestComposer(SessionBase):
         request = _Request(
             parts, parts.print_of(items), hints, self._block_stamp(), items.newest_user_id
         )
-        context = BuiltContext(
-            messages, tokens, self.budget.usable + self._system_tokens, item_ids, omitted
-        )
-        return context, request
+        budget = self.budget.usable + self._system_tokens
+        if format == "openai":
+            return BuiltContext(messages, tokens, budget, item_ids, omitted), request
+        sizes = (tokens, budget, item_ids, omitted)
+        return self._formatted(format, items, messages, hints, tools, sizes), request
+
+    def _formatted(
+        self,
+        format: MessageFormat,
+        items: _native.ItemUnits,
+        layout: list[Any],
+        hints: CacheHints,
+        tools: Sequence[dict[str, Any]] | None,
+        sizes: tuple[int, int, list[str], int],
+    ) -> AnthropicContext | ResponsesContext:
+        """The request laid out as ``layout`` in ``format``, converted in the core.
+        An Anthropic request always marks the end of its stable history for the
+        prompt cache (Anthropic caches nothing unmarked), and the system message and
+        summaries too with ``cache_hints`` (decision 215)."""
+        converted = format_tools(tools, format)
+        if format == "anthropic":
+            marks = hints.at() if self.config.llm.cache_hints else _history_mark(hints)
+            system, turns = _native.format_request(items, layout, format, marks)
+            return AnthropicContext(system or [], turns, converted, *sizes)
+        _, input_items = _native.format_request(items, layout, format, [])
+        return ResponsesContext(input_items, converted, *sizes)
 
     async def _prepare_request(
-        self, tools: Sequence[dict[str, Any]] | None
-    ) -> tuple[tuple[BuiltContext, Planned | None], Prepared | None]:
+        self, tools: Sequence[dict[str, Any]] | None, format: MessageFormat = "openai"
+    ) -> tuple[tuple[AnyContext, Planned | None], Prepared | None]:
         """What a model turn does before calling the model: waits at the hard limit,
         recalls, plans and assembles the request, and records it as sent. Returns
         the request (with cache hints when configured) with the arena's plan, and
@@ -178,17 +243,22 @@ class RequestComposer(SessionBase):
         await self._compact_if_cache_expired()
         await self._respect_hard_threshold()
         prepared = await self.arena.prepare() if self.arena.enabled else None
-        return self._request_for(tools, prepared), prepared
+        return self._request_for(tools, prepared, format=format), prepared
 
     def _request_for(
         self,
         tools: Sequence[dict[str, Any]] | None,
         prepared: Prepared | None,
-        planned: tuple[BuiltContext, Planned | None, _Request] | None = None,
-    ) -> tuple[BuiltContext, Planned | None]:
+        planned: tuple[AnyContext, Planned | None, _Request] | None = None,
+        format: MessageFormat = "openai",
+    ) -> tuple[AnyContext, Planned | None]:
         """The request as it is sent (``planned``, or built now), recorded as sent."""
-        context, plan, request = planned or self._build(tools, prepared)
+        context, plan, request = planned or self._build(tools, prepared, format)
         stable_prefix = self._observe_request(request)
+        if not isinstance(context, BuiltContext):
+            # A summarisation call reusing the conversation needs chat messages.
+            self._last_messages = None
+            return replace(context, stable_prefix_tokens=stable_prefix), plan
         messages = self._sendable(context, request)
         return replace(context, messages=messages, stable_prefix_tokens=stable_prefix), plan
 
@@ -271,6 +341,13 @@ class RequestComposer(SessionBase):
             return None
         items = self._store.assemble_placed(self.id, last.parts.history_budget, self.profile)[5]
         return last.print.invalidated_by(last.parts.print_of(items))
+
+
+def _history_mark(hints: CacheHints) -> list[int]:
+    """The one cache breakpoint an Anthropic request always has: where its history
+    ends (else its system message)."""
+    end = hints.history if hints.history is not None else hints.system
+    return [] if end is None else [end]
 
 
 def _tools_json(tools: Sequence[dict[str, Any]] | None) -> str:

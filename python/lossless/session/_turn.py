@@ -9,7 +9,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import anyio
 import anyio.lowlevel
@@ -18,10 +18,18 @@ from lossless import _native
 from lossless._writes import write_now_or_in_thread
 from lossless.errors import ChatTemplateError, InvalidInputError, LLMError, SessionBusyError
 from lossless.events import Event, EventName
+from lossless.formats import MessageFormat, checked_format
 from lossless.llm import CallbackError, PartialReply, StreamedReply, stream_completion
 from lossless.parts import Part, PartsInput, TextPart, normalize_parts, parts_to_wire
 from lossless.profiles import stricter_profile
-from lossless.results import BuiltContext, PartCallback, TurnResult
+from lossless.results import (
+    AnthropicContext,
+    AnyContext,
+    BuiltContext,
+    PartCallback,
+    ResponsesContext,
+    TurnResult,
+)
 from lossless.session._base import log
 from lossless.session._record import Recorder
 from lossless.streams import StreamCheckpoint, owner_token
@@ -94,9 +102,31 @@ class ModelTurns(Recorder):
         finally:
             self._sending = False
 
-    async def context(self, *, tools: Sequence[dict[str, Any]] | None = None) -> BuiltContext:
+    @overload
+    async def context(
+        self,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        format: Literal["openai"] = "openai",
+    ) -> BuiltContext: ...
+    @overload
+    async def context(
+        self, *, tools: Sequence[dict[str, Any]] | None = None, format: Literal["anthropic"]
+    ) -> AnthropicContext: ...
+    @overload
+    async def context(
+        self, *, tools: Sequence[dict[str, Any]] | None = None, format: Literal["responses"]
+    ) -> ResponsesContext: ...
+    async def context(
+        self, *, tools: Sequence[dict[str, Any]] | None = None, format: MessageFormat = "openai"
+    ) -> AnyContext:
         """The request to send next when your own loop calls the model: exactly what
-        :meth:`respond` would send.
+        :meth:`respond` would send, in ``format``: ``"openai"`` (Chat Completions
+        messages), ``"anthropic"`` (an :class:`AnthropicContext` to unpack into
+        ``anthropic``'s ``messages.create``) or ``"responses"`` (a
+        :class:`ResponsesContext` to unpack into ``openai``'s ``responses.create``);
+        ``tools``, given as Chat Completions tool definitions, come back in the
+        format's schema.
 
         Before assembling it, this does what a model turn does: waits for compaction
         when the view is past the hard limit, runs external recall, plans the arena,
@@ -113,7 +143,7 @@ class ModelTurns(Recorder):
         same request without waiting or recording anything.
         """
         self._check_open()
-        (context, planned), _ = await self._prepare_request(tools)
+        (context, planned), _ = await self._prepare_request(tools, checked_format(format))
         self._awaiting_usage = context.tokens
         await self.arena.after_turn(planned)
         return context
@@ -146,6 +176,7 @@ class ModelTurns(Recorder):
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
         (context, planned), prepared = await self._prepare_request(tools)
+        assert isinstance(context, BuiltContext)
         messages = context.messages
         owner = owner_token()
         message_id = await write_now_or_in_thread(
@@ -169,6 +200,7 @@ class ModelTurns(Recorder):
                 # Nothing streamed: the same turn is sent again, rendered anew.
                 self._last_request = None
                 context, planned = self._request_for(tools, prepared)
+                assert isinstance(context, BuiltContext)
                 messages = context.messages
         except CallbackError as err:
             await self._store_incomplete(

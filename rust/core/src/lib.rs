@@ -10,6 +10,7 @@ pub mod context;
 pub mod db;
 pub mod error;
 pub mod files;
+pub mod formats;
 pub mod history;
 pub mod ids;
 pub(crate) mod maps;

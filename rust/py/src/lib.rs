@@ -13,6 +13,7 @@ mod compaction;
 mod convert;
 mod errors;
 mod files;
+mod formats;
 mod maps;
 mod postgres;
 mod prefix;
@@ -86,6 +87,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(postgres::prepare_postgres, module)?)?;
     module.add_class::<span::Span>()?;
     module.add_class::<prefix::ItemUnits>()?;
+    module.add_function(wrap_pyfunction!(formats::format_request, module)?)?;
     module.add_class::<prefix::RequestPrint>()?;
     module.add_class::<round::RoundRules>()?;
     module.add(

@@ -1,7 +1,9 @@
 //! Prints of requests, to count the tokens a request shares with the previous one.
 
+use std::sync::Arc;
+
 use lossless_core::prefix::{self, Block, Unit};
-use lossless_core::store::Assembled;
+use lossless_core::store::{Assembled, RenderedItem};
 use pyo3::prelude::*;
 
 /// The view items of one assembly as units of a request's print, and where its
@@ -14,6 +16,9 @@ pub struct ItemUnits {
     /// Each item holding a user message: its id, its index among the items and the
     /// index of its last message among the assembled messages.
     users: Vec<(String, usize, usize)>,
+    /// The renderings themselves (shared, not copied): what a request in another
+    /// format is converted from (see `formats.rs`).
+    pub(crate) items: Vec<Arc<RenderedItem>>,
 }
 
 impl ItemUnits {
@@ -34,6 +39,7 @@ impl ItemUnits {
             newest_user: users.last().map(|&(_, at, _)| at),
             summary_end,
             users,
+            items: assembled.items.clone(),
         }
     }
 }
@@ -45,6 +51,12 @@ impl ItemUnits {
     #[getter]
     fn summary_end(&self) -> i64 {
         self.summary_end
+    }
+
+    /// How many chat messages the items render as.
+    #[getter]
+    fn message_count(&self) -> usize {
+        self.items.iter().map(|item| item.messages.len()).sum()
     }
 
     /// The id of the item holding the newest user message, if any.

@@ -31,21 +31,6 @@ pub enum BlockKind {
     Compaction,
 }
 
-/// One OpenAI chat message.
-#[derive(Clone, Debug, PartialEq, Hash)]
-pub struct ChatMessage {
-    pub role: &'static str,
-    pub content: Option<String>,
-    pub tool_calls: Vec<ToolCall>,
-    pub tool_call_id: Option<String>,
-    /// Provider blocks sent back with an assistant message, in the order the
-    /// provider sent them: its compaction blocks, to the provider that made them,
-    /// and its reasoning (litellm's `thinking_blocks`), only within the tool loop
-    /// that produced it, to the provider that produced it.
-    pub reasoning: Vec<ReasoningBlock>,
-    pub attachments: Vec<Attachment>,
-}
-
 /// An image or a document a message carries beside its text.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Attachment {
@@ -73,6 +58,21 @@ pub enum AttachmentSource {
     Base64(std::sync::Arc<str>),
     /// A URL, sent as it is.
     Url(String),
+}
+
+/// One OpenAI chat message.
+#[derive(Clone, Debug, PartialEq, Hash)]
+pub struct ChatMessage {
+    pub role: &'static str,
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    /// Provider blocks sent back with an assistant message, in the order the
+    /// provider sent them: its compaction blocks, to the provider that made them,
+    /// and its reasoning (litellm's `thinking_blocks`), only within the tool loop
+    /// that produced it, to the provider that produced it.
+    pub reasoning: Vec<ReasoningBlock>,
+    pub attachments: Vec<Attachment>,
 }
 
 impl ChatMessage {

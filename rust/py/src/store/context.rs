@@ -48,6 +48,32 @@ impl Store {
         self.assemble_with(py, session_id, budget_tokens, profile, true)
     }
 
+    /// [`Store::assemble_placed`] without the chat messages, for a request sent in
+    /// another format (see `formats.rs`): the tokens, the item ids, how many were
+    /// left out, the index of the newest `user` message (-1 when none) and the
+    /// items, which hold their renderings.
+    fn assemble_items<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        budget_tokens: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let budget_tokens = convert::int(budget_tokens, "budget_tokens")?;
+        let assembled = self.quick(py, |store| store.assemble(&session_id, budget_tokens))?;
+        let ids: Vec<&str> = assembled.item_ids().collect();
+        PyTuple::new(
+            py,
+            [
+                obj(py, assembled.tokens)?,
+                PyList::new(py, ids)?.into_any(),
+                obj(py, assembled.omitted)?,
+                obj(py, newest_user(assembled.messages().map(|m| m.role)))?,
+                Bound::new(py, ItemUnits::of(&assembled))?.into_any(),
+            ],
+        )
+    }
+
     fn view_stats(&self, py: Python<'_>, session_id: &Bound<'_, PyAny>) -> PyResult<ViewStats> {
         let session_id = convert::text(session_id, "session_id")?;
         let stats = self.quick(py, |store| store.view_stats(&session_id))?;
@@ -106,6 +132,17 @@ impl Store {
         }
         PyTuple::new(py, members)
     }
+}
+
+/// Index of the last `user` role among `roles`, or -1.
+fn newest_user<'a>(roles: impl Iterator<Item = &'a str>) -> i64 {
+    let mut newest = -1;
+    for (at, role) in roles.enumerate() {
+        if role == "user" {
+            newest = at as i64;
+        }
+    }
+    newest
 }
 
 /// An assembly as a stricter target takes it: rewritten by `profile`, and built
