@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lossless.demo._agents_today import AgentsTodayReport, show_agents_today
 from lossless.demo._cache import CacheReport, show_prompt_cache
 from lossless.demo._config import SYSTEM_PROMPT, demo_config
 from lossless.demo._mcp import McpReport, show_mcp_recall
@@ -69,6 +70,7 @@ class DemoReport:
     operators: OperatorsReport = field(default_factory=OperatorsReport)
     cache: CacheReport = field(default_factory=CacheReport)
     own_loop: OwnLoopReport = field(default_factory=OwnLoopReport)
+    agents_today: AgentsTodayReport = field(default_factory=AgentsTodayReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -100,6 +102,7 @@ def run_demo(
         and report.cache.requests > 0
         and report.own_loop.requests > 0
         and report.own_loop.kept == report.own_loop.requests
+        and report.agents_today.ok
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -162,6 +165,7 @@ async def _replay(
         _show_recall(session, report, console)
     report.cache = await show_prompt_cache(db_path, console)
     report.own_loop = await show_own_loop(db_path, console)
+    report.agents_today = await show_agents_today(db_path, console)
     report.stream = await show_cancelled_stream(db_path, console)
     report.mcp = await show_mcp_recall(db_path, console)
     report.operators = await show_files_and_maps(db_path, console)
@@ -283,6 +287,13 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             f"{report.own_loop.kept} of {report.own_loop.requests} "
             f"({report.own_loop.trimmed} trimmed while compaction caught up; "
             f"{report.own_loop.stable_share:.1%} of input repeated)",
+        ),
+        (
+            "thinking + screenshots (Anthropic own loop): requests accepted by format",
+            ", ".join(f"{name} {count}" for name, count in report.agents_today.accepted.items())
+            + f"; {report.agents_today.images_inline} inline, "
+            f"{report.agents_today.images_referenced} referenced, read back "
+            f"{report.agents_today.read_back_exact}",
         ),
         (
             "reply cut off by a timeout: received / kept",
