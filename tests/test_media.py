@@ -290,6 +290,30 @@ async def test_the_newest_screenshots_go_inline_and_older_ones_as_references(
         assert context.tokens <= context.budget
 
 
+@pytest.mark.parametrize("profile", ["strict", "strictest", "plain"])
+async def test_a_strict_template_gets_a_screenshot_in_alternating_turns(
+    db: Path | str, profile: str
+) -> None:
+    """Chat templates that want user and assistant turns to alternate get a tool
+    result's screenshot merged into the user turn around it, never a second user
+    turn in a row."""
+    shots = [png(32, 20, seed=n) for n in range(2)]
+    strict = config(max_inline=2).model_copy(
+        update={"model": config().model.model_copy(update={"profile": profile})}
+    )
+    async with Session.open(model=MODEL, db=db, config=strict) as session:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": INSTRUCTION}]
+        for n, shot in enumerate(shots):
+            messages += screenshot_turn(n, shot)
+        messages.append({"role": "user", "content": "Now download the invoice."})
+        await session.record_messages(messages)
+        context = session.build_context()
+        roles = [m["role"] for m in context.messages if m["role"] != "system"]
+        assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
+        assert image_urls(context) == [data_url("image/png", shot) for shot in shots]
+        assert "Now download the invoice." in str(context.messages[-1]["content"])
+
+
 async def test_an_aged_image_leaves_only_its_attachment(db: Path | str) -> None:
     async with Session.open(model=MODEL, db=db, config=config(max_inline=1)) as session:
         await session.record_messages(
