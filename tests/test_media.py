@@ -7,6 +7,7 @@ the own loop and ``send``, and kept by name through compaction."""
 from __future__ import annotations
 
 import base64
+import itertools
 import random
 import sqlite3
 import struct
@@ -309,7 +310,7 @@ async def test_a_strict_template_gets_a_screenshot_in_alternating_turns(
         await session.record_messages(messages)
         context = session.build_context()
         roles = [m["role"] for m in context.messages if m["role"] != "system"]
-        assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
+        assert all(a != b for a, b in itertools.pairwise(roles)), roles
         assert image_urls(context) == [data_url("image/png", shot) for shot in shots]
         assert "Now download the invoice." in str(context.messages[-1]["content"])
 
