@@ -555,3 +555,43 @@ async def test_a_screenshot_in_a_tool_result_goes_round_each_format(db: Path | s
         assert chat[-2]["role"] == "tool"
         assert chat[-1]["role"] == "user"
         assert chat[-1]["content"][-1]["image_url"]["url"] == f"data:image/png;base64,{encoded}"
+
+
+@pytest.mark.anyio
+async def test_a_provider_compaction_goes_round_its_own_format(db: Path | str) -> None:
+    """A Responses compaction item and an Anthropic compaction block read in are
+    kept verbatim, stand in for what precedes them, and go back to their provider
+    in its format, unchanged; what they stand for stays stored."""
+    item = {"type": "compaction", "encrypted_content": SIGNER.seal("the story so far")}
+    history = [
+        {"role": "user", "content": "Plan the migration."},
+        {"type": "message", "role": "assistant", "content": "A first plan."},
+        item,
+        {"type": "message", "role": "assistant", "content": "Compacted."},
+        {"role": "user", "content": "Go on."},
+    ]
+    async with Session.open(model=GPT, db=db, config=config()) as session:
+        await session.record_messages(history, format="responses")
+        kinds = [part.kind for message in session.history() for part in message.parts]
+        assert "provider_compaction" in kinds and len(session.history()) == 4
+        items = session.build_context(format="responses")["input"]
+        responses_input.validate_python(items)
+        assert item in items
+        assert "A first plan." not in json.dumps(items)
+        assert "Go on." in json.dumps(items[-1])
+
+    block = {"type": "compaction", "content": "The plan so far.", "signature": "c2ln"}
+    turns = [
+        {"role": "user", "content": [{"type": "text", "text": "Plan the migration."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A first plan."}]},
+        {"role": "user", "content": [{"type": "text", "text": "More."}]},
+        {"role": "assistant", "content": [block, {"type": "text", "text": "Compacted."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Go on."}]},
+    ]
+    async with Session.open(model=CLAUDE, db=db, config=config()) as session:
+        await session.record_messages(turns, format="anthropic")
+        out = session.build_context(format="anthropic")
+        anthropic_messages.validate_python(out["messages"])
+        assistants = [m for m in out["messages"] if m["role"] == "assistant"]
+        assert assistants[-1]["content"][0] == block
+        assert "A first plan." not in json.dumps(out["messages"])

@@ -4,7 +4,8 @@ An agent that calls Anthropic's SDK holds its history as Messages: the system te
 apart, turns of content blocks. :func:`to_openai` turns such a history into the
 OpenAI chat messages :func:`lossless.openai_format.to_turns` stores: a ``system``
 message per system text block, ``thinking``/``redacted_thinking`` blocks as the
-assistant's ``thinking_blocks`` (kept verbatim), ``tool_use`` blocks as its
+assistant's ``thinking_blocks`` (kept verbatim), a provider's ``compaction`` blocks
+as litellm's ``compaction_blocks`` (kept verbatim), ``tool_use`` blocks as its
 ``tool_calls`` (the input as compact JSON text), each ``tool_result`` block as a
 ``tool`` message, in order before the text of the user turn that carried it.
 Images and documents become the Chat Completions content parts that carry them
@@ -25,7 +26,7 @@ __all__ = ["BLOCK_TYPES", "to_openai", "tool_of"]
 
 #: Content block types only Anthropic's messages have.
 BLOCK_TYPES = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document", "compaction"}
 )
 _REASONING = ("thinking", "redacted_thinking")
 
@@ -84,12 +85,15 @@ def _assistant(index: int, blocks: Sequence[object]) -> dict[str, Any]:
     texts: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     thinking: list[dict[str, Any]] = []
+    compaction: list[dict[str, Any]] = []
     for where, block in _blocks(index, blocks):
         kind = block.get("type")
         if kind == "text":
             texts.append({"type": "text", "text": block.get("text")})
         elif kind in _REASONING:
             thinking.append(dict(block))
+        elif kind == "compaction":
+            compaction.append(dict(block))
         elif kind == "tool_use":
             arguments = json.dumps(
                 block.get("input", {}), ensure_ascii=False, separators=(",", ":")
@@ -105,6 +109,9 @@ def _assistant(index: int, blocks: Sequence[object]) -> dict[str, Any]:
         message["tool_calls"] = calls
     if thinking:
         message["thinking_blocks"] = thinking
+    if compaction:
+        # Where litellm carries them, and the Chat Completions reader keeps them.
+        message["provider_specific_fields"] = {"compaction_blocks": compaction}
     if not texts and not calls:
         message["content"] = ""
     return message

@@ -4,8 +4,9 @@
 An agent that calls the Responses API holds its history as input items. :func:`to_openai`
 turns them into the OpenAI chat messages :func:`lossless.openai_format.to_turns`
 stores: a ``message`` item as a message (``developer`` read as ``system``), the
-``reasoning``, ``message`` and ``function_call`` items of one model output as one
-assistant message (its ``reasoning`` items, verbatim, as its ``thinking_blocks``;
+``compaction``, ``reasoning``, ``message`` and ``function_call`` items of one model
+output as one assistant message (its ``compaction`` items, verbatim, as litellm's
+``compaction_blocks``; its ``reasoning`` items, verbatim, as its ``thinking_blocks``;
 its calls as ``tool_calls``), a ``function_call_output`` as a ``tool`` message. Image
 and file parts become the Chat Completions content parts that carry them. Item ids
 and statuses, annotations and ``item_reference`` items are not stored (the last is
@@ -23,7 +24,9 @@ from lossless.openai_format import OpenAIMessage, mapping_of
 __all__ = ["ITEM_TYPES", "PART_TYPES", "to_openai", "tool_of"]
 
 #: Item types only the Responses API has.
-ITEM_TYPES = frozenset({"message", "function_call", "function_call_output", "reasoning"})
+ITEM_TYPES = frozenset(
+    {"message", "function_call", "function_call_output", "reasoning", "compaction"}
+)
 #: Content part types only the Responses API has.
 PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
 
@@ -48,10 +51,14 @@ def to_openai(items: Sequence[OpenAIMessage]) -> list[dict[str, Any]]:
             output = item.get("output")
             content = output if isinstance(output, str) else _content(where, output)
             out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": content})
-        elif kind in ("message", "function_call", "reasoning"):
+        elif kind in ("message", "function_call", "reasoning", "compaction"):
             turn = _model_output(out, turn, where, str(kind), item)
         else:
             raise InvalidInputError(f"{where}.type: {kind!r} is not an item lossless keeps")
+    for message in out:
+        # A model output of reasoning or compaction alone is still a turn.
+        if message["role"] == "assistant" and message["content"] is None:
+            message["content"] = None if message.get("tool_calls") else ""
     return out
 
 
@@ -65,11 +72,20 @@ def _model_output(
     """Adds an output item to the assistant message being read; one item that comes
     after what a model output puts later (reasoning after text or calls, text after
     calls) starts the next message."""
-    later = {"reasoning": ("content", "tool_calls"), "message": ("tool_calls",)}.get(kind, ())
+    opening = ("content", "tool_calls", "thinking_blocks")
+    later = {
+        "compaction": opening,
+        "reasoning": ("content", "tool_calls"),
+        "message": ("tool_calls",),
+    }.get(kind, ())
     if turn is None or any(turn.get(key) for key in later):
         turn = {"role": "assistant", "content": None}
         out.append(turn)
-    if kind == "reasoning":
+    if kind == "compaction":
+        # Where litellm carries a provider's compaction, and the reader keeps it.
+        fields = turn.setdefault("provider_specific_fields", {})
+        fields.setdefault("compaction_blocks", []).append(dict(item))
+    elif kind == "reasoning":
         turn.setdefault("thinking_blocks", []).append(dict(item))
     elif kind == "message":
         parts = _content(where, item.get("content"))
