@@ -99,6 +99,45 @@ async def test_a_compacted_fact_is_found_and_read_back(
     assert not any(os.scandir(tmp_path))
 
 
+async def test_reading_an_image_id_shows_the_image_and_a_document_s_its_bytes(
+    tmp_path: Path,
+) -> None:
+    import base64
+
+    from lossless import MediaPart
+    from lossless.testing import screenshot
+
+    db = tmp_path / "shots.db"
+    shot = screenshot(200, 120, seed=7)
+    pdf = b"%PDF-1.7\n<< /Type /Pages /Count 1 >> << /Type /Page >>\n%%EOF"
+    async with Session.open(model="gpt-4o", db=db) as session:
+        await session.record(
+            "user",
+            [
+                "The login page, and the contract.",
+                MediaPart.image(shot, caption="login page"),
+                MediaPart.document(pdf, filename="contract.pdf"),
+            ],
+        )
+        parts = [p for m in session.history() for p in m.parts if isinstance(p, MediaPart)]
+    image_id, document_id = (part.media_id for part in parts)
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "lossless", "--db", str(db), "mcp"], env=env
+    )
+    async with Client(server, read_timeout_seconds=60) as client:
+        image = await client.call_tool("read", {"message_id": image_id})
+        document = await client.call_tool("read", {"message_id": document_id})
+        unknown = await client.call_tool("read", {"message_id": "image_" + "0" * 32})
+    assert json.loads(image.content[0].text)["caption"] == "login page"
+    assert image.content[1].type == "image"
+    assert base64.b64decode(image.content[1].data) == shot
+    assert image.content[1].mime_type == "image/png"
+    assert document.content[1].type == "resource"
+    assert base64.b64decode(document.content[1].resource.blob) == pdf
+    assert unknown.is_error
+
+
 async def test_bad_calls_are_error_results_and_the_server_keeps_serving(client: Client) -> None:
     unknown = await client.call_tool("expand", {"summary_id": "sum_missing"})
     assert unknown.is_error

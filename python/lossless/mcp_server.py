@@ -10,14 +10,16 @@ streamable HTTP on 127.0.0.1):
 - ``describe``: a session's summary DAG, or one summary's subtree;
 - ``expand``: a summary's source messages within a token budget, centred on a
   message or on the best match of a query when asked, with cursors to page on;
-- ``read``: one stored message written out whole, a page at a time.
+- ``read``: one stored message written out whole, a page at a time; an image's or
+  a document's id shows the image or document itself.
 
-Every answer is JSON text of bounded size, so a client's model can call them
+Every answer is JSON text of bounded size (and an image or a document read by id), so a client's model can call them
 freely. The server needs the ``mcp`` package (``pip install 'lossless[mcp]'``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from dataclasses import asdict
@@ -28,6 +30,8 @@ import anyio
 
 from lossless import recall
 from lossless.errors import DatabaseNotFoundError, InvalidInputError, LosslessError, StoreError
+from lossless.parts import MediaPart
+from lossless.recall.tools import MEDIA_ID
 from lossless.store import Store, database_path
 
 if TYPE_CHECKING:
@@ -72,6 +76,8 @@ def open_database(db: str | os.PathLike[str]) -> Store:
 def build_server(db: str | os.PathLike[str]) -> MCPServer:
     """An MCP server answering recall tools over the database at ``db``."""
     server_class, tool_error = _import_mcp()
+    import mcp_types as types
+
     store = open_database(db)
     server = server_class("lossless", instructions=_INSTRUCTIONS)
 
@@ -128,11 +134,31 @@ def build_server(db: str | os.PathLike[str]) -> MCPServer:
         return await call(_expand, store, summary_id, max_tokens, focus)
 
     @server.tool()
-    async def read(message_id: str, max_tokens: int = 4_000, cursor: int | None = None) -> str:
+    async def read(message_id: str, max_tokens: int = 4_000, cursor: int | None = None) -> Any:
         """One stored message written out whole (its text, every tool call's input,
         output and error, file references), a page of at most ``max_tokens`` at a
-        time; pass ``next_cursor`` back as ``cursor`` for the next page."""
+        time; pass ``next_cursor`` back as ``cursor`` for the next page. Given an
+        image's or a document's id (``image_…``, ``document_…``, as a reference line
+        names it) it shows that image or document itself, beside what it is."""
+        if MEDIA_ID.fullmatch(message_id):
+            facts = await call(_media_facts, store, message_id)
+            part = await anyio.to_thread.run_sync(partial(recall.read_media, message_id, db=store))
+            return [types.TextContent(type="text", text=facts), *_media_content(part)]
         return await call(_read, store, message_id, max_tokens, cursor)
+
+    def _media_content(part: MediaPart) -> list[Any]:
+        """The image or document itself as MCP content: an image as image content, a
+        PDF as an embedded resource of its bytes; an image known by URL alone, none."""
+        if part.data is None:
+            return []
+        data = base64.b64encode(part.data).decode()
+        media_type = part.media_type or "application/octet-stream"
+        if part.media_kind == "image":
+            return [types.ImageContent(type="image", data=data, mime_type=media_type)]
+        resource = types.BlobResourceContents(
+            uri=f"lossless://{part.media_id}", mime_type=media_type, blob=data
+        )
+        return [types.EmbeddedResource(type="resource", resource=resource)]
 
     return server
 
@@ -195,6 +221,21 @@ def _expand(
 ) -> dict[str, Any]:
     max_tokens = _bounded("max_tokens", max_tokens, 1, MAX_EXPAND_TOKENS)
     return asdict(recall.expand(summary_id, db=store, max_tokens=max_tokens, **focus))
+
+
+def _media_facts(store: Store, media_id: str) -> dict[str, Any]:
+    part = recall.read_media(media_id, db=store)
+    return {
+        "media_id": media_id,
+        "kind": part.media_kind,
+        "media_type": part.media_type,
+        "width": part.width,
+        "height": part.height,
+        "pages": part.pages,
+        "bytes": part.byte_size,
+        "caption": part.caption,
+        "url": part.url,
+    }
 
 
 def _read(store: Store, message_id: str, max_tokens: int, cursor: int | None) -> dict[str, Any]:
