@@ -1,7 +1,7 @@
 """Random agent runs that mix every kind an agent sends today (signed thinking,
 parallel tool calls, screenshots in tool results, images a user attaches, new
 instructions), recorded through the own loop: every request, in every format,
-passes its checks and fits its budget; each assistant turn of the current tool loop
+passes its checks, fits its budget and names every image; each assistant turn of the current tool loop
 that a request sends opens with its thinking, unchanged; only the newest images go
 out inline; and every image reads back byte for byte."""
 
@@ -29,6 +29,8 @@ from test_formats import SIGNER, check_anthropic, check_responses
 CLAUDE = "claude-sonnet-4-5"
 MAX_INLINE = 2
 CHAT = pydantic.TypeAdapter(list[ChatCompletionMessageParam])
+# A page's text: long enough that a run outgrows its window and leaves history out.
+PAGE = "navigation, headings and paragraphs of the page " * 30
 DATA_URL = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
 
 # One step: (thinks, screenshot seeds of its calls, a new instruction after it,
@@ -69,7 +71,7 @@ def _history(steps: list[tuple[bool, list[int], bool, bool]]) -> list[dict[str, 
         messages.append(assistant)
         for call, seed in zip(calls, seeds, strict=True):
             shot = screenshot(96, 64, seed=seed * 100 + at)
-            content = [{"type": "text", "text": f"page {at}"}, _image_url(shot)]
+            content = [{"type": "text", "text": f"page {at}: " + PAGE}, _image_url(shot)]
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
         if instructs:
             said: list[dict[str, Any]] = [{"type": "text", "text": f"Now page {at + 1}."}]
@@ -161,6 +163,12 @@ async def _run(db: Path, steps: list[tuple[bool, list[int], bool, bool]]) -> Non
             for url in message["content"]
             if url.get("type") == "image_url"
         )
+        # No image's reference leaves the context: each is named in every request,
+        # by its reference line, a summary, or the line that stands for what was
+        # left out.
+        for request in (chat.messages, anthropic["messages"], responses["input"]):
+            named = json.dumps(request)
+            assert all(str(part.media_id) in named for part in images)
         for part in images:
             assert part.media_id is not None
             data = await session.read_media(part.media_id)
@@ -186,7 +194,7 @@ def _blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.lists(step, min_size=1, max_size=8))
+@given(st.lists(step, min_size=1, max_size=12))
 def test_every_format_holds_every_promise_over_random_runs(
     tmp_path: Path, steps: list[tuple[bool, list[int], bool, bool]]
 ) -> None:

@@ -9,9 +9,8 @@ use std::collections::{HashSet, VecDeque};
 
 use rustc_hash::{FxBuildHasher, FxHashSet};
 
-use crate::fileids::merge_file_id_footer;
 use crate::model::{ItemKind, RenderedItem, ViewItem};
-use crate::parts::Role;
+use crate::parts::{merge_reference_footer, Role};
 use crate::render::ChatMessage;
 use crate::tokens::TokenCounter;
 
@@ -71,17 +70,19 @@ pub fn marker_text(omitted: usize, file_ids: &[String]) -> String {
              they are stored in full: search them with lossless_grep]"
         )
     };
-    merge_file_id_footer(&line, file_ids)
+    // The images and documents of what was left out are named as summaries name
+    // them: no reference leaves the context.
+    merge_reference_footer(&line, file_ids)
 }
 
-/// What the lead marker costs: [`MARKER_TOKENS`] for its line, and the footer of
-/// the file ids of what was left out.
+/// What the lead marker costs: [`MARKER_TOKENS`] for its line, and the lines that
+/// name the file ids, images and documents of what was left out.
 #[must_use]
 pub fn marker_tokens(counter: &TokenCounter, file_ids: &[String]) -> i64 {
     if file_ids.is_empty() {
         return MARKER_TOKENS;
     }
-    MARKER_TOKENS + counter.count(&merge_file_id_footer("", file_ids)) as i64
+    MARKER_TOKENS + counter.count(&merge_reference_footer("", file_ids)) as i64
 }
 
 /// The lead marker as a rendered item. Its id is empty: it is no view item.
