@@ -1,9 +1,9 @@
 """Random agent runs that mix every kind an agent sends today (signed thinking,
 parallel tool calls, screenshots in tool results, images a user attaches, new
 instructions), recorded through the own loop: every request, in every format,
-passes its checks, fits its budget and names every image; each assistant turn of the current tool loop
-that a request sends opens with its thinking, unchanged; only the newest images go
-out inline; and every image reads back byte for byte."""
+passes its checks, fits its budget and names every image; each assistant turn of
+the current tool loop that a request sends opens with its thinking, unchanged; only
+the newest images go out inline; and every image reads back byte for byte."""
 
 from __future__ import annotations
 

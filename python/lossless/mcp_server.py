@@ -13,8 +13,9 @@ streamable HTTP on 127.0.0.1):
 - ``read``: one stored message written out whole, a page at a time; an image's or
   a document's id shows the image or document itself.
 
-Every answer is JSON text of bounded size (and an image or a document read by id), so a client's model can call them
-freely. The server needs the ``mcp`` package (``pip install 'lossless[mcp]'``).
+Every answer is JSON text of bounded size (with the image or document itself when
+one is read by id), so a client's model can call them freely. The server needs the
+``mcp`` package (``pip install 'lossless[mcp]'``).
 """
 
 from __future__ import annotations
