@@ -32,7 +32,7 @@ import anyio
 from lossless import recall
 from lossless.errors import DatabaseNotFoundError, InvalidInputError, LosslessError, StoreError
 from lossless.parts import MediaPart
-from lossless.recall.tools import MEDIA_ID
+from lossless.recall.tools import MEDIA_ID, media_facts
 from lossless.store import Store, database_path
 
 if TYPE_CHECKING:
@@ -225,18 +225,7 @@ def _expand(
 
 
 def _media_facts(store: Store, media_id: str) -> dict[str, Any]:
-    part = recall.read_media(media_id, db=store)
-    return {
-        "media_id": media_id,
-        "kind": part.media_kind,
-        "media_type": part.media_type,
-        "width": part.width,
-        "height": part.height,
-        "pages": part.pages,
-        "bytes": part.byte_size,
-        "caption": part.caption,
-        "url": part.url,
-    }
+    return media_facts(recall.read_media(media_id, db=store))
 
 
 def _read(store: Store, message_id: str, max_tokens: int, cursor: int | None) -> dict[str, Any]:

@@ -244,18 +244,23 @@ def _read_media_answer(session: SessionView, media_id: str) -> str:
     """What a read of an image's id answers in text; the image itself comes with
     the answer as a part of the tool's result (see ``_answer``)."""
     part = read_media(media_id, db=session, session=session.id)
-    return json.dumps(
-        {
-            "media_id": media_id,
-            "kind": part.media_kind,
-            "media_type": part.media_type,
-            "width": part.width,
-            "height": part.height,
-            "pages": part.pages,
-            "caption": part.caption,
-            "shown": "the image or document is attached to this result",
-        }
-    )
+    shown = "the image or document is attached to this result"
+    return json.dumps({**media_facts(part), "shown": shown})
+
+
+def media_facts(part: MediaPart) -> dict[str, Any]:
+    """What an image or a document read back is, as a read of its id tells it."""
+    return {
+        "media_id": part.media_id,
+        "kind": part.media_kind,
+        "media_type": part.media_type,
+        "width": part.width,
+        "height": part.height,
+        "pages": part.pages,
+        "bytes": part.byte_size,
+        "caption": part.caption,
+        "url": part.url,
+    }
 
 
 def _read_file(session: SessionView, args: dict[str, Any]) -> str:
