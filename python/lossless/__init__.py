@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         ResponsesContext,
         Session,
         TurnResult,
+        session_for_key,
     )
 
 _LAZY = {
@@ -69,6 +70,7 @@ _LAZY = {
     "expand": "lossless.recall",
     "grep": "lossless.recall",
     "read": "lossless.recall",
+    "session_for_key": "lossless.session",
 }
 
 __all__ = [
@@ -112,6 +114,7 @@ __all__ = [
     "grep",
     "merge_file_id_footer",
     "read",
+    "session_for_key",
 ]
 
 

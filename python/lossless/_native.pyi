@@ -47,6 +47,7 @@ __all__ = [
     "ExtractiveCommitResult",
     "FileRecord",
     "FileScan",
+    "ForkRow",
     "GrepRow",
     "ItemUnits",
     "LexicalIndex",
@@ -102,6 +103,7 @@ __all__ = [
     "record_map_outcome",
     "scan_file",
     "store_file",
+    "sync_chain",
     "with_kept",
 ]
 
@@ -267,6 +269,22 @@ class SessionInfo(_ByName):
     def config_json(self) -> str: ...
     @property
     def system_prompt(self) -> str | None: ...
+
+@final
+class ForkRow(_ByName):
+    """Where a fork joins its parent: the parent's last shared message seq and the
+    first position of a handed-over history the fork holds itself."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def parent_id(self) -> str: ...
+    @property
+    def fork_seq(self) -> int: ...
+    @property
+    def sync_from(self) -> int: ...
+    @property
+    def created_at(self) -> int: ...
 
 @final
 class SessionRow(_ByName):
@@ -1096,6 +1114,51 @@ class Store:
     def create_session(self, model: str, config_json: str, system_prompt: str | None) -> str: ...
     def get_session(self, session_id: str) -> SessionInfo: ...
     def list_sessions(self) -> list[SessionRow]: ...
+    def session_for_key(self, key: str) -> str | None:
+        """The session ``key`` names now, or ``None``."""
+    def key_of(self, session_id: str) -> str | None:
+        """The key that names ``session_id`` now, or ``None``."""
+    def name_session(self, key: str, session_id: str) -> None:
+        """Makes ``key`` name ``session_id`` from now on."""
+    def open_named_session(
+        self, key: str, model: str, config_json: str, system_prompt: str | None
+    ) -> tuple[str, bool]:
+        """The session ``key`` names, or a new one named ``key``: ``(id, created)``."""
+    def create_named_session(
+        self, key: str, model: str, config_json: str, system_prompt: str | None
+    ) -> str:
+        """A new session that ``key`` names from now on."""
+    def fork_session(
+        self, parent_id: str, fork_seq: int, sync_from: int = 0, key: str | None = None
+    ) -> str:
+        """A new session sharing ``parent_id``'s history up to its message ``fork_seq``."""
+    def fork_of(self, session_id: str) -> ForkRow | None:
+        """How ``session_id`` joins its parent, or ``None`` when it is no fork."""
+    def forks_of(self, parent_id: str) -> list[ForkRow]:
+        """The forks of ``parent_id``, oldest first."""
+    def call_seq(self, session_id: str, call_id: str) -> int | None:
+        """The seq of the message of ``session_id`` holding tool call ``call_id``."""
+    def sync_match(self, session_id: str, chain: bytes) -> tuple[int, int | None]:
+        """``(stored, first_difference)`` of the history whose digests are ``chain``."""
+    def sync_append(
+        self,
+        session_id: str,
+        start: int,
+        chain: bytes,
+        low_seq: int | None,
+        high_seq: int,
+    ) -> None:
+        """Stores positions ``start..`` of a handed-over history."""
+    def sync_fork_point(
+        self, session_id: str, k: int, extra_low: int | None = None
+    ) -> tuple[int, int]:
+        """``(fork_seq, replay_from)`` for a history that differs from position ``k``."""
+    def message_seq(self, session_id: str, message_id: str) -> int:
+        """The seq of message ``message_id`` in ``session_id``'s history."""
+    def sync_positions_within(self, session_id: str, seq: int) -> int:
+        """Leading positions of the handed-over history that wrote only up to ``seq``."""
+    def newest_seq(self, session_id: str) -> int:
+        """The newest message seq of ``session_id`` (0: none yet)."""
     def flag_interrupted(self, session_id: str, message_ids: list[str]) -> int:
         """Closes the named streaming replies as incomplete, each with its last
         checkpoint as text, in one transaction; returns how many were closed."""
@@ -1493,3 +1556,7 @@ def item_session(store: Store, map_id: str, idx: int) -> str | None:
 
 def child_sessions(store: Store, parent_id: str) -> list[SessionRow]:
     """The sessions linked to ``parent_id``, with their counts."""
+
+def sync_chain(messages: list[Any], system: object = None) -> bytes:
+    """The digest of ``messages[..=i]`` for each ``i`` (16 bytes each), after that of
+    ``system``, in the core's canonical encoding of JSON values."""

@@ -18,6 +18,7 @@ __all__ = [
     "DatabaseNotFoundError",
     "FileInputError",
     "FileTooLargeError",
+    "HistoryDivergedError",
     "ImmutableRowError",
     "InvalidInputError",
     "LLMError",
@@ -63,6 +64,22 @@ class MissingFileError(FileInputError, FileNotFoundError):
 
 class FileTooLargeError(FileInputError):
     """The file is larger than ``files.max_file_bytes``; nothing was stored."""
+
+
+class HistoryDivergedError(InvalidInputError):
+    """A history handed to ``Session.sync`` no longer extends what the session
+    stored (an earlier message edited or removed, a retry that rewinds), and the
+    call asked to be told rather than fork. ``index`` is the first position that
+    differs; ``stored`` how many positions the session holds. Nothing was stored."""
+
+    def __init__(self, index: int, stored: int) -> None:
+        super().__init__(
+            f"messages[{index}] differs from what this session stored "
+            f"({stored} messages handed over before); nothing was stored. "
+            "Pass on_change='fork' to go on in a fork from the first difference"
+        )
+        self.index = index
+        self.stored = stored
 
 
 class ArenaFullError(LosslessError):

@@ -25,6 +25,7 @@ class EventName(StrEnum):
     SESSION_CREATED = "session_created"
     SESSION_LOADED = "session_loaded"
     SESSION_CLOSED = "session_closed"
+    SESSION_FORKED = "session_forked"
     MESSAGE_CREATED = "message_created"
     TOOL_UPDATED = "tool_updated"
     STREAM_INCOMPLETE = "stream_incomplete"

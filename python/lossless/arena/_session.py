@@ -89,6 +89,16 @@ class SessionArena:
         #: memory, identity): the session re-plans its block after any of them.
         self.user_writes = 0
 
+    def forget_plans(self) -> None:
+        """Drops what was kept of the last recall, plan and tool calls: the session
+        goes on as another (a fork), whose arena is read afresh."""
+        self._calls.clear()
+        self._failing = None
+        self._open_calls_read = False
+        self._recalled = 0
+        self._prepared = Prepared()
+        self._planned = None
+
     @property
     def enabled(self) -> bool:
         return self.config.enabled

@@ -19,7 +19,12 @@ from lossless.results import (
     ResponsesContext,
     TurnResult,
 )
-from lossless.session._open import SharedSessionParts, flush_search_index, shared_session_parts
+from lossless.session._open import (
+    SharedSessionParts,
+    flush_search_index,
+    session_for_key,
+    shared_session_parts,
+)
 from lossless.session._session import Session
 
 __all__ = [
@@ -34,5 +39,6 @@ __all__ = [
     "SharedSessionParts",
     "TurnResult",
     "flush_search_index",
+    "session_for_key",
     "shared_session_parts",
 ]

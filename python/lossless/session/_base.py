@@ -11,6 +11,8 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
+import anyio
+
 from lossless import _native
 from lossless._background import Background
 from lossless._writes import write_now_or_in_thread
@@ -20,6 +22,7 @@ from lossless.compaction import CompactionEngine
 from lossless.config import Config
 from lossless.errors import SessionClosedError
 from lossless.events import Event, EventBus, EventName
+from lossless.formats import MessageFormat
 from lossless.models import Budget, ModelLimits
 from lossless.parts import Part, ToolPart, part_from_wire
 from lossless.profiles import ProfileName
@@ -71,6 +74,17 @@ class SessionBase:
     #: is reported.
     _awaiting_usage: int | None
     _recent_calls: deque[str]
+    #: The name that opens this session from outside (see ``Session.open``).
+    key: str | None
+    #: The session this one forked from, when it is a fork.
+    parent_id: str | None
+    #: One ``sync`` at a time per object; the format the first one read.
+    _sync_lock: anyio.Lock
+    _synced_format: MessageFormat | None
+
+    def _rebind(self) -> None:
+        """Makes what depends on the session's id again, after ``id`` changed."""
+        raise NotImplementedError
 
     @property
     def closed(self) -> bool:

@@ -17,7 +17,13 @@ import anyio.lowlevel
 
 from lossless import _native
 from lossless.config import Config, ModelConfig
-from lossless.errors import InvalidInputError, LosslessError, SessionClosedError, UnknownModelError
+from lossless.errors import (
+    InvalidInputError,
+    LosslessError,
+    SessionClosedError,
+    StoreError,
+    UnknownModelError,
+)
 from lossless.models import ModelLimits, resolve_limits_async
 from lossless.store import database_path
 from lossless.streams import gone_streams
@@ -165,3 +171,23 @@ def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -
     """Closes the session's replies whose streaming process is gone; returns how many."""
     gone = gone_streams(store, session_id, stale_s)
     return store.flag_interrupted(session_id, gone) if gone else 0
+
+
+async def session_for_key(db: str | os.PathLike[str], key: str) -> str | None:
+    """The id of the session ``key`` names in ``db`` now (see ``Session.open``), or
+    None. Reads only: a missing database file, or one of a version without keys,
+    names none."""
+    path = database_path(db)
+
+    def lookup() -> str | None:
+        if "://" not in path and not os.path.exists(path):
+            return None
+        store = _native.Store(path, read_only=True)
+        try:
+            return store.session_for_key(key)
+        except StoreError:
+            return None
+        finally:
+            store.close()
+
+    return await anyio.to_thread.run_sync(lookup)

@@ -137,6 +137,14 @@ class Recorder(RequestComposer):
         last one says whether the list started a round.
         """
         self._check_open()
+        results, _ = await self._record_list(messages, format, system)
+        return results
+
+    async def _record_list(
+        self, messages: Sequence[OpenAIMessage], format: MessageFormat | None, system: object
+    ) -> tuple[list[RecordResult], list[str]]:
+        """:meth:`record_messages`; also returns the ids of the calls whose results the
+        list set through :meth:`update_tool` (calls stored before it)."""
         if isinstance(messages, Mapping | str | bytes) or not isinstance(messages, Iterable):
             # to_turns names the problem; a format is read from a list only.
             detected: MessageFormat = "openai"
@@ -159,6 +167,7 @@ class Recorder(RequestComposer):
             check_media=lambda part, field: check_media(part, field, self.config.media),
         )
         results: list[RecordResult] = []
+        answered: list[str] = []
         view_tokens: int | None = None
         for step in steps:
             if isinstance(step, Turn):
@@ -166,11 +175,12 @@ class Recorder(RequestComposer):
                 results.append(appended)
                 view_tokens = appended.view_tokens
             else:
+                answered.append(step.call_id)
                 view_tokens = await self._apply_tool_update(
                     step.call_id, "completed", step.output, None, step.media
                 )
         if view_tokens is None:
-            return results
+            return results, answered
         # One round for the whole list, started once all of it is stored: a history
         # handed over at once was never sent, and a round that sees all of it aims at
         # the goal (decision 191) where rounds started part way cut to the tail.
@@ -179,7 +189,7 @@ class Recorder(RequestComposer):
             results[-1] = replace(
                 results[-1], view_tokens=view_tokens, compaction_triggered=triggered
             )
-        return results
+        return results, answered
 
     async def update_tool(
         self,

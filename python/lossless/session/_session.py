@@ -44,13 +44,14 @@ from lossless.session._open import (
     _second_store,
     _weakly,
     flush_search_index,
+    session_for_key,
     shared_session_parts,
 )
 from lossless.session._request_parts import _Request
-from lossless.session._turn import ModelTurns
+from lossless.session._sync import Syncing
 
 
-class Session(ModelTurns):
+class Session(Syncing):
     """One conversation, stored in full, sent to the model within its budget.
 
     Create it with :meth:`open`, :meth:`create` or :meth:`load`, ideally as
@@ -120,20 +121,40 @@ class Session(ModelTurns):
         # would keep the session, and its connections, alive until a full collection,
         # which a heap frozen after litellm's import may never run on it.
         summariser.conversation = _weakly(self._conversation_for_summary)
-        self.compaction = CompactionEngine(
-            store=compaction_store,
-            session_id=session_id,
-            config=config,
-            budget=_weakly(self._current_budget),
-            bus=self.events,
-            summariser=summariser,
-        )
+        self._summariser = summariser
+        self._compaction_store = compaction_store
+        self.compaction = self._make_compaction()
         self.arena = SessionArena(
             weakref.proxy(self),
             check_open=_weakly(self._check_open),
             request_compaction=_weakly(self._request_compaction),
         )
-        self.compaction.measure_invalidated = _weakly(self._invalidated_since_last_request)
+        self.key: str | None = None
+        self.parent_id: str | None = None
+        self._sync_lock = anyio.Lock()
+        self._synced_format = None
+
+    def _make_compaction(self) -> CompactionEngine:
+        """The compaction engine of the session this object is now."""
+        engine = CompactionEngine(
+            store=self._compaction_store,
+            session_id=self.id,
+            config=self.config,
+            budget=_weakly(self._current_budget),
+            bus=self.events,
+            summariser=self._summariser,
+        )
+        engine.measure_invalidated = _weakly(self._invalidated_since_last_request)
+        return engine
+
+    def _rebind(self) -> None:
+        self.compaction = self._make_compaction()
+        self.arena.forget_plans()
+        self._last_request = None
+        self._last_request_at = None
+        self._last_messages = None
+        self._awaiting_usage = None
+        self._recent_calls.clear()
 
     @classmethod
     async def create(
@@ -143,9 +164,14 @@ class Session(ModelTurns):
         db: str | os.PathLike[str] = "lossless.db",
         config: Config | None = None,
         system_prompt: str | None = None,
+        key: str | None = None,
     ) -> Session:
-        """Start a new session stored in ``db``."""
-        return await cls._new(model=model, db=db, config=config, system_prompt=system_prompt)
+        """Start a new session stored in ``db``. With ``key`` (a name from outside:
+        an SDK's session id, a conversation's name) the key names the new session
+        from now on; a session it named before stays stored under its id."""
+        return await cls._new(
+            model=model, db=db, config=config, system_prompt=system_prompt, key=key
+        )
 
     @classmethod
     async def _new(
@@ -157,12 +183,16 @@ class Session(ModelTurns):
         system_prompt: str | None,
         link: tuple[str, str, int] | None = None,
         shared: SharedSessionParts | None = None,
+        key: str | None = None,
+        reuse_key: bool = False,
     ) -> Session:
         """:meth:`create`; with ``link`` (parent id, map id, item index) the session is
         created linked to its parent, in the same transaction (an AgenticMap item).
         With ``shared`` (made once by :func:`shared_session_parts` for ``model`` and
         ``config``) the session works on its connections, counter and limits instead
-        of making its own; whoever made them indexes the search backlog."""
+        of making its own; whoever made them indexes the search backlog. ``key``
+        names the new session; with ``reuse_key`` a session the key already names is
+        loaded instead (see :meth:`open`)."""
         config = config or Config()
         if shared is None:
             shared = await shared_session_parts(model, db, config)
@@ -170,7 +200,20 @@ class Session(ModelTurns):
         else:
             owns_store = False
         store = shared.store
-        if link is None:
+        if key is not None and reuse_key:
+            session_id, created = store.open_named_session(
+                key, model, shared.snapshot, system_prompt
+            )
+            if not created:
+                # Another process named a session with the key first: that one.
+                if owns_store:
+                    _close_all(_opened_by_session(db, shared))
+                return await cls._load(
+                    session_id, db=db, config=config, expected=(model, system_prompt)
+                )
+        elif key is not None:
+            session_id = store.create_named_session(key, model, shared.snapshot, system_prompt)
+        elif link is None:
             session_id = store.create_session(model, shared.snapshot, system_prompt)
         else:
             session_id = await write_now_or_in_thread(
@@ -195,6 +238,7 @@ class Session(ModelTurns):
             compaction_store=shared.compaction_store,
         )
         session._owns_store = owns_store
+        session.key = key
         if owns_store:
             session._opened = _opened_by_session(db, shared)
         await session._start()
@@ -256,6 +300,9 @@ class Session(ModelTurns):
             compaction_store=compaction_store,
         )
         session._opened = (store,) if compaction_store is store else (store, compaction_store)
+        session.key = store.key_of(session_id)
+        fork = store.fork_of(session_id)
+        session.parent_id = fork.parent_id if fork is not None else None
         flagged = await anyio.to_thread.run_sync(
             _close_gone_streams, store, session_id, config.store.stream_stale_s
         )
@@ -273,8 +320,14 @@ class Session(ModelTurns):
         session_id: str | None = None,
         config: Config | None = None,
         system_prompt: str | None = None,
+        key: str | None = None,
     ) -> AsyncIterator[Session]:
         """Create a session (``session_id=None``) or load a stored one, closed on exit.
+
+        With ``key`` and no ``session_id``: the session the key names (see
+        :meth:`create`) is loaded, or, when it names none, a new one is created and
+        named by it, in one transaction, so processes that open one key at once
+        agree on one session. The key follows a session's forks (:meth:`sync`).
 
         ``async with Session.open(model=..., db=..., session_id=saved_id) as session:``.
         When loading, ``config=None`` keeps the stored configuration, and ``model`` and
@@ -282,7 +335,21 @@ class Session(ModelTurns):
         session is created, so a different value raises :class:`InvalidInputError`
         instead of being silently ignored.
         """
-        if session_id is None:
+        if session_id is None and key is not None:
+            found = await session_for_key(db, key)
+            if found is None:
+                session = await cls._new(
+                    model=model,
+                    db=db,
+                    config=config,
+                    system_prompt=system_prompt,
+                    key=key,
+                    reuse_key=True,
+                )
+            else:
+                expected = (model, system_prompt)
+                session = await cls._load(found, db=db, config=config, expected=expected)
+        elif session_id is None:
             session = await cls.create(
                 model=model, db=db, config=config, system_prompt=system_prompt
             )
@@ -328,6 +395,29 @@ class Session(ModelTurns):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def fork(self, at: str | None = None, *, key: str | None = None) -> Session:
+        """A new session that shares this one's history up to message ``at`` (its
+        id; None: the newest message), summaries included, without a copy, and goes
+        its own way from there: what either stores later, and compaction in either,
+        never touches the other. The fork starts with this session's pinned facts and
+        task state, its model, configuration and system prompt; ``key`` names it.
+
+        This is how a retry, an edit of an earlier message, or a sub-agent that starts
+        from the parent's context are expressed (:meth:`sync` forks by itself when a
+        history it is handed no longer extends the stored one). Returns the fork,
+        open on its own connections: close it (or use ``async with``)."""
+        self._check_open()
+        store = self._store
+        seq = store.newest_seq(self.id) if at is None else store.message_seq(self.id, at)
+        sync_from = store.sync_positions_within(self.id, seq)
+        child = await anyio.to_thread.run_sync(
+            partial(store.fork_session, self.id, seq, sync_from, key)
+        )
+        await self.events.apublish(
+            EventName.SESSION_FORKED, child, parent_id=self.id, fork_seq=seq, reason="fork"
+        )
+        return await Session._load(child, db=store.path, config=self.config)
 
     async def add_file(
         self, path: str | os.PathLike[str], *, record: bool = True

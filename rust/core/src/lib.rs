@@ -13,11 +13,13 @@ pub mod files;
 pub mod formats;
 pub mod history;
 pub mod ids;
+pub mod lineage;
 pub(crate) mod maps;
 pub mod model;
 pub mod parts;
 pub mod recall;
 pub mod store;
+pub mod sync;
 mod threads;
 pub mod tokens;
 

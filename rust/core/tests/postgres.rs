@@ -367,6 +367,7 @@ fn a_version_8_database_gets_the_arena_s_cut_counts() {
         .batch_execute(
             "ALTER TABLE arena_entries DROP COLUMN full_tokens;
              DROP TABLE media; DROP INDEX parts_media;
+             DROP TABLE session_keys, session_forks, sync_inputs;
              UPDATE lossless_schema SET version = 8;",
         )
         .expect("a version 8 schema");
@@ -423,6 +424,7 @@ fn a_version_9_database_takes_reasoning_parts_with_every_row_kept() {
             "ALTER TABLE parts DROP CONSTRAINT parts_kind_check;
              ALTER TABLE parts ADD CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker'));
              DROP TABLE media; DROP INDEX parts_media;
+             DROP TABLE session_keys, session_forks, sync_inputs;
              UPDATE lossless_schema SET version = 9;",
         )
         .expect("a version 9 schema");
@@ -477,6 +479,7 @@ fn a_version_11_database_takes_provider_compaction_parts() {
              ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
              ADD CONSTRAINT parts_kind_check CHECK (kind IN
                  ('text', 'tool', 'file_ref', 'reasoning', 'media', 'compaction_marker'));
+             DROP TABLE session_keys, session_forks, sync_inputs;
              UPDATE lossless_schema SET version = 11;",
         )
         .expect("a version 11 schema");

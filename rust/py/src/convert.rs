@@ -85,7 +85,7 @@ pub fn role(value: &Bound<'_, PyAny>) -> PyResult<Role> {
     Role::parse(&text(value, "role")?).map_err(to_py_err)
 }
 
-fn type_name(value: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(value: &Bound<'_, PyAny>) -> String {
     value
         .get_type()
         .name()

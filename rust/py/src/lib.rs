@@ -23,6 +23,7 @@ mod results;
 mod round;
 mod span;
 mod store;
+mod sync;
 mod tokens;
 mod turn_memo;
 
@@ -56,6 +57,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::MessageRecord>()?;
     module.add_class::<store::EventRow>()?;
     module.add_class::<store::StoreStats>()?;
+    module.add_class::<store::ForkRow>()?;
+    module.add_function(wrap_pyfunction!(sync::sync_chain, module)?)?;
     module.add_class::<files::FileScan>()?;
     module.add_class::<files::FileRecord>()?;
     module.add_class::<maps::MapRun>()?;

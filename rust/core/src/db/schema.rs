@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -565,6 +565,68 @@ CREATE TRIGGER IF NOT EXISTS media_fixed BEFORE UPDATE ON media
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: media rows cannot be changed'); END;
 ";
 
+/// Names, forks and handed-over histories (as of version 13), all append-only.
+///
+/// `session_keys`: a session's name for the outside world (an SDK session id, a
+/// proxy conversation, an imported transcript); the newest row of a key names the
+/// session it means now, older rows keep what it meant before.
+/// `session_forks`: a session that shares its parent's history up to the parent's
+/// message `fork_seq` (seq numbers go on from there in the child), and the first
+/// position of the handed-over history (`sync_inputs`) that is its own.
+/// `sync_inputs`: each position of the history `sync` was handed, as the digest of
+/// every message up to it, and the message seqs its call wrote: `low_seq` the
+/// oldest it created or changed (NULL: none), `high_seq` the newest in the session
+/// after it.
+const LINEAGE: &str = r"
+CREATE TABLE IF NOT EXISTS session_keys (
+    key        TEXT NOT NULL,
+    ord        INTEGER NOT NULL,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (key, ord)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS session_keys_by_session ON session_keys (session_id);
+CREATE TABLE IF NOT EXISTS session_forks (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+    parent_id  TEXT NOT NULL REFERENCES sessions(id),
+    fork_seq   INTEGER NOT NULL,
+    sync_from  INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS session_forks_by_parent ON session_forks (parent_id);
+CREATE TABLE IF NOT EXISTS sync_inputs (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    position   INTEGER NOT NULL,
+    digest     BLOB NOT NULL,
+    low_seq    INTEGER,
+    high_seq   INTEGER NOT NULL,
+    PRIMARY KEY (session_id, position)
+) WITHOUT ROWID;
+";
+
+/// The append-only triggers of the version 13 tables.
+fn lineage_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    for (table, key) in [
+        ("session_keys", "key = NEW.key AND ord = NEW.ord"),
+        ("session_forks", "session_id = NEW.session_id"),
+        (
+            "sync_inputs",
+            "session_id = NEW.session_id AND position = NEW.position",
+        ),
+    ] {
+        tx.execute_batch(&format!(
+            "CREATE TRIGGER IF NOT EXISTS {table}_no_replace BEFORE INSERT ON {table}
+             WHEN EXISTS (SELECT 1 FROM {table} WHERE {key})
+             BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored {table} row cannot be replaced'); END;
+             CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
+             BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be deleted'); END;
+             CREATE TRIGGER IF NOT EXISTS {table}_fixed BEFORE UPDATE ON {table}
+             BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be changed'); END;"
+        ))?;
+    }
+    Ok(())
+}
+
 /// Version 9 on a version 8 file: the arena's entries remember what a text cut at
 /// write time counted (older ones read as whole).
 const MIGRATE_FROM_8: &str = "ALTER TABLE arena_entries ADD COLUMN full_tokens INTEGER;";
@@ -608,6 +670,8 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         }
         add_files_and_maps(&tx)?;
         tx.execute_batch(MEDIA)?;
+        tx.execute_batch(LINEAGE)?;
+        lineage_triggers(&tx)?;
         tx.execute_batch(STREAMS)?;
         tx.execute_batch(ARENA)?;
         tx.execute_batch(INDEXES)?;

@@ -1,6 +1,7 @@
 //! Sessions: created once, never changed except for the store's own counters.
 
 use crate::db::backend::args;
+use crate::db::gate::Write;
 use crate::error::{Error, Result};
 use crate::ids::{new_id, now_ms};
 use crate::parts::{check_content, check_identifier};
@@ -36,17 +37,42 @@ impl Store {
         config: &str,
         system_prompt: Option<&str>,
     ) -> Result<String> {
+        Self::check_new_session(model, config, system_prompt)?;
+        let write = Write::begin(&self.conn, &self.writer)?;
+        let id = Self::insert_session(&write, model, config, system_prompt, 1)?;
+        write.commit()?;
+        Ok(id)
+    }
+
+    /// Refuses what a new session cannot be created with.
+    pub(crate) fn check_new_session(
+        model: &str,
+        config: &str,
+        system_prompt: Option<&str>,
+    ) -> Result<()> {
         check_identifier("model", model)?;
         serde_json::from_str::<serde_json::Value>(config)
             .map_err(|err| Error::invalid("config", format!("not valid JSON: {err}")))?;
         if let Some(prompt) = system_prompt {
             check_content("system_prompt", prompt)?;
         }
+        Ok(())
+    }
+
+    /// Inserts a session row in `write`, its messages numbered from `next_seq` (a
+    /// fork's go on from its parent's); returns its id.
+    pub(crate) fn insert_session(
+        write: &Write<'_>,
+        model: &str,
+        config: &str,
+        system_prompt: Option<&str>,
+        next_seq: i64,
+    ) -> Result<String> {
         let id = new_id("ses");
-        let _gate = self.writer.hold()?;
-        self.conn.execute(
-            "INSERT INTO sessions (id, model, created_at, config, system_prompt) VALUES (?1, ?2, ?3, ?4, ?5)",
-            args![id, model, now_ms(), config, system_prompt],
+        write.execute(
+            "INSERT INTO sessions (id, model, created_at, config, system_prompt, next_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            args![id, model, now_ms(), config, system_prompt, next_seq],
         )?;
         Ok(id)
     }

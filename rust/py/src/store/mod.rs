@@ -18,6 +18,7 @@ mod arena;
 mod compaction;
 mod context;
 mod events;
+mod lineage;
 mod media;
 mod search;
 mod sessions;
@@ -25,6 +26,7 @@ mod turns;
 
 pub use context::ViewStats;
 pub use events::EventRow;
+pub use lineage::ForkRow;
 pub use search::{DagRow, GrepRow};
 pub use sessions::{SessionInfo, SessionRow, StreamRow};
 pub use turns::{AppendResult, MessageRecord, TurnAppendResult};

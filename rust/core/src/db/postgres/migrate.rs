@@ -14,7 +14,7 @@ pub const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
 /// The PostgreSQL backend starts at version 8; a release that changes the SQLite
 /// schema adds its step here under the same version number.
-fn steps() -> [(i64, String); 4] {
+fn steps() -> [(i64, String); 5] {
     [
         // Version 9: what an arena entry's text counted before it was cut at write time.
         (
@@ -47,7 +47,18 @@ fn steps() -> [(i64, String); 4] {
                 widened_kind_check()
             ),
         ),
+        // Version 13: session names, forks and handed-over histories.
+        (12, lineage_step()),
     ]
+}
+
+/// The version 13 tables and their append-only triggers.
+fn lineage_step() -> String {
+    let mut sql = schema::LINEAGE.to_string();
+    for table in ["session_keys", "session_forks", "sync_inputs"] {
+        sql.push_str(&schema::append_only_triggers(table, None));
+    }
+    sql
 }
 
 /// The statement that makes the kind constraint again from the kinds this build
@@ -177,6 +188,7 @@ fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
         schema::SEARCH,
         schema::INDEXES,
         schema::MEDIA,
+        schema::LINEAGE,
         &schema::triggers(),
     ] {
         tx.batch_execute(step).map_err(named)?;

@@ -24,7 +24,7 @@
 
 /// The schema version these tables are: the SQLite schema's, whose tables they
 /// translate (a test compares the two).
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// The version row and the function every append-only trigger calls.
 pub(super) const META: &str = r"
@@ -199,6 +199,34 @@ CREATE TABLE media (
 CREATE INDEX parts_media ON parts (session_id, msg_seq, ord) WHERE kind = 'media';
 "#;
 
+/// Names, forks and handed-over histories (SQLite version 13).
+pub(super) const LINEAGE: &str = r#"
+CREATE TABLE session_keys (
+    key        TEXT COLLATE "C" NOT NULL,
+    ord        BIGINT NOT NULL,
+    session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (key, ord)
+);
+CREATE INDEX session_keys_by_session ON session_keys (session_id);
+CREATE TABLE session_forks (
+    session_id TEXT COLLATE "C" PRIMARY KEY REFERENCES sessions(id),
+    parent_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    fork_seq   BIGINT NOT NULL,
+    sync_from  BIGINT NOT NULL,
+    created_at BIGINT NOT NULL
+);
+CREATE INDEX session_forks_by_parent ON session_forks (parent_id);
+CREATE TABLE sync_inputs (
+    session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    position   BIGINT NOT NULL,
+    digest     BYTEA NOT NULL,
+    low_seq    BIGINT,
+    high_seq   BIGINT NOT NULL,
+    PRIMARY KEY (session_id, position)
+);
+"#;
+
 /// Files kept whole and map runs (SQLite version 7).
 pub(super) const FILES_AND_MAPS: &str = r#"
 CREATE TABLE file_contents (
@@ -356,7 +384,7 @@ pub(super) const CONDITIONAL_UPDATES: [(&str, &str, &str); 4] = [
 ];
 
 /// Tables whose rows are never changed nor deleted once written.
-pub(super) const FIXED_TABLES: [&str; 12] = [
+pub(super) const FIXED_TABLES: [&str; 15] = [
     "tool_outputs",
     "summary_sources",
     "file_refs",
@@ -369,6 +397,9 @@ pub(super) const FIXED_TABLES: [&str; 12] = [
     "map_outcomes",
     "session_parents",
     "media",
+    "session_keys",
+    "session_forks",
+    "sync_inputs",
 ];
 
 /// Whether `table`'s rows are append-only (its triggers refuse deletes, and updates

@@ -1,0 +1,119 @@
+//! Keys: a session's name for the outside world (an SDK session id, a proxy
+//! conversation, an imported transcript). A key's newest row names the session it
+//! means now; a fork or a fresh start under the same name appends a row, so what
+//! the key meant before stays stored.
+
+use crate::db::backend::args;
+use crate::db::gate::Write;
+use crate::error::Result;
+use crate::ids::now_ms;
+use crate::parts::check_identifier;
+use crate::store::Store;
+
+impl Store {
+    /// The session `key` names now, if any.
+    pub fn session_for_key(&self, key: &str) -> Result<Option<String>> {
+        check_identifier("key", key)?;
+        self.conn
+            .prepare_cached(
+                "SELECT session_id FROM session_keys WHERE key = ?1 ORDER BY ord DESC LIMIT 1",
+            )?
+            .query_opt(args![key], |row| row.get(0))
+    }
+
+    /// The key that names `session_id` now, if one does.
+    pub fn key_of(&self, session_id: &str) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT k.key FROM session_keys k WHERE k.session_id = ?1
+                   AND k.ord = (SELECT max(ord) FROM session_keys WHERE key = k.key)
+                 ORDER BY k.created_at DESC LIMIT 1",
+            )?
+            .query_opt(args![session_id], |row| row.get(0))
+    }
+
+    /// Makes `key` name `session_id` from now on.
+    pub fn name_session(&mut self, key: &str, session_id: &str) -> Result<()> {
+        check_identifier("key", key)?;
+        self.session(session_id)?;
+        let write = Write::begin(&self.conn, &self.writer)?;
+        append_key(&write, key, session_id)?;
+        write.commit()
+    }
+
+    /// The session `key` names, or a new one it names from now on: `(id, created)`.
+    /// One transaction, so processes that open the same key at once agree on one
+    /// session.
+    pub fn open_named_session(
+        &mut self,
+        key: &str,
+        model: &str,
+        config: &str,
+        system_prompt: Option<&str>,
+    ) -> Result<(String, bool)> {
+        check_identifier("key", key)?;
+        Self::check_new_session(model, config, system_prompt)?;
+        let write = Write::begin(&self.conn, &self.writer)?;
+        let found: Option<String> = write.query_opt(
+            "SELECT session_id FROM session_keys WHERE key = ?1 ORDER BY ord DESC LIMIT 1",
+            args![key],
+            |row| row.get(0),
+        )?;
+        if let Some(id) = found {
+            write.commit()?;
+            return Ok((id, false));
+        }
+        let id = Self::insert_session(&write, model, config, system_prompt, 1)?;
+        append_key(&write, key, &id)?;
+        write.commit()?;
+        Ok((id, true))
+    }
+
+    /// A new session that `key` names from now on (a session it named before stays
+    /// stored, under its id).
+    pub fn create_named_session(
+        &mut self,
+        key: &str,
+        model: &str,
+        config: &str,
+        system_prompt: Option<&str>,
+    ) -> Result<String> {
+        check_identifier("key", key)?;
+        Self::check_new_session(model, config, system_prompt)?;
+        let write = Write::begin(&self.conn, &self.writer)?;
+        let id = Self::insert_session(&write, model, config, system_prompt, 1)?;
+        append_key(&write, key, &id)?;
+        write.commit()?;
+        Ok(id)
+    }
+}
+
+/// Appends the row that makes `key` name `session_id`, in `write`.
+pub(crate) fn append_key(write: &Write<'_>, key: &str, session_id: &str) -> Result<()> {
+    write.execute(
+        "INSERT INTO session_keys (key, ord, session_id, created_at)
+         VALUES (?1, (SELECT coalesce(max(ord), 0) + 1 FROM session_keys WHERE key = ?1), ?2, ?3)",
+        args![key, session_id, now_ms()],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// The newest message seq of `session_id`, its lineage's included (0: none).
+    pub fn newest_seq(&self, session_id: &str) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT next_seq - 1 FROM sessions WHERE id = ?1")?
+            .query_opt(args![session_id], |row| row.get(0))?
+            .ok_or_else(|| crate::error::Error::SessionNotFound(session_id.to_string()))
+    }
+
+    /// The seq of the message of `session_id` that holds tool call `call_id`.
+    pub fn call_seq(&self, session_id: &str, call_id: &str) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached(
+                "SELECT msg_seq FROM parts WHERE session_id = ?1 AND call_id = ?2 AND kind = 'tool'
+                 ORDER BY msg_seq DESC LIMIT 1",
+            )?
+            .query_opt(args![session_id, call_id], |row| row.get(0))
+    }
+}
