@@ -1147,8 +1147,10 @@ class Store:
         chain: bytes,
         low_seq: int | None,
         high_seq: int,
-    ) -> None:
-        """Stores positions ``start..`` of a handed-over history."""
+        wait: bool = True,
+    ) -> bool | None:
+        """Stores positions ``start..`` of a handed-over history; without ``wait``,
+        ``None`` where the write would wait."""
     def sync_fork_point(
         self, session_id: str, k: int, extra_low: int | None = None
     ) -> tuple[int, int]:

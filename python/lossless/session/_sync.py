@@ -16,6 +16,7 @@ from typing import Any, Literal, overload
 import anyio
 
 from lossless import _native
+from lossless._writes import write_now_or_in_thread
 from lossless.errors import HistoryDivergedError, InvalidInputError
 from lossless.events import EventName
 from lossless.formats import MessageFormat, checked_format, detect_format, to_openai
@@ -158,7 +159,7 @@ class Syncing(ModelTurns):
             seq = self._store.call_seq(self.id, call_id)
             if seq is not None:
                 touched.append(seq)
-        await anyio.to_thread.run_sync(
+        await write_now_or_in_thread(
             partial(
                 self._store.sync_append,
                 self.id,

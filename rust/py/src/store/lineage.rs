@@ -117,7 +117,13 @@ impl Store {
         Ok((found.stored, found.first_difference))
     }
 
-    /// Stores positions `start..` of a handed-over history.
+    /// Stores positions `start..` of a handed-over history; without `wait`, `None`
+    /// where the write would wait (see [`Store::write`]).
+    #[pyo3(signature = (session_id, start, chain, low_seq, high_seq, wait = true))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per column, and the wait flag"
+    )]
     fn sync_append(
         &self,
         py: Python<'_>,
@@ -126,10 +132,13 @@ impl Store {
         chain: &[u8],
         low_seq: Option<i64>,
         high_seq: i64,
-    ) -> PyResult<()> {
+        wait: bool,
+    ) -> PyResult<Option<bool>> {
         let chain = digests(chain)?;
-        self.with(py, |store| {
-            store.sync_append(session_id, start, &chain, low_seq, high_seq)
+        self.write(py, wait, |store| {
+            store
+                .sync_append(session_id, start, &chain, low_seq, high_seq)
+                .map(|()| true)
         })
     }
 
