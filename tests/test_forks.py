@@ -149,8 +149,7 @@ async def test_a_rewind_forks_and_shares_the_prefix(config: Config, db: Path | s
 
 
 @pytest.mark.both_backends
-async def test_recall_in_a_fork_sees_what_it_shares_only(config: Config, tmp_path: Path) -> None:
-    db = tmp_path / "forks.db"
+async def test_recall_in_a_fork_sees_what_it_shares_only(config: Config, db: Path | str) -> None:
     async with Session.open(model=MODEL, db=db, config=config) as session:
         messages = _history(1, "Calibrate the zeppelin altimeter.")
         await session.sync(messages)
@@ -163,6 +162,11 @@ async def test_recall_in_a_fork_sees_what_it_shares_only(config: Config, tmp_pat
     assert grep("gyroscope", db=db, session=child)
     assert not grep("periscope", db=db, session=child)
     assert grep("periscope", db=db, session=parent)
+    family = grep("periscope gyroscope zeppelin", db=db, session=child, lineage=True)
+    assert {hit.session_id for hit in family} == {parent, child}
+    found = {hit.snippet for hit in family}
+    assert any("periscope" in text for text in found)
+    assert len({hit.part_id for hit in family}) == len(family), "shared hits once"
 
 
 async def test_compaction_in_a_fork_never_touches_its_parent(
