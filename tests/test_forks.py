@@ -148,6 +148,23 @@ async def test_a_rewind_forks_and_shares_the_prefix(config: Config, db: Path | s
     assert own == [("1",)]
 
 
+async def test_a_history_handed_over_at_once_forks_at_the_edit(
+    config: Config, tmp_path: Path
+) -> None:
+    async with Session.open(model=MODEL, db=tmp_path / "forks.db", config=config) as session:
+        await session.sync(_history(6))
+        parent = [m.id for m in session.history()]
+        edited = _history(6)
+        edited[7:9] = _round(3, "probe 3: flooded")
+        await session.sync(edited)
+        history = session.history()
+        # The user turn and rounds 0-2 are shared; round 3's call is the fork's own,
+        # as its result changed; rounds 4 and 5 are stored again after it.
+        assert [m.id for m in history[:4]] == parent[:4]
+        assert {m.session_id for m in history[4:]} == {session.id}
+        assert "call_3=probe 3: flooded" in _texts(session)
+
+
 @pytest.mark.both_backends
 async def test_recall_in_a_fork_sees_what_it_shares_only(config: Config, db: Path | str) -> None:
     async with Session.open(model=MODEL, db=db, config=config) as session:

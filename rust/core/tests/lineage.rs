@@ -79,7 +79,7 @@ fn the_fork_point_keeps_what_no_later_position_wrote() {
     for (position, low, high) in [(0, 1, 1), (1, 2, 2), (2, 3, 3), (3, 2, 3)] {
         let one = &digests[position..=position];
         store
-            .sync_append(&session, position, one, Some(low), high)
+            .sync_append(&session, position, one, &[(Some(low), high)])
             .unwrap();
     }
     let found = store.sync_match(&session, &digests).unwrap();
@@ -101,7 +101,7 @@ fn the_fork_point_keeps_what_no_later_position_wrote() {
     assert_eq!(found.first_difference, Some(2));
     // Positions must follow on.
     assert!(store
-        .sync_append(&session, 7, &digests[..1], None, 3)
+        .sync_append(&session, 7, &digests[..1], &[(None, 3)])
         .is_err());
 }
 

@@ -117,27 +117,23 @@ impl Store {
         Ok((found.stored, found.first_difference))
     }
 
-    /// Stores positions `start..` of a handed-over history; without `wait`, `None`
-    /// where the write would wait (see [`Store::write`]).
-    #[pyo3(signature = (session_id, start, chain, low_seq, high_seq, wait = true))]
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one argument per column, and the wait flag"
-    )]
+    /// Stores positions `start..` of a handed-over history, each with the seqs it
+    /// wrote `(oldest or None, newest after it)`; without `wait`, `None` where the
+    /// write would wait (see [`Store::write`]).
+    #[pyo3(signature = (session_id, start, chain, seqs, wait = true))]
     fn sync_append(
         &self,
         py: Python<'_>,
         session_id: &str,
         start: usize,
         chain: &[u8],
-        low_seq: Option<i64>,
-        high_seq: i64,
+        seqs: Vec<(Option<i64>, i64)>,
         wait: bool,
     ) -> PyResult<Option<bool>> {
         let chain = digests(chain)?;
         self.write(py, wait, |store| {
             store
-                .sync_append(session_id, start, &chain, low_seq, high_seq)
+                .sync_append(session_id, start, &chain, &seqs)
                 .map(|()| true)
         })
     }
