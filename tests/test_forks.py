@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -235,14 +235,19 @@ def _growth() -> st.SearchStrategy[list[tuple[str, int]]]:
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(steps=_growth())
+@pytest.mark.parametrize("format", ["openai", "anthropic"])
 async def test_any_history_is_stored_once_per_branch(
-    config: Config, tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int]]
+    config: Config,
+    tmp_path_factory: pytest.TempPathFactory,
+    format: Literal["openai", "anthropic"],
+    steps: list[tuple[str, int]],
 ) -> None:
     db = tmp_path_factory.mktemp("sync") / "property.db"
     messages = _history(1)
     version = 0
     async with Session.open(model=MODEL, db=db, config=config) as session:
-        await session.sync(messages)
+        first = messages if format == "openai" else _as_anthropic(messages)
+        await session.sync(first, format=format)
         for action, number in steps:
             before = _all_rows(db)
             if action == "grow":
@@ -257,8 +262,11 @@ async def test_any_history_is_stored_once_per_branch(
                 # Back to a user message or a whole tool round.
                 cut = 1 + 2 * (number % ((len(messages) + 1) // 2))
                 messages = messages[: min(cut, len(messages))]
-            context = await session.sync(messages)
-            check_request(context.messages)
+            if format == "openai":
+                context = await session.sync(messages, format="openai")
+                check_request(context.messages)
+            else:
+                context = await session.sync(_as_anthropic(messages), format="anthropic")
             assert context.tokens <= context.budget
             _only_added(before, _all_rows(db))
             # The branch holds the list: one turn per user or assistant message,
@@ -267,6 +275,33 @@ async def test_any_history_is_stored_once_per_branch(
             history = session.history()
             assert len(history) == len(turns)
             assert _texts(session) == _expected_texts(messages)
+
+
+def _as_anthropic(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same history as Anthropic Messages, message for message."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] == "user":
+            converted.append(message)
+        elif message["role"] == "assistant":
+            uses = [
+                {
+                    "type": "tool_use",
+                    "id": call["id"],
+                    "name": call["function"]["name"],
+                    "input": json.loads(call["function"]["arguments"]),
+                }
+                for call in message["tool_calls"]
+            ]
+            converted.append({"role": "assistant", "content": uses})
+        else:
+            result = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": message["content"],
+            }
+            converted.append({"role": "user", "content": [result]})
+    return converted
 
 
 def _expected_texts(messages: list[dict[str, Any]]) -> list[str]:
