@@ -213,6 +213,22 @@ async def test_a_last_line_still_being_written_waits_for_the_next_import(tmp_pat
     assert await _texts(db, CLAUDE_KEY) == await _import_texts(tmp_path, CLAUDE_FILE, CLAUDE_KEY)
 
 
+@pytest.mark.anyio
+async def test_a_reply_imported_half_written_forks_the_session_at_it(tmp_path: Path) -> None:
+    lines = lines_of(CLAUDE_FILE)
+    thinking = next(i for i, line in enumerate(lines) if '"thinking"' in line)
+    transcript = write_lines(tmp_path / CLAUDE_FILE.name, lines[: thinking + 1])
+    db = tmp_path / "live.db"
+    (first,) = await import_claude_code(transcript, db=db)  # the reply: its thinking only
+    write_lines(transcript, lines)
+    (grown, _agent) = await import_claude_code(transcript, db=db)
+    assert grown.forked_from == first.session_id != grown.session_id
+    assert await session_for_key(db, CLAUDE_KEY) == grown.session_id
+    # The fork may share at most the header and the prompt, never the cut reply.
+    assert grown.already <= 2 and grown.already + grown.stored == 8
+    assert await _texts(db, CLAUDE_KEY) == await _import_texts(tmp_path, CLAUDE_FILE, CLAUDE_KEY)
+
+
 async def _texts(db: Path, key: str) -> list[str]:
     session = await loaded(db, key)
     try:

@@ -102,9 +102,17 @@ def _print(results: Sequence[ImportResult], db: str) -> None:
             f"{result.stored:,}",
             f"{result.already:,}",
             f"{result.lines_skipped:,}",
-            f"error: {result.error}" if result.error else result.key,
+            _note(result),
         )
     console.print(table)
+
+
+def _note(result: ImportResult) -> str:
+    if result.error:
+        return f"error: {result.error}"
+    if result.forked_from:
+        return f"{result.key} (forked from {result.forked_from})"
+    return result.key
 
 
 for command in (claude_code, codex):

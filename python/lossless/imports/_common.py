@@ -74,7 +74,10 @@ class ImportResult:
     ``skipped`` counts what was left out by reason (a line type that holds no
     message, a block kind no format carries, a last line still being written);
     ``session_id`` is None when the transcript held no message (nothing stored) or
-    could not be read (``error`` says why).
+    could not be read (``error`` says why). When the file no longer extends what an
+    earlier import stored (a reply imported while the agent was still writing it
+    has grown), the session forked there: ``forked_from`` names the session left,
+    which keeps what it had, and the key now names ``session_id``.
     """
 
     path: Path
@@ -85,6 +88,7 @@ class ImportResult:
     stored: int
     already: int
     skipped: Mapping[str, int]
+    forked_from: str | None = None
     error: str | None = None
 
     @property
@@ -197,11 +201,17 @@ async def store_transcript(
     if not transcript.messages:
         return _result(transcript, source, None, 0, 0)
     async with _session_for(transcript, source, db, config) as session:
+        started_as = session.id
         before = len(session.history())
         history, system = _with_header(transcript)
         await session.sync(history, format=transcript.format, system=system)
         after = len(session.history())
-        return _result(transcript, source, session.id, after - before, before)
+        if session.id == started_as:
+            return _result(transcript, source, session.id, after - before, before)
+        # Forked: the messages up to the fork point are the ones it shares.
+        fork = session.store.fork_of(session.id)
+        shared = fork.fork_seq if fork is not None else 0
+        return _result(transcript, source, session.id, after - shared, shared, started_as)
 
 
 def _with_header(transcript: Transcript) -> tuple[list[dict[str, Any]], str | None]:
@@ -218,7 +228,7 @@ def _result(
     session_id: str | None,
     stored: int,
     already: int,
-    error: str | None = None,
+    forked_from: str | None = None,
 ) -> ImportResult:
     return ImportResult(
         path=transcript.path,
@@ -229,7 +239,7 @@ def _result(
         stored=stored,
         already=already,
         skipped=dict(transcript.skipped),
-        error=error,
+        forked_from=forked_from,
     )
 
 
