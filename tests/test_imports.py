@@ -110,6 +110,8 @@ async def test_claude_code_transcript_becomes_sessions_with_calls_results_and_th
         "synthetic reply": 1,
         "system line": 1,
         "queue-operation line": 1,
+        "progress line": 1,
+        "line off the active branch": 2,  # a prompt and reply the user rewound
     }
 
     session = await loaded(db, CLAUDE_KEY)
@@ -142,7 +144,8 @@ async def test_claude_code_transcript_becomes_sessions_with_calls_results_and_th
         assert "stations.py works in UTC" in (calls["toolu_03Tk9"].output or "")
         image = [p for m in history for p in m.parts if isinstance(p, MediaPart)]
         assert [part.media_type for part in image] == ["image/png"]
-        assert "API Error" not in json.dumps([str(m.parts) for m in history])
+        stored_text = json.dumps([str(m.parts) for m in history])
+        assert "API Error" not in stored_text and "REWOUND-BRANCH" not in stored_text
         check_request((await session.context()).messages)
     finally:
         await session.close()
@@ -227,6 +230,60 @@ async def test_a_reply_imported_half_written_forks_the_session_at_it(tmp_path: P
     # The fork may share at most the header and the prompt, never the cut reply.
     assert grown.already <= 2 and grown.already + grown.stored == 8
     assert await _texts(db, CLAUDE_KEY) == await _import_texts(tmp_path, CLAUDE_FILE, CLAUDE_KEY)
+
+
+@pytest.mark.anyio
+async def test_a_rewind_after_an_import_forks_and_the_rewound_branch_stays(
+    tmp_path: Path,
+) -> None:
+    lines = lines_of(CLAUDE_FILE)
+    rewound = next(i for i, line in enumerate(lines) if "REWOUND-BRANCH" in line)
+    transcript = write_lines(tmp_path / CLAUDE_FILE.name, lines[: rewound + 1])
+    db = tmp_path / "rewind.db"
+    (before, _agent) = await import_claude_code(transcript, db=db)
+    write_lines(transcript, lines)
+    (after, _agent) = await import_claude_code(transcript, db=db)
+    assert after.forked_from == before.session_id
+    assert await _texts(db, CLAUDE_KEY) == await _import_texts(tmp_path, CLAUDE_FILE, CLAUDE_KEY)
+    left = await Session.load(before.session_id or "", db=db)
+    try:
+        assert "REWOUND-BRANCH-5120" in json.dumps([str(m.parts) for m in left.history()])
+    finally:
+        await left.close()
+
+
+def _row(uuid: str, parent: str | None, kind: str = "user", **extra: Any) -> str:
+    message: dict[str, Any] = {"role": kind, "content": f"text of {uuid}"}
+    if kind == "assistant":
+        message.update(id=f"msg_{uuid}", model="claude-sonnet-4-5-20250929")
+        message["content"] = [{"type": "text", "text": f"reply {uuid}"}]
+    row = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s-b", **extra}
+    if kind in ("user", "assistant"):
+        row["message"] = message
+    return json.dumps(row)
+
+
+@pytest.mark.anyio
+async def test_a_compact_boundary_is_followed_and_a_foreign_parent_reads_in_order(
+    tmp_path: Path,
+) -> None:
+    compacted = [
+        _row("a", None),
+        _row("b", "a", "assistant"),
+        _row("c", None, "system", subtype="compact_boundary", logicalParentUuid="b"),
+        _row("d", "c"),
+        _row("e", "d", "assistant"),
+    ]
+    (result,) = await import_claude_code(
+        write_lines(tmp_path / "c.jsonl", compacted), db=tmp_path / "a.db"
+    )
+    assert result.stored == 5 and "line off the active branch" not in result.skipped
+    # The first line's parent lives in another file (a resumed session): nothing is left out.
+    resumed = [_row("x", "elsewhere"), _row("y", "x", "assistant"), _row("z", "elsewhere")]
+    (result,) = await import_claude_code(
+        write_lines(tmp_path / "r.jsonl", resumed), db=tmp_path / "b.db"
+    )
+    assert result.stored == 4 and result.lines_skipped == 0
 
 
 async def _texts(db: Path, key: str) -> list[str]:

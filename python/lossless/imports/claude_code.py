@@ -8,9 +8,12 @@ line may come between two blocks of one reply). Lines of other types
 counted as skipped, as are replies Claude Code made up itself (model
 ``<synthetic>``: an API error shown to the user) and lines repeated by a resume.
 
-Lines are taken in file order. A sub-agent's lines (``isSidechain``) go to a
-session of their own, keyed ``claude-code:<sessionId>/agent-<agentId>``, whether
-they sit in the main file (older versions) or in their own ``agent-*.jsonl``.
+Lines are taken in file order, from the conversation's active branch only, as
+Claude Code itself reads them back (:mod:`._branch`): a rewind leaves the
+rewound lines in the file, and they are skipped and counted. A sub-agent's lines
+(``isSidechain``) go to a session of their own, keyed
+``claude-code:<sessionId>/agent-<agentId>``, whether they sit in the main file
+(older versions) or in their own ``agent-*.jsonl``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lossless.errors import TranscriptError
+from lossless.imports._branch import off_branch
 from lossless.imports._common import Line, Transcript
 
 __all__ = ["parse"]
@@ -53,9 +57,13 @@ def parse(path: Path, lines: list[Line], skipped: Counter[str]) -> list[Transcri
     message object."""
     groups: dict[str, _Group] = {}
     seen: set[str] = set()
+    dead = off_branch([line for line in lines if not line.data.get("isSidechain")])
     for line in lines:
         data = line.data
         kind = data.get("type")
+        if line.number in dead:
+            skipped["line off the active branch"] += 1
+            continue
         if kind not in ("user", "assistant"):
             skipped[f"{kind} line"] += 1
             continue
