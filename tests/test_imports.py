@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -478,3 +480,19 @@ async def test_a_model_litellm_does_not_know_keeps_its_name(tmp_path: Path) -> N
         check_request((await session.context()).messages)
     finally:
         await session.close()
+
+
+def test_the_example_imports_and_searches_the_fixtures(tmp_path: Path) -> None:
+    example = Path(__file__).parent.parent / "examples" / "import_agent_sessions.py"
+    args = ["--claude-code", str(FIXTURES / "claude-code"), "--codex", str(FIXTURES / "codex")]
+    db = ["--db", str(tmp_path / "agents.db"), "--query", "FERRYLOG"]
+    done = subprocess.run(
+        [sys.executable, str(example), *args, *db],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert f"{CODEX_KEY}: 9 new, 0 already stored" in done.stdout
+    assert "[2/2] rollout-2025-11-02" in done.stdout  # progress, file by file
+    assert f"Imported transcript. Codex session {CODEX_ID}" in done.stdout  # a hit's session

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
+
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.errors import FileInputError, MissingFileError, TranscriptError, UnknownModelError
 from lossless.formats import MessageFormat
@@ -275,11 +277,12 @@ async def run_import(
 ) -> list[ImportResult]:
     """Imports every transcript file at ``path``, one file at a time: a file is
     read whole (and refused whole when malformed) before anything of it is stored."""
-    files = transcript_files(path)
+    # Reading and parsing a file (megabytes for a long session) runs off the loop.
+    files = await anyio.to_thread.run_sync(transcript_files, path)
     results: list[ImportResult] = []
     for done, file in enumerate(files, start=1):
         try:
-            transcripts = _parse(file, parse)
+            transcripts = await anyio.to_thread.run_sync(_parse, file, parse)
         except TranscriptError as err:
             if strict:
                 raise

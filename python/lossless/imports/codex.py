@@ -177,6 +177,8 @@ def _header(session_id: str, meta: Mapping[str, Any]) -> str:
         ("git branch", branch),
         ("version", meta.get("cli_version")),
         ("started by", meta.get("originator")),
+        ("sub-agent", meta.get("agent_nickname")),
+        ("forked from", meta.get("forked_from_id")),
     ):
         if isinstance(value, str) and value:
             facts.append(f"{label}: {value}")
