@@ -18,7 +18,7 @@ from typer.testing import CliRunner, Result
 from conftest import sql_rows
 from lossless import ReasoningPart, Session, session_for_key
 from lossless.cli import app
-from lossless.errors import MissingFileError, TranscriptError
+from lossless.errors import InvalidInputError, MissingFileError, TranscriptError
 from lossless.imports import ImportProgress, ImportResult, import_claude_code, import_codex
 from lossless.parts import MediaPart, TextPart, ToolPart
 from lossless.testing.conformance import check_request
@@ -496,3 +496,85 @@ def test_the_example_imports_and_searches_the_fixtures(tmp_path: Path) -> None:
     assert f"{CODEX_KEY}: 9 new, 0 already stored" in done.stdout
     assert "[2/2] rollout-2025-11-02" in done.stdout  # progress, file by file
     assert f"Imported transcript. Codex session {CODEX_ID}" in done.stdout  # a hit's session
+
+
+def _claude_file(tmp_path: Path, name: str, content: list[dict[str, Any]]) -> Path:
+    prompt = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": f"s-{name}",
+        "message": {"role": "user", "content": content},
+    }
+    return write_lines(tmp_path / f"{name}.jsonl", [json.dumps(prompt)])
+
+
+@pytest.mark.anyio
+async def test_content_no_session_can_hold_is_skipped_or_reported(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    held_elsewhere = {"type": "image", "source": {"type": "file", "file_id": "file_011"}}
+    text = {"type": "text", "text": "What is on this screenshot?"}
+    (result,) = await import_claude_code(
+        _claude_file(tmp_path, "fileref", [text, held_elsewhere]), db=db
+    )
+    assert result.stored == 2 and result.skipped == {"image block": 1}
+
+    not_png = {"type": "image", "source": {"type": "base64", "media_type": "image/png"}}
+    not_png["source"]["data"] = "bm90IGFuIGltYWdl"  # "not an image"
+    bad = _claude_file(tmp_path, "notpng", [text, not_png])
+    with pytest.raises(InvalidInputError):
+        await import_claude_code(bad, db=db)
+    (reported,) = await import_claude_code(bad, db=db, strict=False)
+    assert reported.error and reported.key == "claude-code:s-notpng"
+    assert reported.session_id is None
+
+
+@pytest.mark.anyio
+async def test_codex_output_given_as_content_items_keeps_text_and_images(
+    tmp_path: Path,
+) -> None:
+    png = json.loads(lines_of(CODEX_FILE)[-5])["payload"]["content"][1]["image_url"]
+    rows: list[dict[str, Any]] = [
+        {"type": "session_meta", "payload": {"id": "c-items", "cwd": "/srv"}},
+        {
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": "Look."},
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "view_image",
+                "arguments": "{}",
+                "call_id": "c1",
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": [
+                    {"type": "input_text", "text": "screenshot of the failing page"},
+                    {"type": "input_image", "image_url": png},
+                ],
+            },
+        },
+    ]
+    file = write_lines(tmp_path / "items.jsonl", [json.dumps(row) for row in rows])
+    (result,) = await import_codex(file, db=tmp_path / "a.db")
+    assert result.stored == 3 and result.model == "gpt-5-codex"  # no turn_context
+    session = await loaded(tmp_path / "a.db", "codex:c-items")
+    try:
+        assert "screenshot of the failing page" in (tools_of(session)["c1"].output or "")
+        check_request((await session.context()).messages)
+    finally:
+        await session.close()
+
+
+def test_the_command_takes_its_own_db_option(tmp_path: Path) -> None:
+    own = tmp_path / "own.db"
+    result = cli(tmp_path / "global.db", "import", "codex", str(CODEX_FILE), "--db", str(own))
+    assert result.exit_code == 0, result.output
+    assert own.exists() and not (tmp_path / "global.db").exists()
+    assert len(message_rows(own)) == 9

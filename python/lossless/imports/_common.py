@@ -20,7 +20,13 @@ from typing import Any, Literal
 import anyio
 
 from lossless.config import CompactionConfig, Config, ModelConfig
-from lossless.errors import FileInputError, MissingFileError, TranscriptError, UnknownModelError
+from lossless.errors import (
+    FileInputError,
+    InvalidInputError,
+    MissingFileError,
+    TranscriptError,
+    UnknownModelError,
+)
 from lossless.formats import MessageFormat
 from lossless.models import resolve_limits
 from lossless.session import Session, session_for_key
@@ -245,11 +251,28 @@ def _result(
     )
 
 
-def _failed(path: Path, source: Source, err: TranscriptError) -> ImportResult:
+async def _stored(
+    transcript: Transcript,
+    source: Source,
+    db: str | os.PathLike[str],
+    config: Config | None,
+    strict: bool,
+) -> ImportResult:
+    """:func:`store_transcript`; when not ``strict``, a transcript the session
+    refuses (content no format can carry) is reported in its result instead."""
+    try:
+        return await store_transcript(transcript, source, db, config)
+    except InvalidInputError as err:
+        if strict:
+            raise
+        return _failed(transcript.path, source, err, key=transcript.key)
+
+
+def _failed(path: Path, source: Source, err: InvalidInputError, key: str = "") -> ImportResult:
     return ImportResult(
         path=path,
         source=source,
-        key="",
+        key=key,
         model="",
         session_id=None,
         stored=0,
@@ -289,7 +312,7 @@ async def run_import(
             file_results = [_failed(file, source, err)]
         else:
             file_results = [
-                await store_transcript(transcript, source, db, config) for transcript in transcripts
+                await _stored(transcript, source, db, config, strict) for transcript in transcripts
             ]
         results.extend(file_results)
         if on_progress is not None:

@@ -167,7 +167,7 @@ def _add_user(
                 skipped["tool result without its call"] += 1
                 continue
             blocks.append(_result(block, skipped))
-        elif kind in _USER_BLOCKS and not (kind == "text" and not block.get("text")):
+        elif kind in _USER_BLOCKS and _keepable(block):
             blocks.append(dict(block))
         else:
             skipped[f"{kind} block"] += 1
@@ -183,7 +183,7 @@ def _result(block: Mapping[str, Any], skipped: Counter[str]) -> dict[str, Any]:
     if isinstance(content, list):
         kept = []
         for item in _blocks(content):
-            if item.get("type") in _RESULT_BLOCKS:
+            if item.get("type") in _RESULT_BLOCKS and _keepable(item):
                 kept.append(dict(item))
             else:
                 skipped[f"{item.get('type')} block"] += 1
@@ -191,6 +191,15 @@ def _result(block: Mapping[str, Any], skipped: Counter[str]) -> dict[str, Any]:
     elif content is None:
         result["content"] = ""
     return result
+
+
+def _keepable(block: Mapping[str, Any]) -> bool:
+    """A text block with text, or an image or document whose bytes or URL are in
+    the block (one naming a file only Anthropic holds is not)."""
+    if block.get("type") == "text":
+        return bool(block.get("text"))
+    source = block.get("source")
+    return isinstance(source, Mapping) and source.get("type") in ("base64", "url")
 
 
 def _blocks(content: object) -> list[Mapping[str, Any]]:
