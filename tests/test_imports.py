@@ -519,8 +519,8 @@ async def test_content_no_session_can_hold_is_skipped_or_reported(tmp_path: Path
     )
     assert result.stored == 2 and result.skipped == {"image block": 1}
 
-    not_png = {"type": "image", "source": {"type": "base64", "media_type": "image/png"}}
-    not_png["source"]["data"] = "bm90IGFuIGltYWdl"  # "not an image"
+    source = {"type": "base64", "media_type": "image/png", "data": "bm90IGFuIGltYWdl"}
+    not_png = {"type": "image", "source": source}  # the data reads "not an image"
     bad = _claude_file(tmp_path, "notpng", [text, not_png])
     with pytest.raises(InvalidInputError):
         await import_claude_code(bad, db=db)
