@@ -181,25 +181,22 @@ def import_config(source: Source, model: str) -> Config:
 async def _session_for(
     transcript: Transcript, source: Source, db: str | os.PathLike[str], config: Config | None
 ) -> AsyncIterator[Session]:
-    """The session the transcript's key names (with the configuration it was
-    created with), or a new one named by it."""
+    """The session the transcript's key names, with the model and configuration it
+    was created with, or a new one named by the key."""
     found = await session_for_key(db, transcript.key)
-    if found is not None:
-        session = await Session.load(found, db=db)
-    else:
-        opened = Session.open(
+    if found is None:
+        # Created and named in one transaction: two imports at once agree on one session.
+        new = Session.open(
             model=transcript.model,
             db=db,
             key=transcript.key,
             config=config or import_config(source, transcript.model),
         )
-        async with opened as session:
+        async with new as session:
             yield session
         return
-    try:
+    async with await Session.load(found, db=db) as session:
         yield session
-    finally:
-        await session.close()
 
 
 async def store_transcript(
@@ -210,10 +207,11 @@ async def store_transcript(
         return _result(transcript, source, None, 0, 0)
     async with _session_for(transcript, source, db, config) as session:
         started_as = session.id
-        before = len(session.history())
+        # Seqs number a session's messages from 1.
+        before = session.store.newest_seq(session.id)
         history, system = _with_header(transcript)
         await session.sync(history, format=transcript.format, system=system)
-        after = len(session.history())
+        after = session.store.newest_seq(session.id)
         if session.id == started_as:
             return _result(transcript, source, session.id, after - before, before)
         # Forked: the messages up to the fork point are the ones it shares.
