@@ -86,8 +86,10 @@ def _print(results: Sequence[ImportResult], db: str) -> None:
         console.print("no transcripts found")
         return
     stored = sum(result.stored for result in results)
+    # A line of its own, not the table's title: a title wraps at the table's width.
+    summary = f"{plural(len(results), 'transcript')} into {db}: {plural(stored, 'new message')}"
+    console.print(summary, soft_wrap=True)
     table = Table(
-        title=f"{plural(len(results), 'transcript')} into {db}: {plural(stored, 'new message')}",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
