@@ -1145,10 +1145,12 @@ class Store:
         session_id: str,
         start: int,
         chain: bytes,
-        low_seq: int | None,
-        high_seq: int,
-    ) -> None:
-        """Stores positions ``start..`` of a handed-over history."""
+        seqs: list[tuple[int | None, int]],
+        wait: bool = True,
+    ) -> bool | None:
+        """Stores positions ``start..`` of a handed-over history, each with the seqs
+        it wrote ``(oldest or None, newest after it)``; without ``wait``, ``None``
+        where the write would wait."""
     def sync_fork_point(
         self, session_id: str, k: int, extra_low: int | None = None
     ) -> tuple[int, int]:

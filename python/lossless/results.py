@@ -174,6 +174,9 @@ class Message:
     token_count: int | None
     created_at: int
     usage: dict[str, Any] = field(default_factory=dict)
+    #: The session that stored it: a fork's history holds its parent's messages
+    #: up to the fork point.
+    session_id: str = ""
 
     @property
     def text(self) -> str:

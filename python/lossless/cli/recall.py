@@ -14,6 +14,7 @@ from rich.rule import Rule
 from rich.text import Text
 from rich.tree import Tree
 
+from lossless import _native
 from lossless.cli._common import open_existing_store, plural, stdout_console
 from lossless.store import DagRow, ExpansionRow
 
@@ -49,10 +50,13 @@ def _add_subtree(branch: Tree, node: DagRow, nodes: Mapping[str, DagRow]) -> Non
 def tree(
     ctx: typer.Context, session: Annotated[str, typer.Argument(help="Session id (ses_...).")]
 ) -> None:
-    """Show the summary DAG of SESSION: live summaries on top, what each one condensed below."""
+    """Show the summary DAG of SESSION: live summaries on top, what each one condensed
+    below; and its lineage: the session it forked from and its own forks."""
     store = open_existing_store(ctx)
     described = store.describe(session)
     console = stdout_console()
+    for line in _lineage_lines(store.native, session):
+        console.print(line)
     if not described:
         console.print(f"{session} has no summaries: every message is still in the view")
         return
@@ -62,6 +66,18 @@ def tree(
     for node in live:
         _add_subtree(root.add(summary_label(node)), node, nodes)
     console.print(root)
+
+
+def _lineage_lines(native: _native.Store, session: str) -> list[Text]:
+    """What SESSION forked from (up the chain) and the forks made of it."""
+    lines = []
+    fork = native.fork_of(session)
+    while fork is not None:
+        lines.append(Text(f"fork of {fork.parent_id} at message #{fork.fork_seq}", style="dim"))
+        fork = native.fork_of(fork.parent_id)
+    for child in native.forks_of(session):
+        lines.append(Text(f"forked as {child.session_id} at message #{child.fork_seq}"))
+    return lines
 
 
 def _fold(word: str) -> str:

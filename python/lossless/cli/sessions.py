@@ -56,18 +56,35 @@ def sessions(
     for name in ("messages", "summaries", "view\ntokens"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("model", overflow="fold")
+    native = store.native
+    lineage = {row.id: (native.key_of(row.id), native.fork_of(row.id)) for row in rows}
+    shown = any(key is not None or fork is not None for key, fork in lineage.values())
+    if shown:
+        # Forks and names: a fork's own messages follow its parent's up to the seq.
+        table.add_column("key / fork of", overflow="fold")
     for row in rows:
         # One view_stats call per session: list_sessions does not carry view tokens.
         view = store.view_stats(row.id)
-        table.add_row(
+        cells = [
             row.id,
             format_time(row.created_at),
             f"{row.messages:,}",
             f"{row.summaries:,}",
             f"{view.tokens:,}",
             row.model,
-        )
+        ]
+        if shown:
+            cells.append(_lineage_cell(*lineage[row.id]))
+        table.add_row(*cells)
     console.print(table)
+
+
+def _lineage_cell(key: str | None, fork: _native.ForkRow | None) -> str:
+    """A session's key, and the session and message seq it forked from."""
+    said = [f"key {key}"] if key is not None else []
+    if fork is not None:
+        said.append(f"{fork.parent_id} @ #{fork.fork_seq}")
+    return "\n".join(said)
 
 
 class ExportFormat(StrEnum):

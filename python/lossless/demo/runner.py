@@ -21,6 +21,7 @@ from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._own_loop import OwnLoopReport, show_own_loop
 from lossless.demo._stream import StreamReport, show_cancelled_stream
+from lossless.demo._sync import SyncReport, show_sync
 from lossless.demo.trajectory import (
     RECALL_FACT,
     RECALL_MESSAGE,
@@ -71,6 +72,7 @@ class DemoReport:
     cache: CacheReport = field(default_factory=CacheReport)
     own_loop: OwnLoopReport = field(default_factory=OwnLoopReport)
     agents_today: AgentsTodayReport = field(default_factory=AgentsTodayReport)
+    sync: SyncReport = field(default_factory=SyncReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -103,6 +105,7 @@ def run_demo(
         and report.own_loop.requests > 0
         and report.own_loop.kept == report.own_loop.requests
         and report.agents_today.ok
+        and report.sync.ok
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -166,6 +169,7 @@ async def _replay(
     report.cache = await show_prompt_cache(db_path, console)
     report.own_loop = await show_own_loop(db_path, console)
     report.agents_today = await show_agents_today(db_path, console)
+    report.sync = await show_sync(db_path, console)
     report.stream = await show_cancelled_stream(db_path, console)
     report.mcp = await show_mcp_recall(db_path, console)
     report.operators = await show_files_and_maps(db_path, console)
@@ -294,6 +298,12 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             + f"; {report.agents_today.images_inline} inline, "
             f"{report.agents_today.images_referenced} referenced, read back "
             f"{report.agents_today.read_back_exact}",
+        ),
+        (
+            "drop-in (sync of the whole history): requests keeping the instruction",
+            f"{report.sync.kept} of {report.sync.requests}; {report.sync.handed_over:,} "
+            f"messages handed over, {report.sync.stored} stored; an edit forked it, "
+            f"{report.sync.shared} shared",
         ),
         (
             "reply cut off by a timeout: received / kept",

@@ -160,11 +160,16 @@ def grep(
     session: SessionRef | None = None,
     mode: Literal["text", "regex"] = "text",
     limit: int = 20,
+    lineage: bool = False,
 ) -> list[GrepHit]:
     """Search every session of ``db``, or only ``session`` (an id or a Session).
 
     ``grep("words", db="agent.db")`` searches the whole file;
-    ``grep("words", session=session)`` one session (its own database).
+    ``grep("words", session=session)`` one session (its own database). A fork's
+    history holds what it shares with its parent: that is searched too, and the
+    parent's later messages are not. With ``lineage=True`` the whole family is
+    searched: the session, the sessions it forked from, and every fork of any of
+    them (each hit names its session).
 
     Text mode takes a question as it is asked: every part or summary holding any of
     its words is a candidate, ranked by bm25 over stemmed words ("rotated" finds
@@ -178,7 +183,29 @@ def grep(
     all). :func:`group_by_summary` groups the hits by the summary that covers them.
     """
     store, session_id = open_target(db, session)
-    return [_hit(row) for row in store.grep(query, session_id, mode, limit)]
+    if not lineage or session_id is None:
+        return [_hit(row) for row in store.grep(query, session_id, mode, limit)]
+    rows: dict[tuple[str, str | None], Any] = {}
+    for member in _family(store, session_id):
+        for row in store.grep(query, member, mode, limit):
+            # A fork's history repeats its parent's hits up to the fork point.
+            rows.setdefault((row.owner_id, row.part_id), row)
+    ranked = sorted(rows.values(), key=lambda row: row.rank)
+    return [_hit(row) for row in ranked[:limit]]
+
+
+def _family(store: _native.Store, session_id: str) -> list[str]:
+    """``session_id``'s root (what it forked from, up the chain) and every fork of
+    the root, depth first."""
+    root = session_id
+    while (fork := store.fork_of(root)) is not None:
+        root = fork.parent_id
+    family, pending = [], [root]
+    while pending:
+        member = pending.pop()
+        family.append(member)
+        pending.extend(child.session_id for child in store.forks_of(member))
+    return family
 
 
 def group_by_summary(hits: list[GrepHit]) -> dict[str | None, list[GrepHit]]:

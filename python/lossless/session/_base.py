@@ -201,4 +201,5 @@ def _message(row: _native.MessageRecord) -> Message:
         token_count=row.token_count,
         created_at=row.created_at,
         usage={key: value for key, value in usage.items() if value is not None},
+        session_id=row.session_id,
     )

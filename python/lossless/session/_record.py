@@ -17,7 +17,7 @@ from lossless.errors import InvalidInputError
 from lossless.events import Event, EventName
 from lossless.formats import MessageFormat, checked_format, detect_format, to_openai
 from lossless.media import check_media
-from lossless.openai_format import OpenAIMessage, Turn, open_call_ids, to_turns
+from lossless.openai_format import OpenAIMessage, ToolResult, Turn, open_call_ids, to_turns
 from lossless.parts import MediaPart, PartsInput, normalize_parts, parts_to_wire
 from lossless.reasoning import stored_call_id
 from lossless.results import RecordResult
@@ -142,9 +142,10 @@ class Recorder(RequestComposer):
 
     async def _record_list(
         self, messages: Sequence[OpenAIMessage], format: MessageFormat | None, system: object
-    ) -> tuple[list[RecordResult], list[str]]:
-        """:meth:`record_messages`; also returns the ids of the calls whose results the
-        list set through :meth:`update_tool` (calls stored before it)."""
+    ) -> tuple[list[RecordResult], list[Turn | ToolResult]]:
+        """:meth:`record_messages`; also returns the steps it stored them in (their
+        ``index`` is in the list as Chat Completions messages), one result per
+        :class:`Turn`."""
         if isinstance(messages, Mapping | str | bytes) or not isinstance(messages, Iterable):
             # to_turns names the problem; a format is read from a list only.
             detected: MessageFormat = "openai"
@@ -167,7 +168,6 @@ class Recorder(RequestComposer):
             check_media=lambda part, field: check_media(part, field, self.config.media),
         )
         results: list[RecordResult] = []
-        answered: list[str] = []
         view_tokens: int | None = None
         for step in steps:
             if isinstance(step, Turn):
@@ -175,12 +175,11 @@ class Recorder(RequestComposer):
                 results.append(appended)
                 view_tokens = appended.view_tokens
             else:
-                answered.append(step.call_id)
                 view_tokens = await self._apply_tool_update(
                     step.call_id, "completed", step.output, None, step.media
                 )
         if view_tokens is None:
-            return results, answered
+            return results, steps
         # One round for the whole list, started once all of it is stored: a history
         # handed over at once was never sent, and a round that sees all of it aims at
         # the goal (decision 191) where rounds started part way cut to the tail.
@@ -189,7 +188,7 @@ class Recorder(RequestComposer):
             results[-1] = replace(
                 results[-1], view_tokens=view_tokens, compaction_triggered=triggered
             )
-        return results, answered
+        return results, steps
 
     async def update_tool(
         self,

@@ -16,11 +16,19 @@ from typing import Any, Literal, overload
 import anyio
 
 from lossless import _native
+from lossless._writes import write_now_or_in_thread
 from lossless.errors import HistoryDivergedError, InvalidInputError
 from lossless.events import EventName
 from lossless.formats import MessageFormat, checked_format, detect_format, to_openai
-from lossless.openai_format import OpenAIMessage, mapping_of
-from lossless.results import AnthropicContext, AnyContext, BuiltContext, ResponsesContext
+from lossless.openai_format import OpenAIMessage, ToolResult, Turn, mapping_of
+from lossless.parts import ToolPart
+from lossless.results import (
+    AnthropicContext,
+    AnyContext,
+    BuiltContext,
+    RecordResult,
+    ResponsesContext,
+)
 from lossless.session._turn import ModelTurns
 
 OnChange = Literal["fork", "raise"]
@@ -150,24 +158,59 @@ class Syncing(ModelTurns):
         system: object,
     ) -> None:
         """Stores ``messages[start:]`` and their positions."""
-        results, answered = await self._record_list(
-            messages[start:], format, system if start == 0 else None
-        )
-        touched = [result.seq for result in results]
-        for call_id in answered:
-            seq = self._store.call_seq(self.id, call_id)
-            if seq is not None:
-                touched.append(seq)
-        await anyio.to_thread.run_sync(
+        new = messages[start:]
+        newest_before = self._store.newest_seq(self.id)
+        results, steps = await self._record_list(new, format, system if start == 0 else None)
+        seqs = self._written_seqs(new, steps, results, format, newest_before)
+        await write_now_or_in_thread(
             partial(
                 self._store.sync_append,
                 self.id,
                 start,
                 chain[start * _DIGEST_BYTES :],
-                min(touched, default=None),
-                self._store.newest_seq(self.id),
+                seqs,
             )
         )
+
+    def _written_seqs(
+        self,
+        new: list[OpenAIMessage],
+        steps: Sequence[Turn | ToolResult],
+        results: Sequence[RecordResult],
+        format: MessageFormat,
+        newest_before: int,
+    ) -> list[tuple[int | None, int]]:
+        """For each message of ``new``: the oldest message seq it wrote (None: none)
+        and the newest of the session after it. A Chat Completions list maps message
+        by message; another format's messages are converted first, and all take the
+        figures of the whole list (a fork in it starts where it starts)."""
+        touched: dict[int, int] = {}
+        made_in: dict[str, int] = {}
+        created = iter(results)
+        for step in steps:
+            if isinstance(step, Turn):
+                seq = next(created).seq
+                touched[step.index] = seq
+                made_in.update(
+                    (part.call_id, seq) for part in step.parts if isinstance(part, ToolPart)
+                )
+            elif (holder := self._store.call_seq(self.id, step.call_id)) is not None:
+                touched[step.index] = holder
+        newest = max([newest_before, *touched.values()])
+        if format != "openai":
+            return [(min(touched.values(), default=None), newest)] * len(new)
+        seqs: list[tuple[int | None, int]] = []
+        high = newest_before
+        for index, raw in enumerate(new):
+            wrote = touched.get(index)
+            message = mapping_of(raw) or {}
+            if wrote is None and message.get("role") == "tool":
+                # A result folded into its call, stored in the same list.
+                wrote = made_in.get(str(message.get("tool_call_id")))
+            if wrote is not None:
+                high = max(high, wrote)
+            seqs.append((wrote, high))
+        return seqs
 
     async def _fork_for(
         self,

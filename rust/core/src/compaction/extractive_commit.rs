@@ -15,6 +15,7 @@ use crate::extractive::{
     INPUT_SCAN_BYTES, TEXT_SCAN_BYTES,
 };
 use crate::ids::new_id;
+use crate::lineage::Lineage;
 use crate::store::Store;
 use crate::threads::beside;
 use crate::tokens::TokenCounter;
@@ -126,7 +127,7 @@ pub struct SpanCommit {
 
 /// Where the messages of a span are read from.
 struct SpanRead<'m> {
-    session_id: &'m str,
+    lineage: &'m Lineage,
     members: &'m Members,
 }
 
@@ -227,8 +228,9 @@ impl Store {
         } else {
             members.len()
         };
+        let lineage = self.lineage(session_id)?;
         let read = SpanRead {
-            session_id,
+            lineage: &lineage,
             members,
         };
         let snapshot = self.conn.snapshot()?;
@@ -261,30 +263,12 @@ fn gather_in_two<'a>(
     let members = read.members;
     let Some(reader) = reader.filter(|_| older_count < members.len()) else {
         let whole = (members.low, members.high);
-        return gather(conn, read.session_id, members, whole, older.0, older.1);
+        return gather(conn, read.lineage, members, whole, older.0, older.1);
     };
     let [older_range, newer_range] = members.split(older_count);
     let (older_run, newer_run) = beside(
-        move || {
-            gather(
-                conn,
-                read.session_id,
-                members,
-                older_range,
-                older.0,
-                older.1,
-            )
-        },
-        move || {
-            gather(
-                reader,
-                read.session_id,
-                members,
-                newer_range,
-                newer.0,
-                newer.1,
-            )
-        },
+        move || gather(conn, read.lineage, members, older_range, older.0, older.1),
+        move || gather(reader, read.lineage, members, newer_range, newer.0, newer.1),
     );
     let (older_run, newer_run) = (older_run?, newer_run?);
     let mut file_ids = IdList::default();
@@ -300,13 +284,16 @@ fn gather_in_two<'a>(
 /// `messages`, and gathers from them.
 fn gather<'a>(
     conn: &Conn,
-    session_id: &str,
+    lineage: &Lineage,
     members: &Members,
     range: (i64, i64),
     text: &'a mut SpanText,
     messages: &'a mut Vec<SourceMessage<'a>>,
 ) -> Result<Gathered<'a>> {
-    read_parts(conn, session_id, members, range, text)?;
+    for (holder, low, high) in lineage.clip(range.0, range.1) {
+        read_parts(conn, holder, members, (low, high), text)?;
+    }
+    sort_rows(text);
     let text: &'a SpanText = text;
     *messages = source_messages(text, members);
     let messages: &'a [SourceMessage<'a>] = messages;
@@ -352,8 +339,8 @@ fn source_messages<'a>(text: &'a SpanText, members: &Members) -> Vec<SourceMessa
     messages
 }
 
-/// Reads what the summariser scans of the parts of the member messages with
-/// `msg_seq` in `range`, in message and part order.
+/// Adds what the summariser scans of the parts of the member messages with
+/// `msg_seq` in `range` (all held by `session_id`) to `text`.
 fn read_parts(
     conn: &Conn,
     session_id: &str,
@@ -362,20 +349,19 @@ fn read_parts(
     text: &mut SpanText,
 ) -> Result<()> {
     let expected = members.count_within(range);
+    let kept = text.rows.len();
     // Parts are stored in message order unless a streamed message was finished
     // after a later one: then the rows from the first message's first part to the
     // last message's last part miss some, and the exact bounds are looked up.
     if let Some(bounds) = probe_rowid_bounds(conn, session_id, range)? {
         if scan_parts(conn, session_id, members, range, bounds, text)? == expected {
-            sort_rows(text);
             return Ok(());
         }
-        *text = SpanText::default();
+        text.rows.truncate(kept);
     }
     if let Some(bounds) = exact_rowid_bounds(conn, session_id, range)? {
         scan_parts(conn, session_id, members, range, bounds, text)?;
     }
-    sort_rows(text);
     Ok(())
 }
 

@@ -67,21 +67,28 @@ impl Store {
         let seqs =
             serde_json::to_string(seqs).map_err(|err| Error::invalid("seqs", err.to_string()))?;
         let mut stmt = self.conn.prepare_cached(self.conn.dialect(
-            "SELECT file_ids FROM parts
+            "SELECT msg_seq, file_ids FROM parts
              WHERE session_id = ?1 AND msg_seq IN (SELECT value FROM json_each(?2))
                AND file_ids IS NOT NULL
              ORDER BY msg_seq, ord",
-            "SELECT file_ids FROM parts
+            "SELECT msg_seq, file_ids FROM parts
              WHERE session_id = ?1
                AND msg_seq IN (SELECT CAST(value AS BIGINT)
                                FROM jsonb_array_elements_text(CAST(?2 AS jsonb)))
                AND file_ids IS NOT NULL
              ORDER BY msg_seq, ord",
         ))?;
-        let rows = stmt.query_map(args![session_id, seqs], |row| row.get::<String>(0))?;
         let mut ids = Vec::new();
-        for joined in rows {
-            ids.extend(split_ids(Some(&joined)));
+        // A fork's messages before its fork point are its parent's rows.
+        for segment in &self.lineage(session_id)?.segments {
+            let rows = stmt.query_map(args![segment.session_id, seqs], |row| {
+                Ok((row.get::<i64>(0)?, row.get::<String>(1)?))
+            })?;
+            for (seq, joined) in rows {
+                if (segment.first_seq..=segment.last_seq).contains(&seq) {
+                    ids.extend(split_ids(Some(&joined)));
+                }
+            }
         }
         Ok(ids)
     }

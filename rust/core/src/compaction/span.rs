@@ -244,8 +244,17 @@ impl Store {
             "SELECT msg_seq FROM parts
              WHERE session_id = ?1 AND kind = 'tool' AND tool_status IN ('pending', 'running')",
         )?;
-        let seqs = stmt.query_map(args![session_id], |row| row.get(0))?;
-        Ok(seqs.into_iter().collect::<_>())
+        let lineage = self.lineage(session_id)?;
+        let mut seqs = HashSet::new();
+        for segment in &lineage.segments {
+            let found: Vec<i64> = stmt.query_map(args![segment.session_id], |row| row.get(0))?;
+            seqs.extend(
+                found
+                    .into_iter()
+                    .filter(|seq| (segment.first_seq..=segment.last_seq).contains(seq)),
+            );
+        }
+        Ok(seqs)
     }
 
     /// The messages the next summary should cover (see [`plan::span_indices`]):
@@ -292,7 +301,7 @@ impl Store {
                 "must name at least one message",
             ));
         };
-        let session_id = self.session_of_message(first)?;
+        let session_id = self.view_holding(first)?;
         let view = self.fresh_view(&session_id)?;
         let found = locate(
             &view.items,
@@ -319,9 +328,11 @@ impl Store {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {columns} FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3{filter} ORDER BY msg_seq, ord"
         ))?;
-        let mut rows = stmt.query(args![session_id, low, high])?;
-        while let Some(ref row) = rows.next()? {
-            each(row)?;
+        for (holder, low, high) in self.lineage(session_id)?.clip(low, high) {
+            let mut rows = stmt.query(args![holder, low, high])?;
+            while let Some(ref row) = rows.next()? {
+                each(row)?;
+            }
         }
         Ok(())
     }
@@ -371,7 +382,11 @@ impl Store {
              WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq, p.ord"
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
-        let mut rows = stmt.query(args![session_id, members.low, members.high])?;
+        let lineage = self.lineage(session_id)?;
+        let mut segments: Vec<_> = lineage.clip(members.low, members.high).collect();
+        if newest_first {
+            segments.reverse();
+        }
         let mut current: Option<i64> = None;
         let mut parts: Vec<StoredPart> = Vec::new();
         let mut file_ids: Vec<String> = Vec::new();
@@ -384,21 +399,24 @@ impl Store {
                 parts.clear();
                 Ok(keep_going)
             };
-        while let Some(ref row) = rows.next()? {
-            let seq: i64 = row.get(10)?;
-            if members.slot(seq).is_none() {
-                continue;
-            }
-            if current != Some(seq) {
-                if let Some(done) = current {
-                    if !flush(done, &mut parts, &mut file_ids)? {
-                        return Ok(());
-                    }
+        for (holder, low, high) in segments {
+            let mut rows = stmt.query(args![holder, low, high])?;
+            while let Some(ref row) = rows.next()? {
+                let seq: i64 = row.get(10)?;
+                if members.slot(seq).is_none() {
+                    continue;
                 }
-                current = Some(seq);
+                if current != Some(seq) {
+                    if let Some(done) = current {
+                        if !flush(done, &mut parts, &mut file_ids)? {
+                            return Ok(());
+                        }
+                    }
+                    current = Some(seq);
+                }
+                parts.push(row_to_part(row)??);
+                file_ids.extend(split_ids(row.get::<Option<&str>>(9)?));
             }
-            parts.push(row_to_part(row)??);
-            file_ids.extend(split_ids(row.get::<Option<&str>>(9)?));
         }
         if let Some(done) = current {
             flush(done, &mut parts, &mut file_ids)?;
@@ -414,5 +432,31 @@ impl Store {
                 kind: "message",
                 id: message_id.to_string(),
             })
+    }
+
+    /// A session whose view holds `message_id`: the one that stored it, else one
+    /// of its forks (theirs share it). Any that holds it reads the same messages.
+    fn view_holding(&self, message_id: &str) -> Result<String> {
+        let holder = self.session_of_message(message_id)?;
+        let mut pending = vec![holder.clone()];
+        while let Some(session_id) = pending.pop() {
+            let held = self
+                .conn
+                .prepare_cached(
+                    "SELECT 1 FROM context_items WHERE session_id = ?1 AND item_id = ?2 LIMIT 1",
+                )?
+                .query_opt(args![session_id, message_id], |_| Ok(()))?
+                .is_some();
+            if held {
+                return Ok(session_id);
+            }
+            pending.extend(
+                self.forks_of(&session_id)?
+                    .into_iter()
+                    .map(|f| f.session_id),
+            );
+        }
+        // In no view: the locate step says so, naming the message.
+        Ok(holder)
     }
 }

@@ -256,17 +256,22 @@ impl Store {
         }
     }
 
-    /// Every file id that ever entered the session: in parts or summaries.
+    /// Every file id that ever entered the session: in parts or summaries (a
+    /// fork's include those of the history it shares).
     pub fn session_file_ids(&mut self, session_id: &str) -> Result<Vec<String>> {
         self.session(session_id)?;
         let mut stmt = self.conn.prepare_cached(
-            "SELECT file_ids FROM parts WHERE session_id = ?1 AND file_ids IS NOT NULL
-             UNION ALL SELECT file_ids FROM summaries WHERE session_id = ?1 AND file_ids IS NOT NULL",
+            "SELECT file_ids FROM parts
+             WHERE session_id = ?1 AND msg_seq <= ?2 AND file_ids IS NOT NULL
+             UNION ALL SELECT file_ids FROM summaries
+             WHERE session_id = ?1 AND span_end_seq <= ?2 AND file_ids IS NOT NULL",
         )?;
-        let mut rows = stmt.query(args![session_id])?;
         let mut ids = IdList::default();
-        while let Some(ref row) = rows.next()? {
-            ids.extend(split_ids(row.get::<Option<&str>>(0)?));
+        for segment in &self.lineage(session_id)?.segments {
+            let mut rows = stmt.query(args![segment.session_id, segment.last_seq])?;
+            while let Some(ref row) = rows.next()? {
+                ids.extend(split_ids(row.get::<Option<&str>>(0)?));
+            }
         }
         Ok(ids.ids)
     }

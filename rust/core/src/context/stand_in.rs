@@ -38,16 +38,24 @@ impl Store {
         session_id: &str,
         provider: &str,
     ) -> Result<Option<String>> {
-        let rows: Vec<(String, String)> = self.conn.query_map(
-            "SELECT message_id, body FROM parts
-             WHERE session_id = ?1 AND kind = 'provider_compaction'
-             ORDER BY msg_seq DESC, ord DESC",
-            args![session_id],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
-        Ok(rows.into_iter().find_map(|(message_id, body)| {
-            let made_by = serde_json::from_str::<Value>(&body).ok()?;
-            (made_by["provider"].as_str() == Some(provider)).then_some(message_id)
-        }))
+        // Newest first: the fork's own, then its parent's up to the fork point.
+        for segment in self.lineage(session_id)?.segments.iter().rev() {
+            let rows: Vec<(String, String)> = self.conn.query_map(
+                "SELECT message_id, body FROM parts
+                 WHERE session_id = ?1 AND kind = 'provider_compaction'
+                   AND msg_seq BETWEEN ?2 AND ?3
+                 ORDER BY msg_seq DESC, ord DESC",
+                args![segment.session_id, segment.first_seq, segment.last_seq],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
+            let found = rows.into_iter().find_map(|(message_id, body)| {
+                let made_by = serde_json::from_str::<Value>(&body).ok()?;
+                (made_by["provider"].as_str() == Some(provider)).then_some(message_id)
+            });
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
     }
 }

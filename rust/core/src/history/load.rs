@@ -23,13 +23,25 @@ impl Store {
         })
     }
 
-    /// Every message of a session, in order, with parts.
+    /// Every message of a session, in order, with parts; a fork's include those it
+    /// shares with its parent.
     pub fn history(&mut self, session_id: &str) -> Result<Vec<MessageRecord>> {
         self.session(session_id)?;
+        let lineage = self.lineage(session_id)?;
+        let mut records = Vec::new();
+        for (holder, low, high) in lineage.clip(1, i64::MAX) {
+            records.extend(self.held_history(holder, low, high)?);
+        }
+        Ok(records)
+    }
+
+    /// The messages `low..=high` of `session_id` itself, in order, with parts.
+    fn held_history(&self, session_id: &str, low: i64, high: i64) -> Result<Vec<MessageRecord>> {
         let mut records = self.message_heads(
             "SELECT id, session_id, seq, role, status, created_at, model, token_count, input_tokens,
-                    output_tokens, cost, finish_reason FROM messages WHERE session_id = ?1 ORDER BY seq",
-            args![session_id],
+                    output_tokens, cost, finish_reason FROM messages
+             WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
+            args![session_id, low, high],
         )?;
         // Every part of the session in one walk, in message order: one query per
         // message would cost more than reading the parts.
@@ -37,9 +49,9 @@ impl Store {
             "SELECT p.id, p.kind, p.body, p.tool_name, p.call_id, p.tool_status, o.output,
                     p.tool_error, p.compacted_at, p.file_ids, p.msg_seq
              FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
-             WHERE p.session_id = ?1 ORDER BY p.msg_seq, p.ord",
+             WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq, p.ord",
         )?;
-        let mut rows = stmt.query(args![session_id])?;
+        let mut rows = stmt.query(args![session_id, low, high])?;
         let mut next = 0;
         while let Some(ref row) = rows.next()? {
             let seq: i64 = row.get(10)?;

@@ -105,13 +105,23 @@ impl Store {
     ) -> Result<Vec<(String, Media)>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT p.message_id, p.id, p.body, p.call_id FROM parts p
-             WHERE p.session_id = ?1 AND p.kind = 'media'
+             WHERE p.session_id = ?1 AND p.kind = 'media' AND p.msg_seq BETWEEN ?3 AND ?4
              ORDER BY p.msg_seq DESC, p.ord DESC LIMIT ?2",
         )?;
-        let rows: Vec<(String, String, String, Option<String>)> = stmt
-            .query_map(args![session_id, limit as i64], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })?;
+        let mut rows: Vec<(String, String, String, Option<String>)> = Vec::new();
+        // Newest first: the fork's own, then its parent's up to the fork point.
+        for segment in self.lineage(session_id)?.segments.iter().rev() {
+            let wanted = limit.saturating_sub(rows.len()) as i64;
+            if wanted == 0 {
+                break;
+            }
+            let first = (segment.first_seq, segment.last_seq);
+            rows.extend(
+                stmt.query_map(args![segment.session_id, wanted, first.0, first.1], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                })?,
+            );
+        }
         let mut found = Vec::new();
         for (message_id, id, body, call_id) in rows {
             let columns = StoredColumns {

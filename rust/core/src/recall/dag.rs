@@ -41,15 +41,21 @@ impl Store {
             (_, Some(id)) => vec![self.summary(id)?],
             (Some(session), None) => {
                 self.session(session)?;
+                // A fork's DAG holds the summaries of the history it shares.
                 let mut stmt = self.conn.prepare_cached(
-                    "SELECT id FROM summaries WHERE session_id = ?1 ORDER BY created_at DESC, id DESC",
+                    "SELECT id, created_at FROM summaries WHERE session_id = ?1 AND span_end_seq <= ?2",
                 )?;
-                let ids = stmt
-                    .query_map(args![session], |row| row.get::<String>(0))?
-                    .into_iter()
-                    .collect::<Vec<_>>();
+                let mut found: Vec<(String, i64)> = Vec::new();
+                for segment in &self.lineage(session)?.segments {
+                    found.extend(
+                        stmt.query_map(args![segment.session_id, segment.last_seq], |row| {
+                            Ok((row.get::<String>(0)?, row.get::<i64>(1)?))
+                        })?,
+                    );
+                }
                 drop(stmt);
-                return ids.iter().map(|id| self.dag_node(id)).collect();
+                found.sort_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
+                return found.iter().map(|(id, _)| self.dag_node(id)).collect();
             }
             (None, None) => {
                 return Err(Error::invalid(

@@ -290,14 +290,29 @@ impl Store {
 
     /// The source message of `root` that best matches `words` (bm25 over the
     /// full-text index, any of the words, as `grep` reads a query), if one does.
+    /// A fork's summary may cover messages its parent holds: each session of the
+    /// span is searched for its own part of it.
     fn best_match(&mut self, root: &Child, words: &str) -> Result<Option<String>> {
+        let session_id = self.summary(&root.id)?.session_id;
+        let lineage = self.lineage(&session_id)?;
+        let mut candidates = Vec::new();
+        for (holder, start, end) in lineage.clip(root.start, root.end) {
+            candidates.extend(self.held_matches(holder, (start, end), words)?);
+        }
+        candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
+        self.first_source(root, candidates)
+    }
+
+    /// The best matches of `words` among `session_id`'s own messages in `span`.
+    fn held_matches(
+        &mut self,
+        session_id: &str,
+        span: (i64, i64),
+        words: &str,
+    ) -> Result<Vec<(String, f64)>> {
         if self.conn.is_postgres() {
             self.index_backlog_before_search()?;
-            let session_id = self.summary(&root.id)?.session_id;
-            let span = (root.start, root.end);
-            let candidates =
-                self.best_matches_postgres(words, &session_id, span, QUERY_CANDIDATES)?;
-            return self.first_source(root, candidates);
+            return self.best_matches_postgres(words, session_id, span, QUERY_CANDIDATES);
         }
         if !self.read_only {
             // The index is fed from a backlog: move it in first, as grep does.
@@ -310,8 +325,7 @@ impl Store {
         let (matches, rows) = self.word_matches(&parsed.optional, &terms)?;
         let lean = parsed.without_common(&matches, rows);
         let query = lean.to_fts(&terms);
-        let session_id = self.summary(&root.id)?.session_id;
-        let (lo, hi) = self.span_rowids(&session_id, root.start, root.end)?;
+        let (lo, hi) = self.span_rowids(session_id, span.0, span.1)?;
         let mut candidates: Vec<(String, f64)> = self
             .conn
             .prepare_cached(
@@ -326,8 +340,8 @@ impl Store {
                 args![
                     query,
                     session_id,
-                    root.start,
-                    root.end,
+                    span.0,
+                    span.1,
                     QUERY_CANDIDATES,
                     lo,
                     hi,
@@ -339,18 +353,16 @@ impl Store {
             .collect::<_>();
         if self.read_only {
             // A read-only store cannot move the backlog: it ranks the queued rows apart.
-            let span = (root.start, root.end);
             let terms = self.stemmed_terms()?;
             let pending = query::parse(words, &terms)?.to_fts(&terms);
             candidates.extend(self.pending_matches(
                 &pending,
-                &session_id,
+                session_id,
                 span,
                 QUERY_CANDIDATES,
             )?);
-            candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
         }
-        self.first_source(root, candidates)
+        Ok(candidates)
     }
 
     /// The first of `candidates` that is a source message of `root`.
@@ -434,15 +446,18 @@ impl Store {
              WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 ORDER BY p.msg_seq, p.ord",
         )?;
         let mut parts: Vec<(i64, StoredPart)> = Vec::new();
-        let mut rows = stmt.query(args![session_id, first.seq, last.seq])?;
-        while let Some(ref row) = rows.next()? {
-            let seq: i64 = row.get(10)?;
-            // Expanding restores what pruning took out of the view: originals, not markers.
-            let part = StoredPart {
-                tombstone: None,
-                ..row_to_part(row)??
-            };
-            parts.push((seq, part));
+        for (holder, low, high) in self.lineage(session_id)?.clip(first.seq, last.seq) {
+            let mut rows = stmt.query(args![holder, low, high])?;
+            while let Some(ref row) = rows.next()? {
+                let seq: i64 = row.get(10)?;
+                // Expanding restores what pruning took out of the view: originals,
+                // not markers.
+                let part = StoredPart {
+                    tombstone: None,
+                    ..row_to_part(row)??
+                };
+                parts.push((seq, part));
+            }
         }
         let mut messages = Vec::with_capacity(shown.len());
         let mut next = 0;

@@ -7,6 +7,7 @@ use crate::db::backend::{args, Row};
 use regex::RegexBuilder;
 
 use crate::error::{Error, Result};
+use crate::lineage::Lineage;
 use crate::query;
 use crate::store::Store;
 
@@ -80,6 +81,67 @@ impl Store {
         }
         let limit = limit.min(10_000);
         self.index_backlog_before_search()?;
+        if let Some(id) = session_id {
+            let lineage = self.lineage(id)?;
+            if lineage.is_fork() {
+                return self.grep_lineage(query, &lineage, mode, limit);
+            }
+        }
+        self.grep_sessions(query, session_id, mode, limit)
+    }
+
+    /// Searches a fork's history: each session of its lineage for the part of it the
+    /// fork shares (a parent's later messages are not the fork's), best first.
+    fn grep_lineage(
+        &mut self,
+        query: &str,
+        lineage: &Lineage,
+        mode: GrepMode,
+        limit: usize,
+    ) -> Result<Vec<GrepHit>> {
+        let mut hits = Vec::new();
+        for segment in lineage.segments.iter().rev() {
+            // A parent's hits past the fork point are dropped: ask for all it has.
+            let wanted = if segment.last_seq == i64::MAX {
+                limit
+            } else {
+                10_000
+            };
+            let found = self.grep_sessions(query, Some(&segment.session_id), mode, wanted)?;
+            for hit in found {
+                if segment.last_seq == i64::MAX || self.hit_before(&hit, segment.last_seq)? {
+                    hits.push(hit);
+                }
+            }
+        }
+        hits.sort_by(|a, b| a.rank.total_cmp(&b.rank));
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// Whether `hit` lies at or before message `last` of its session (a summary:
+    /// its whole span).
+    fn hit_before(&self, hit: &GrepHit, last: i64) -> Result<bool> {
+        let span: Option<(i64, i64)> = if hit.owner_kind == "message" {
+            self.conn
+                .prepare_cached("SELECT seq, seq FROM messages WHERE id = ?1")?
+                .query_opt(args![hit.owner_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+        } else {
+            self.conn
+                .prepare_cached("SELECT span_start_seq, span_end_seq FROM summaries WHERE id = ?1")?
+                .query_opt(args![hit.owner_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+        };
+        Ok(span.is_some_and(|(_, end)| end <= last))
+    }
+
+    /// Searches the sessions' own parts and summaries (of one session, or all).
+    fn grep_sessions(
+        &mut self,
+        query: &str,
+        session_id: Option<&str>,
+        mode: GrepMode,
+        limit: usize,
+    ) -> Result<Vec<GrepHit>> {
         let mut hits = match mode {
             GrepMode::Text if self.conn.is_postgres() => {
                 self.grep_text_postgres(query, session_id, limit)?

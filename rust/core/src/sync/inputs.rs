@@ -66,19 +66,24 @@ impl Store {
         })
     }
 
-    /// Stores positions `start..` of a handed-over history: their digests, and the
-    /// message seqs the call that stored them wrote (`low_seq`, the oldest it
-    /// created or changed, None for none; `high_seq`, the newest of the session
-    /// after it). `start` must be the number of positions stored.
+    /// Stores positions `start..` of a handed-over history: their digests, and for
+    /// each the message seqs it wrote (`seqs[i]`: the oldest it created or changed,
+    /// None for none, and the newest of the session after it). `start` must be the
+    /// number of positions stored.
     pub fn sync_append(
         &mut self,
         session_id: &str,
         start: usize,
         chain: &[Digest],
-        low_seq: Option<i64>,
-        high_seq: i64,
+        seqs: &[(Option<i64>, i64)],
     ) -> Result<()> {
         self.session(session_id)?;
+        if seqs.len() != chain.len() {
+            return Err(Error::invalid(
+                "seqs",
+                format!("{} positions but {} digests", seqs.len(), chain.len()),
+            ));
+        }
         let write = Write::for_session(&self.conn, &self.writer, session_id)?;
         let stored = self.sync_len(session_id)?;
         if start != stored {
@@ -94,7 +99,7 @@ impl Store {
             "INSERT INTO sync_inputs (session_id, position, digest, low_seq, high_seq)
              VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
-        for (offset, digest) in chain.iter().enumerate() {
+        for (offset, (digest, (low_seq, high_seq))) in chain.iter().zip(seqs).enumerate() {
             let position = (start + offset) as i64;
             insert.execute(args![session_id, position, &digest[..], low_seq, high_seq])?;
         }

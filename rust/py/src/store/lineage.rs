@@ -117,19 +117,24 @@ impl Store {
         Ok((found.stored, found.first_difference))
     }
 
-    /// Stores positions `start..` of a handed-over history.
+    /// Stores positions `start..` of a handed-over history, each with the seqs it
+    /// wrote `(oldest or None, newest after it)`; without `wait`, `None` where the
+    /// write would wait (see [`Store::write`]).
+    #[pyo3(signature = (session_id, start, chain, seqs, wait = true))]
     fn sync_append(
         &self,
         py: Python<'_>,
         session_id: &str,
         start: usize,
         chain: &[u8],
-        low_seq: Option<i64>,
-        high_seq: i64,
-    ) -> PyResult<()> {
+        seqs: Vec<(Option<i64>, i64)>,
+        wait: bool,
+    ) -> PyResult<Option<bool>> {
         let chain = digests(chain)?;
-        self.with(py, |store| {
-            store.sync_append(session_id, start, &chain, low_seq, high_seq)
+        self.write(py, wait, |store| {
+            store
+                .sync_append(session_id, start, &chain, &seqs)
+                .map(|()| true)
         })
     }
 
