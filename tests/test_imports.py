@@ -229,8 +229,8 @@ async def test_a_reply_imported_half_written_forks_the_session_at_it(tmp_path: P
     (grown, _agent) = await import_claude_code(transcript, db=db)
     assert grown.forked_from == first.session_id != grown.session_id
     assert await session_for_key(db, CLAUDE_KEY) == grown.session_id
-    # The fork may share at most the header and the prompt, never the cut reply.
-    assert grown.already <= 2 and grown.already + grown.stored == 8
+    # The cut reply is in the first turn: the fork starts before it and shares nothing.
+    assert (grown.already, grown.stored) == (0, 8)
     assert await _texts(db, CLAUDE_KEY) == await _import_texts(tmp_path, CLAUDE_FILE, CLAUDE_KEY)
 
 
@@ -246,6 +246,8 @@ async def test_a_rewind_after_an_import_forks_and_the_rewound_branch_stays(
     write_lines(transcript, lines)
     (after, _agent) = await import_claude_code(transcript, db=db)
     assert after.forked_from == before.session_id
+    # The fork shares the turn before the rewound prompt and stores the new turn.
+    assert (before.stored, after.already, after.stored) == (8, 6, 2)
     assert await _texts(db, CLAUDE_KEY) == await _import_texts(tmp_path, CLAUDE_FILE, CLAUDE_KEY)
     left = await Session.load(before.session_id or "", db=db)
     try:

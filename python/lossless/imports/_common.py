@@ -22,6 +22,7 @@ import anyio
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.errors import (
     FileInputError,
+    HistoryDivergedError,
     InvalidInputError,
     MissingFileError,
     TranscriptError,
@@ -210,7 +211,7 @@ async def store_transcript(
         # Seqs number a session's messages from 1.
         before = session.store.newest_seq(session.id)
         history, system = _with_header(transcript)
-        await session.sync(history, format=transcript.format, system=system)
+        await _sync_by_turn(session, history, transcript.format, system)
         after = session.store.newest_seq(session.id)
         if session.id == started_as:
             return _result(transcript, source, session.id, after - before, before)
@@ -218,6 +219,40 @@ async def store_transcript(
         fork = session.store.fork_of(session.id)
         shared = fork.fork_seq if fork is not None else 0
         return _result(transcript, source, session.id, after - shared, shared, started_as)
+
+
+async def _sync_by_turn(
+    session: Session, history: list[dict[str, Any]], format: MessageFormat, system: str | None
+) -> None:
+    """Syncs ``history`` one user turn at a time. A session forks only where a sync
+    call began, so a rewind (a new prompt) forks at that prompt and shares the turns
+    before it. A turn stored already raises (the stored history goes on past it):
+    a digest compare, skipped."""
+    for end in _turn_ends(history, format):
+        try:
+            await session.sync(history[:end], format=format, system=system, on_change="raise")
+        except HistoryDivergedError as err:
+            if err.index >= end:  # this part is stored whole
+                continue
+            await session.sync(history[:end], format=format, system=system, on_change="fork")
+
+
+def _turn_ends(messages: list[dict[str, Any]], format: MessageFormat) -> list[int]:
+    """The ends of the history's user turns: before each prompt (a user message
+    that is not only tool results), and the end."""
+    ends = [index for index, message in enumerate(messages) if index and _prompt(message, format)]
+    return [*ends, len(messages)]
+
+
+def _prompt(message: Mapping[str, Any], format: MessageFormat) -> bool:
+    if format == "responses":
+        return message.get("type") == "message" and message.get("role") == "user"
+    content = message.get("content")
+    if message.get("role") != "user":
+        return False
+    return isinstance(content, str) or any(
+        isinstance(block, Mapping) and block.get("type") != "tool_result" for block in content or ()
+    )
 
 
 def _with_header(transcript: Transcript) -> tuple[list[dict[str, Any]], str | None]:
