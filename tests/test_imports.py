@@ -580,3 +580,22 @@ def test_the_command_takes_its_own_db_option(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert own.exists() and not (tmp_path / "global.db").exists()
     assert len(message_rows(own)) == 9
+
+
+@pytest.mark.anyio
+@pytest.mark.both_backends
+async def test_both_agents_import_and_reimport_on_either_backend(database: Path | str) -> None:
+    claude = await import_claude_code(FIXTURES / "claude-code", db=database)
+    codex = await import_codex(FIXTURES / "codex", db=database)
+    assert [result.stored for result in claude] == [4, 8, 4]
+    assert [result.stored for result in codex] == [4, 9]
+    again = await import_claude_code(FIXTURES / "claude-code", db=database)
+    again += await import_codex(FIXTURES / "codex", db=database)
+    assert [result.stored for result in again] == [0] * 5
+    assert [result.already for result in again] == [4, 8, 4, 4, 9]
+    assert {result.session_id for result in again} == {r.session_id for r in claude + codex}
+    session = await Session.load(codex[1].session_id or "", db=database)
+    try:
+        assert "FERRYLOG-DRYRUN-4410" in (tools_of(session)["call_Ls4mR9"].output or "")
+    finally:
+        await session.close()

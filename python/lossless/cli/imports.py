@@ -32,8 +32,8 @@ PathArgument = Annotated[
     typer.Argument(help="A transcript (.jsonl) or a directory to search for them.", exists=True),
 ]
 DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="Database to write; default: the global --db.", dir_okay=False),
+    str | None,
+    typer.Option("--db", help="Database file or postgresql:// URL; default: the global --db."),
 ]
 
 
@@ -62,11 +62,11 @@ def codex(ctx: typer.Context, path: PathArgument, db: DbOption = None) -> None:
 Importer = Callable[..., Awaitable[list["ImportResult"]]]
 
 
-def _run(ctx: typer.Context, path: Path, db: Path | None, importer: Importer) -> None:
+def _run(ctx: typer.Context, path: Path, db: str | None, importer: Importer) -> None:
     import anyio
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    target = str(db) if db is not None else settings(ctx).db
+    target = db if db is not None else settings(ctx).db
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as progress:
         task = progress.add_task("importing", total=None)

@@ -29,7 +29,7 @@ from lossless.errors import (
     UnknownModelError,
 )
 from lossless.formats import MessageFormat
-from lossless.models import resolve_limits
+from lossless.models import resolve_limits_async
 from lossless.session import Session, session_for_key
 
 __all__ = [
@@ -165,13 +165,13 @@ def read_lines(path: Path, skipped: Counter[str]) -> list[Line]:
     return lines
 
 
-def import_config(source: Source, model: str) -> Config:
+async def import_config(source: Source, model: str) -> Config:
     """The configuration an imported session is created with. Compaction is off:
     an import is an archive, and summarising it would call the model for every
     transcript (compact later with a session of your own). A model litellm does
     not know keeps its name with the source's usual limits."""
     try:
-        resolve_limits(model, ModelConfig())
+        await resolve_limits_async(model, ModelConfig())
         limits = ModelConfig()
     except UnknownModelError:
         limits = _FALLBACK_LIMITS[source]
@@ -191,7 +191,7 @@ async def _session_for(
             model=transcript.model,
             db=db,
             key=transcript.key,
-            config=config or import_config(source, transcript.model),
+            config=config or await import_config(source, transcript.model),
         )
         async with new as session:
             yield session
