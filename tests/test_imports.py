@@ -599,3 +599,17 @@ async def test_both_agents_import_and_reimport_on_either_backend(database: Path 
         assert "FERRYLOG-DRYRUN-4410" in (tools_of(session)["call_Ls4mR9"].output or "")
     finally:
         await session.close()
+
+
+@pytest.mark.anyio
+async def test_a_session_keeps_the_model_it_was_created_with(tmp_path: Path) -> None:
+    prompt = _row("p", None)
+    file = write_lines(tmp_path / "m.jsonl", [prompt])
+    db = tmp_path / "a.db"
+    (first,) = await import_claude_code(file, db=db)  # no reply yet: the fallback name
+    reply = json.loads(_row("r", "p", "assistant"))
+    reply["message"]["model"] = "claude-opus-4-1-20250805"
+    write_lines(file, [prompt, json.dumps(reply)])
+    (grown,) = await import_claude_code(file, db=db)
+    assert grown.session_id == first.session_id and grown.stored == 1
+    assert grown.model == first.model == "claude-sonnet-4-5-20250929"

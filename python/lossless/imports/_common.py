@@ -214,11 +214,11 @@ async def store_transcript(
         await _sync_by_turn(session, history, transcript.format, system)
         after = session.store.newest_seq(session.id)
         if session.id == started_as:
-            return _result(transcript, source, session.id, after - before, before)
+            return _result(transcript, source, session, after - before, before)
         # Forked: the messages up to the fork point are the ones it shares.
         fork = session.store.fork_of(session.id)
         shared = fork.fork_seq if fork is not None else 0
-        return _result(transcript, source, session.id, after - shared, shared, started_as)
+        return _result(transcript, source, session, after - shared, shared, started_as)
 
 
 async def _sync_by_turn(
@@ -266,17 +266,19 @@ def _with_header(transcript: Transcript) -> tuple[list[dict[str, Any]], str | No
 def _result(
     transcript: Transcript,
     source: Source,
-    session_id: str | None,
+    session: Session | None,
     stored: int,
     already: int,
     forked_from: str | None = None,
 ) -> ImportResult:
+    """The result of ``transcript`` stored in ``session`` (None: nothing stored),
+    with the model the session was created with."""
     return ImportResult(
         path=transcript.path,
         source=source,
         key=transcript.key,
-        model=transcript.model,
-        session_id=session_id,
+        model=session.model if session is not None else transcript.model,
+        session_id=session.id if session is not None else None,
         stored=stored,
         already=already,
         skipped=dict(transcript.skipped),
