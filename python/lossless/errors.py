@@ -34,6 +34,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "SummaryNotFoundError",
+    "TranscriptError",
     "UnknownModelError",
 ]
 
@@ -80,6 +81,19 @@ class HistoryDivergedError(InvalidInputError):
         )
         self.index = index
         self.stored = stored
+
+
+class TranscriptError(InvalidInputError):
+    """A line of an agent's transcript (a JSONL file handed to
+    :mod:`lossless.imports`) cannot be read: not JSON, or not the shape its format
+    gives a line. ``path`` and ``line`` (1-based) name it; nothing of that
+    transcript was stored."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
 
 
 class ArenaFullError(LosslessError):

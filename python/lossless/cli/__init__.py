@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from lossless.cli import demo, files, mcp, recall, sessions, show, stats
+from lossless.cli import demo, files, imports, mcp, recall, sessions, show, stats
 from lossless.cli._common import Settings, guarded
 
 __all__ = ["app", "main"]
@@ -41,6 +41,7 @@ for command in (
     mcp.mcp,
 ):
     app.command()(guarded(command))
+app.add_typer(imports.app)
 
 
 def _print_version(value: bool) -> None:
