@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from lossless.cli import demo, files, imports, mcp, recall, sessions, show, stats
+from lossless.cli import demo, files, imports, mcp, proxy, recall, sessions, show, stats
 from lossless.cli._common import Settings, guarded
 
 __all__ = ["app", "main"]
@@ -39,6 +39,7 @@ for command in (
     sessions.export,
     demo.demo,
     mcp.mcp,
+    proxy.proxy,
 ):
     app.command()(guarded(command))
 app.add_typer(imports.app)

@@ -336,19 +336,9 @@ class Session(Syncing):
         instead of being silently ignored.
         """
         if session_id is None and key is not None:
-            found = await session_for_key(db, key)
-            if found is None:
-                session = await cls._new(
-                    model=model,
-                    db=db,
-                    config=config,
-                    system_prompt=system_prompt,
-                    key=key,
-                    reuse_key=True,
-                )
-            else:
-                expected = (model, system_prompt)
-                session = await cls._load(found, db=db, config=config, expected=expected)
+            session = await cls.open_keyed(
+                key, model=model, db=db, config=config, system_prompt=system_prompt
+            )
         elif session_id is None:
             session = await cls.create(
                 model=model, db=db, config=config, system_prompt=system_prompt
@@ -360,6 +350,32 @@ class Session(Syncing):
             yield session
         finally:
             await session.close()
+
+    @classmethod
+    async def open_keyed(
+        cls,
+        key: str,
+        *,
+        model: str,
+        db: str | os.PathLike[str] = "lossless.db",
+        config: Config | None = None,
+        system_prompt: str | None = None,
+    ) -> Session:
+        """The session ``key`` names, loaded, or a new one named by it (see
+        :meth:`open`, which closes it on exit; close this one yourself). A stored
+        session of another ``model`` or ``system_prompt`` raises
+        :class:`InvalidInputError`."""
+        found = await session_for_key(db, key)
+        if found is None:
+            return await cls._new(
+                model=model,
+                db=db,
+                config=config,
+                system_prompt=system_prompt,
+                key=key,
+                reuse_key=True,
+            )
+        return await cls._load(found, db=db, config=config, expected=(model, system_prompt))
 
     async def _start(self) -> None:
         self.events.attach(self._background)
