@@ -6,6 +6,9 @@ the official ``openai`` and ``anthropic`` SDKs."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -256,3 +259,45 @@ async def _responses_run(client: openai.AsyncOpenAI, server: LocalLLMServer, ask
         items.append(
             {"type": "function_call_output", "call_id": call.call_id, "output": "ok " * 800}
         )
+
+
+def test_the_example_runs_offline() -> None:
+    """``examples/proxy_client.py`` runs a client through the proxy to the local server."""
+    example = Path(__file__).parent.parent / "examples" / "proxy_client.py"
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "the client holds 42 messages" in done.stdout
+    assert "stores 20 turns, each once" in done.stdout
+
+
+def test_the_command_serves_until_stopped(server: LocalLLMServer, tmp_path: Path) -> None:
+    """``lossless proxy`` prints where it serves, serves, and stops on a signal."""
+    command = [
+        sys.executable,
+        "-m",
+        "lossless",
+        "--db",
+        str(tmp_path / "cli.db"),
+        "proxy",
+        "--upstream",
+        server.base_url,
+        "--port",
+        "0",
+        "--context-limit",
+        "8000",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        url = line.split(" on ", 1)[1].split(" ", 1)[0]
+        server.enqueue(Reply(text="All green."))
+        with openai.OpenAI(base_url=url, api_key="k") as client:
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "Status?"}]
+            )
+        assert reply.choices[0].message.content == "All green."
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
