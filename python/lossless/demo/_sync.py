@@ -11,8 +11,10 @@ what came before without a copy, and the original branch stays as it was.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from lossless.demo._dropin_more import ProxyImportReport, show_proxy_and_import
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,6 +43,7 @@ class SyncReport:
     fork_id: str = ""
     shared: int = 0
     parent_unchanged: bool = False
+    more: ProxyImportReport = field(default_factory=ProxyImportReport)
 
     @property
     def ok(self) -> bool:
@@ -50,6 +53,7 @@ class SyncReport:
             and bool(self.fork_id)
             and self.shared > 0
             and self.parent_unchanged
+            and self.more.ok
         )
 
 
@@ -93,6 +97,7 @@ async def show_sync(db_path: str, console: Console) -> SyncReport:
         f"{'is unchanged' if report.parent_unchanged else 'CHANGED'} "
         f"(lossless tree {report.fork_id})"
     )
+    report.more = await show_proxy_and_import(db_path, console)
     return report
 
 

@@ -303,7 +303,9 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             "drop-in (sync of the whole history): requests keeping the instruction",
             f"{report.sync.kept} of {report.sync.requests}; {report.sync.handed_over:,} "
             f"messages handed over, {report.sync.stored} stored; an edit forked it, "
-            f"{report.sync.shared} shared",
+            f"{report.sync.shared} shared; through the proxy "
+            f"{report.sync.more.upstream_messages} of {report.sync.more.client_messages} "
+            f"went upstream; an imported transcript holds {report.sync.more.imported}",
         ),
         (
             "reply cut off by a timeout: received / kept",
