@@ -1,0 +1,201 @@
+"""A session of the OpenAI Agents SDK kept by lossless (``pip install
+'lossless[openai-agents]'``).
+
+``LosslessSession`` implements the SDK's session protocol, so ``Runner.run(agent,
+..., session=LosslessSession("thread-1", model=...))`` runs on it as on the SDK's
+own ``SQLiteSession``: ``add_items`` stores what the run produced, ``get_items``
+gives the run the bounded context as Responses input items (the instruction and
+pinned facts in it, what was compacted as summaries). Nothing stored is removed:
+``pop_item`` goes on in a fork without the newest item, ``clear_session`` starts a
+new session under the same name; the earlier ones stay stored and searchable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import anyio
+from agents import FunctionTool
+from agents.memory import SessionABC, SessionSettings
+
+from lossless.config import Config
+from lossless.parts import ReasoningPart, TextPart, ToolPart
+from lossless.recall.tools import RECALL_TOOLS, run_recall_tool
+from lossless.results import Message
+from lossless.session import Session
+
+__all__ = ["LosslessSession"]
+
+
+class LosslessSession(SessionABC):
+    """The SDK's session protocol on a lossless session named ``session_id``.
+
+    ``session_id`` is the lossless session's key: the same id opens the same
+    history in another process (see ``Session.open(key=...)``). ``model`` is the
+    litellm name of the model the agent calls (its window bounds ``get_items``);
+    ``config`` and ``system_prompt`` are those of a new session. ``session_settings``
+    (its ``limit``) caps the items ``get_items`` returns, as for the SDK's sessions.
+    The lossless session opens on first use; ``close()`` (or ``async with``) ends it.
+    """
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        model: str,
+        db: str | os.PathLike[str] = "lossless.db",
+        config: Config | None = None,
+        system_prompt: str | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings = session_settings or SessionSettings()
+        self._model = model
+        self._db = db
+        self._config = config
+        self._system_prompt = system_prompt
+        self._session: Session | None = None
+
+    async def session(self) -> Session:
+        """The lossless session this one works on (opened on first use): pin facts,
+        set the task, or search it with the recall tools through it."""
+        if self._session is None:
+            self._session = await Session.open_keyed(
+                self.session_id,
+                model=self._model,
+                db=self._db,
+                config=self._config,
+                system_prompt=self._system_prompt,
+            )
+        return self._session
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The bounded context as Responses input items, the newest ``limit`` of
+        them when a limit is given (here or in ``session_settings``)."""
+        session = await self.session()
+        context = await session.context(format="responses")
+        items = [dict(item) for item in context.input]
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        return items[-limit:] if limit is not None and limit >= 0 else items
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Stores the run's items (Responses input items) in order."""
+        if items:
+            session = await self.session()
+            await session.record_messages(items, format="responses")
+
+    async def pop_item(self) -> Any | None:
+        """The newest item, taken out of the history: the session goes on as a fork
+        that shares everything before the newest turn, and holds that turn again
+        without the item. The item stays stored in the session left."""
+        session = await self.session()
+        history = session.history()
+        if not history:
+            return None
+        newest = history[-1]
+        items = _items_of(newest)
+        if not items:
+            return None
+        if len(history) > 1:
+            branch = await session.fork(at=history[-2].id, key=self.session_id)
+        else:
+            branch = await Session.create(
+                model=session.model,
+                db=self._db,
+                config=session.config,
+                system_prompt=session.system_prompt,
+                key=self.session_id,
+            )
+        await session.close()
+        self._session = branch
+        if items[:-1]:
+            await branch.record_messages(items[:-1], format="responses")
+        return items[-1]
+
+    async def clear_session(self) -> None:
+        """Starts a new, empty session under this id; the old one stays stored."""
+        session = await self.session()
+        fresh = await Session.create(
+            model=session.model,
+            db=self._db,
+            config=session.config,
+            system_prompt=session.system_prompt,
+            key=self.session_id,
+        )
+        await session.close()
+        self._session = fresh
+
+    def recall_tools(self) -> list[FunctionTool]:
+        """The recall tools (``lossless_grep``, ``lossless_describe``,
+        ``lossless_expand``, ``lossless_read``) as the SDK's function tools, for an
+        ``Agent(tools=...)``: the agent reads back what compaction took out of its
+        context, in whichever session this one works on when it calls them."""
+        return [self._recall_tool(tool["function"]) for tool in RECALL_TOOLS]
+
+    def _recall_tool(self, spec: dict[str, Any]) -> FunctionTool:
+        name = spec["name"]
+
+        async def invoke(context: Any, arguments: str) -> str:
+            session = await self.session()
+            return await anyio.to_thread.run_sync(run_recall_tool, session, name, arguments)
+
+        return FunctionTool(
+            name=name,
+            description=spec["description"],
+            params_json_schema=spec["parameters"],
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+
+    async def close(self) -> None:
+        """Closes the lossless session (it opens again on next use)."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    async def __aenter__(self) -> LosslessSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _items_of(message: Message) -> list[dict[str, Any]]:
+    """A stored turn as the Responses input items it was recorded from."""
+    if message.role != "assistant":
+        content = [
+            {"type": "input_text", "text": part.text}
+            for part in message.parts
+            if isinstance(part, TextPart)
+        ]
+        return [{"role": message.role, "content": content}] if content else []
+    items: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, ReasoningPart) and part.payload is not None:
+            payload = part.payload
+            items.append(json.loads(payload) if isinstance(payload, str) else dict(payload))
+        elif isinstance(part, TextPart):
+            text = {"type": "output_text", "text": part.text, "annotations": []}
+            items.append({"type": "message", "role": "assistant", "content": [text]})
+        elif isinstance(part, ToolPart):
+            arguments = part.input if isinstance(part.input, str) else json.dumps(part.input)
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": part.call_id,
+                    "name": part.name,
+                    "arguments": arguments,
+                }
+            )
+            if part.output is not None:
+                output = part.output
+                results.append(
+                    {"type": "function_call_output", "call_id": part.call_id, "output": output}
+                )
+    return items + results
