@@ -1,0 +1,113 @@
+"""LangChain's own agent (``create_agent``) with ``LosslessMiddleware``: a multi-turn,
+tool-using conversation against the project's local server outgrows a small window;
+every request keeps the system prompt and the pinned fact, stays bounded, and an
+early fact comes back through the recall tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.integrations.langchain import LosslessMiddleware
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.testing.conformance import check_request
+
+pytestmark = pytest.mark.anyio
+
+SYSTEM = "You keep the warehouse inventory."
+PIN = "Counts are whole units; never estimate."
+BINS = [
+    "aster",
+    "bramble",
+    "clover",
+    "dahlia",
+    "elder",
+    "fennel",
+    "gorse",
+    "heather",
+    "iris",
+    "jasmine",
+    "kale",
+    "lupin",
+    "mallow",
+    "nettle",
+]
+
+
+@tool
+def count_bin(bin_id: str) -> str:
+    """Counts the units in a bin."""
+    n = int(bin_id.split("-")[1])
+    return f"bin {bin_id}: 48 units, sealed by {BINS[n]}; " + "scan " * 150
+
+
+def _config() -> Config:
+    return Config(
+        model=ModelConfig(context_limit=4_000, max_output_tokens=300),
+        compaction=CompactionConfig(output_budget=0),
+    )
+
+
+def _agent(server: LocalLLMServer, middleware: LosslessMiddleware) -> Any:
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=server.base_url, api_key="k", max_retries=0)
+    return create_agent(model, tools=[count_bin], system_prompt=SYSTEM, middleware=[middleware])
+
+
+async def _turn(server: LocalLLMServer, agent: Any, state: dict[str, Any], n: int) -> None:
+    server.enqueue(
+        Reply(tool_calls=[ToolCallSpec("count_bin", json.dumps({"bin_id": f"B-{n}"}))]),
+        Reply(text=f"Bin B-{n} holds 48 units."),
+    )
+    state["messages"].append({"role": "user", "content": f"How many units in bin B-{n}?"})
+    result = await agent.ainvoke(state, config={"configurable": {"thread_id": "inv-1"}})
+    state["messages"] = result["messages"]
+
+
+async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    middleware = LosslessMiddleware(
+        model="openai/gpt-4o-mini", db=tmp_path / "l.db", config=_config()
+    )
+    agent = _agent(server, middleware)
+    state: dict[str, Any] = {"messages": []}
+    await _turn(server, agent, state, 0)
+    session = await middleware.sessions.session("inv-1", SYSTEM)
+    await session.pin(PIN)
+    for n in range(1, 12):
+        await _turn(server, agent, state, n)
+    requests = server.requests
+    assert len(requests) == 24
+    for request in requests[2:]:
+        check_request(request["messages"])
+        system = request["messages"][0]
+        assert system["role"] == "system" and SYSTEM in system["content"]
+        assert PIN in system["content"]
+        assert len(json.dumps(request["messages"])) / 4 < _config().model.context_limit
+    last = json.dumps(requests[-1]["messages"])
+    assert "How many units in bin B-11?" in last
+    assert "sealed by aster" not in last, "the oldest results left the request"
+    # The agent's state keeps everything; the session stored each message once (all
+    # but the last answer, which the next model call hands over).
+    assert len(state["messages"]) == 12 * 4
+    assert len(session.history()) == 12 * 3 - 1
+    # The recall tools: the model asks for an early fact and gets it.
+    server.enqueue(
+        Reply(tool_calls=[ToolCallSpec("lossless_grep", json.dumps({"query": "aster"}))]),
+        Reply(text="Sealed by aster."),
+    )
+    state["messages"].append({"role": "user", "content": "Who sealed bin B-0?"})
+    await agent.ainvoke(state, config={"configurable": {"thread_id": "inv-1"}})
+    answer = server.requests[-1]["messages"][-1]
+    assert answer["role"] == "tool" and "aster" in answer["content"]
+    await middleware.aclose()
