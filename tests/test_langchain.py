@@ -17,6 +17,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+from lossless import count_tokens
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.integrations.langchain import LosslessMiddleware
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
@@ -93,7 +94,7 @@ async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
         system = request["messages"][0]
         assert system["role"] == "system" and SYSTEM in system["content"]
         assert PIN in system["content"]
-        assert len(json.dumps(request["messages"])) / 4 < _config().model.context_limit
+        assert count_tokens(json.dumps(request["messages"])) < _config().model.context_limit
     last = json.dumps(requests[-1]["messages"])
     assert "How many units in bin B-11?" in last
     assert "sealed by aster" not in last, "the oldest results left the request"

@@ -22,6 +22,7 @@ from agents import (  # noqa: E402
 )
 from openai import AsyncOpenAI  # noqa: E402
 
+from lossless import count_tokens  # noqa: E402
 from lossless.config import CompactionConfig, Config, ModelConfig  # noqa: E402
 from lossless.integrations.openai_agents import LosslessSession  # noqa: E402
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec  # noqa: E402
@@ -114,7 +115,8 @@ async def test_a_runner_outgrows_the_window_and_keeps_the_pin(
     last = json.dumps(requests[-1]["input"])
     assert "A-13" in last
     assert "account A-0: balance" not in last
-    assert all(len(json.dumps(r["input"])) / 4 < _config().model.context_limit for r in requests)
+    limit = _config().model.context_limit
+    assert all(count_tokens(json.dumps(r["input"])) < limit for r in requests)
     # Stored once each: per turn, the question and one assistant turn with its call.
     assert len(stored) == 14 * 3
     assert [m.role for m in stored[:3]] == ["user", "assistant", "assistant"]
