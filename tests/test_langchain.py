@@ -6,6 +6,8 @@ early fact comes back through the recall tools."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +61,10 @@ def _config() -> Config:
     )
 
 
-def _agent(server: LocalLLMServer, middleware: LosslessMiddleware) -> Any:
+def _agent(server: LocalLLMServer, middleware: LosslessMiddleware) -> tuple[Any, ChatOpenAI]:
     model = ChatOpenAI(model="gpt-4o-mini", base_url=server.base_url, api_key="k", max_retries=0)
-    return create_agent(model, tools=[count_bin], system_prompt=SYSTEM, middleware=[middleware])
+    agent = create_agent(model, tools=[count_bin], system_prompt=SYSTEM, middleware=[middleware])
+    return agent, model
 
 
 async def _turn(server: LocalLLMServer, agent: Any, state: dict[str, Any], n: int) -> None:
@@ -80,7 +83,7 @@ async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
     middleware = LosslessMiddleware(
         model="openai/gpt-4o-mini", db=tmp_path / "l.db", config=_config()
     )
-    agent = _agent(server, middleware)
+    agent, model = _agent(server, middleware)
     state: dict[str, Any] = {"messages": []}
     await _turn(server, agent, state, 0)
     session = await middleware.sessions.session("inv-1", SYSTEM)
@@ -112,3 +115,13 @@ async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
     answer = server.requests[-1]["messages"][-1]
     assert answer["role"] == "tool" and "aster" in answer["content"]
     await middleware.aclose()
+    await model.root_async_client.close()
+
+
+def test_the_example_runs_offline() -> None:
+    """``examples/langchain_agent.py`` runs against the local server, outgrowing its window."""
+    example = Path(__file__).parent.parent / "examples" / "langchain_agent.py"
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "the agent's state holds 48 messages" in done.stdout

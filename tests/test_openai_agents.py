@@ -5,6 +5,9 @@ with ``LosslessSession`` as its memory, as it does on the SDK's ``SQLiteSession`
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +74,13 @@ def _no_tracing() -> None:
     set_tracing_disabled(True)
 
 
-def _agent(server: LocalLLMServer, session: LosslessSession | None = None) -> Agent[Any]:
-    client = AsyncOpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0)
+@pytest.fixture
+async def client(server: LocalLLMServer) -> AsyncIterator[AsyncOpenAI]:
+    async with AsyncOpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0) as opened:
+        yield opened
+
+
+def _agent(client: AsyncOpenAI, session: LosslessSession | None = None) -> Agent[Any]:
     tools: list[Any] = [ledger_balance]
     if session is not None:
         tools += session.recall_tools()
@@ -95,13 +103,13 @@ async def _turn(server: LocalLLMServer, agent: Agent[Any], session: Any, n: int)
 
 
 async def test_a_runner_outgrows_the_window_and_keeps_the_pin(
-    server: LocalLLMServer, tmp_path: Path
+    server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
 ) -> None:
     async with LosslessSession(
         "books-1", model=MODEL, db=tmp_path / "a.db", config=_config()
     ) as session:
         await (await session.session()).pin(PIN)
-        agent = _agent(server, session)
+        agent = _agent(client, session)
         for n in range(14):
             assert await _turn(server, agent, session, n) == f"Account A-{n} holds 1204 cents."
         stored = (await session.session()).history()
@@ -123,12 +131,12 @@ async def test_a_runner_outgrows_the_window_and_keeps_the_pin(
 
 
 async def test_an_early_fact_is_recalled_through_the_recall_tools(
-    server: LocalLLMServer, tmp_path: Path
+    server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
 ) -> None:
     async with LosslessSession(
         "books-2", model=MODEL, db=tmp_path / "a.db", config=_config()
     ) as session:
-        agent = _agent(server, session)
+        agent = _agent(client, session)
         for n in range(12):
             await _turn(server, agent, session, n)
         server.enqueue(
@@ -144,14 +152,14 @@ async def test_an_early_fact_is_recalled_through_the_recall_tools(
 
 
 async def test_the_same_run_on_the_sdk_session_matches(
-    server: LocalLLMServer, tmp_path: Path
+    server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
 ) -> None:
     answers = {}
     for name, session in (
         ("sdk", SQLiteSession("books", tmp_path / "sdk.db")),
         ("lossless", LosslessSession("books", model=MODEL, db=tmp_path / "l.db")),
     ):
-        agent = _agent(server)
+        agent = _agent(client)
         answers[name] = [await _turn(server, agent, session, n) for n in range(3)]
         items = await session.get_items()
         answers[name + " items"] = [
@@ -166,11 +174,11 @@ async def test_the_same_run_on_the_sdk_session_matches(
 
 
 async def test_pop_item_and_clear_session_keep_everything_stored(
-    server: LocalLLMServer, tmp_path: Path
+    server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
 ) -> None:
     db = tmp_path / "a.db"
     async with LosslessSession("books-3", model=MODEL, db=db) as session:
-        agent = _agent(server)
+        agent = _agent(client)
         await _turn(server, agent, session, 1)
         before = await session.get_items()
         first = (await session.session()).id
@@ -189,7 +197,16 @@ async def test_pop_item_and_clear_session_keep_everything_stored(
     async with LosslessSession("books-3", model=MODEL, db=db) as again:
         assert await again.get_items() == []
     async with LosslessSession("books-1x", model=MODEL, db=db) as other:
-        await _turn(server, _agent(server), other, 2)
+        await _turn(server, _agent(client), other, 2)
     async with LosslessSession("books-1x", model=MODEL, db=db) as other:
         assert "A-2" in json.dumps(await other.get_items())
         assert len(await other.get_items(limit=2)) == 2
+
+
+def test_the_example_runs_offline() -> None:
+    """``examples/openai_agents_session.py`` runs against the local server."""
+    example = Path(__file__).parent.parent / "examples" / "openai_agents_session.py"
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "36 turns stored" in done.stdout

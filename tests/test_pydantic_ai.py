@@ -6,6 +6,8 @@ bounded, and an early fact comes back through the recall tools."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +54,11 @@ def _config() -> Config:
     )
 
 
-def _agent(server: LocalLLMServer, history: LosslessHistory) -> Agent[None, str]:
-    model = OpenAIChatModel(
-        "gpt-4o-mini", provider=OpenAIProvider(base_url=server.base_url, api_key="k")
-    )
+def _agent(
+    server: LocalLLMServer, history: LosslessHistory
+) -> tuple[Agent[None, str], OpenAIProvider]:
+    provider = OpenAIProvider(base_url=server.base_url, api_key="k")
+    model = OpenAIChatModel("gpt-4o-mini", provider=provider)
     agent: Agent[None, str] = Agent(
         model,
         system_prompt=SYSTEM,
@@ -68,14 +71,14 @@ def _agent(server: LocalLLMServer, history: LosslessHistory) -> Agent[None, str]
         n = int(ferry.split("-")[1])
         return f"ferry {ferry}: departs 14:05 UTC, skipper {SKIPPERS[n]}; " + "manifest " * 150
 
-    return agent
+    return agent, provider
 
 
 async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
     server: LocalLLMServer, tmp_path: Path
 ) -> None:
     history = LosslessHistory(model="openai/gpt-4o-mini", db=tmp_path / "p.db", config=_config())
-    agent = _agent(server, history)
+    agent, provider = _agent(server, history)
     messages: list[Any] = []
     for n in range(12):
         server.enqueue(
@@ -108,3 +111,13 @@ async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
     answer = server.requests[-1]["messages"][-1]
     assert answer["role"] == "tool" and "arden" in answer["content"]
     await history.aclose()
+    await provider.client.close()
+
+
+def test_the_example_runs_offline() -> None:
+    """``examples/pydantic_ai_agent.py`` runs against the local server, outgrowing its window."""
+    example = Path(__file__).parent.parent / "examples" / "pydantic_ai_agent.py"
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "the run's history holds 48 messages" in done.stdout

@@ -1,0 +1,69 @@
+"""The OpenAI Agents SDK with lossless as its session memory.
+
+The model is the project's local test server on 127.0.0.1 (no network, no key); use
+``OpenAIResponsesModel(model="gpt-4o", openai_client=AsyncOpenAI())`` for OpenAI.
+
+    pip install 'lossless[openai-agents]'
+    python examples/openai_agents_session.py
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import anyio
+from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from openai import AsyncOpenAI
+
+from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.integrations.openai_agents import LosslessSession
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+
+# A small window, so the conversation outgrows it within the example.
+CONFIG = Config(
+    model=ModelConfig(context_limit=4_000, max_output_tokens=300),
+    compaction=CompactionConfig(output_budget=0),
+)
+
+
+@function_tool
+def ledger_balance(account: str) -> str:
+    """The balance of an account."""
+    return f"account {account}: 1204 cents; " + "entry " * 400
+
+
+async def main() -> None:
+    set_tracing_disabled(True)
+    db = Path(tempfile.mkdtemp()) / "agents.db"
+    with LocalLLMServer() as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="sk-local")
+        async with LosslessSession(
+            "books", model="openai/gpt-4o-mini", db=db, config=CONFIG
+        ) as session:
+            await (await session.session()).pin("Amounts are integers in cents.")
+            agent = Agent(
+                name="bookkeeper",
+                instructions="You keep the ledger.",
+                model=OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client),
+                tools=[ledger_balance, *session.recall_tools()],
+            )
+            for n in range(12):
+                server.enqueue(
+                    Reply(
+                        tool_calls=[
+                            ToolCallSpec("ledger_balance", json.dumps({"account": f"A-{n}"}))
+                        ]
+                    ),
+                    Reply(text=f"A-{n} holds 1204 cents."),
+                )
+                result = await Runner.run(agent, f"What does A-{n} hold?", session=session)
+            items = await session.get_items()
+            stored = (await session.session()).history()
+            print(f"last answer: {result.final_output}")
+            print(f"{len(stored)} turns stored; the next run starts from {len(items)} items")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
