@@ -17,6 +17,7 @@ from rich.table import Table
 from lossless.demo._agents_today import AgentsTodayReport, show_agents_today
 from lossless.demo._cache import CacheReport, show_prompt_cache
 from lossless.demo._config import SYSTEM_PROMPT, demo_config
+from lossless.demo._frameworks import FrameworksReport, show_frameworks
 from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._own_loop import OwnLoopReport, show_own_loop
@@ -73,6 +74,7 @@ class DemoReport:
     own_loop: OwnLoopReport = field(default_factory=OwnLoopReport)
     agents_today: AgentsTodayReport = field(default_factory=AgentsTodayReport)
     sync: SyncReport = field(default_factory=SyncReport)
+    frameworks: FrameworksReport = field(default_factory=FrameworksReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -106,6 +108,7 @@ def run_demo(
         and report.own_loop.kept == report.own_loop.requests
         and report.agents_today.ok
         and report.sync.ok
+        and report.frameworks.ok
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -170,6 +173,7 @@ async def _replay(
     report.own_loop = await show_own_loop(db_path, console)
     report.agents_today = await show_agents_today(db_path, console)
     report.sync = await show_sync(db_path, console)
+    report.frameworks = await show_frameworks(db_path, console)
     report.stream = await show_cancelled_stream(db_path, console)
     report.mcp = await show_mcp_recall(db_path, console)
     report.operators = await show_files_and_maps(db_path, console)
@@ -306,6 +310,14 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             f"{report.sync.shared} shared; through the proxy "
             f"{report.sync.more.upstream_messages} of {report.sync.more.client_messages} "
             f"went upstream; an imported transcript holds {report.sync.more.imported}",
+        ),
+        (
+            "frameworks on lossless: requests holding the pin",
+            ", ".join(
+                f"{name} {kept}/{total}"
+                for name, (kept, total, _) in report.frameworks.runs.items()
+            )
+            + "".join(f", {name} skipped" for name in report.frameworks.skipped),
         ),
         (
             "reply cut off by a timeout: received / kept",
