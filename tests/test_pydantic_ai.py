@@ -5,24 +5,28 @@ bounded, and an early fact comes back through the recall tools."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, BinaryContent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from lossless import count_tokens
 from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.errors import InvalidInputError
 from lossless.integrations.pydantic_ai import LosslessHistory
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.parts import MediaPart
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, screenshot
 from lossless.testing.conformance import check_request
 
 pytestmark = pytest.mark.anyio
@@ -110,6 +114,78 @@ async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
     await agent.run("Who skippered ferry F-0?", message_history=messages)
     answer = server.requests[-1]["messages"][-1]
     assert answer["role"] == "tool" and "arden" in answer["content"]
+    await history.aclose()
+    await provider.client.close()
+
+
+async def test_an_image_reaches_the_model_and_is_stored_once(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """A user prompt's image goes to the session as an image and to the model as
+    ``image_url``, across turns, stored once."""
+    history = LosslessHistory(model="openai/gpt-4o-mini", db=tmp_path / "p.db", config=_config())
+    agent, provider = _agent(server, history)
+    shot = screenshot(64, 64, seed=3)
+    server.enqueue(Reply(text="A harbour chart."), Reply(text="Yes, the same chart."))
+    prompt = ["What does this chart show?", BinaryContent(shot, media_type="image/png")]
+    first = await agent.run(prompt)
+    await agent.run("Is it the same chart?", message_history=first.all_messages())
+    for request in server.requests:
+        user = request["messages"][1]
+        kinds = [block["type"] for block in user["content"]]
+        assert kinds == ["text", "image_url"]
+        assert user["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    session = await history.sessions.session("pydantic-ai", SYSTEM)
+    media = [p for m in session.history() for p in m.parts if isinstance(p, MediaPart)]
+    assert [(part.media_kind, part.width, part.height) for part in media] == [("image", 64, 64)]
+    await history.aclose()
+    await provider.client.close()
+
+
+async def test_audio_is_refused_before_anything_is_sent(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """Content lossless cannot store raises a typed error; nothing reaches the model."""
+    history = LosslessHistory(model="openai/gpt-4o-mini", db=tmp_path / "p.db", config=_config())
+    agent, provider = _agent(server, history)
+    with pytest.raises(InvalidInputError, match="audio/wav"):
+        await agent.run(
+            ["Transcribe this.", BinaryContent(b"RIFF0000WAVE", media_type="audio/wav")]
+        )
+    assert server.requests == []
+    await history.aclose()
+    await provider.client.close()
+
+
+async def test_recall_reads_the_calling_runs_conversation(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """One capability serves two conversations (key from the run's deps): each run's
+    recall tools search its own, whichever conversation called the model last."""
+    history = LosslessHistory(
+        model="openai/gpt-4o-mini",
+        db=tmp_path / "p.db",
+        config=_config(),
+        key=lambda ctx: str(ctx.deps),
+    )
+    provider = OpenAIProvider(base_url=server.base_url, api_key="k")
+    model = OpenAIChatModel("gpt-4o-mini", provider=provider)
+    agent: Agent[str, str] = Agent(model, deps_type=str, capabilities=[history])
+    server.enqueue(Reply(text="Noted."), Reply(text="Noted."))
+    north = await agent.run("The north pier code is heron.", deps="north")
+    south = await agent.run("The south pier code is puffin.", deps="south")
+    grep = Reply(tool_calls=[ToolCallSpec("lossless_grep", json.dumps({"query": "pier code"}))])
+    server.enqueue(grep, grep, Reply(text="Done."), Reply(text="Done."))
+    async with anyio.create_task_group() as runs:  # both model calls before either tool
+        for deps, run in (("north", north), ("south", south)):
+            ask = functools.partial(agent.run, message_history=run.all_messages(), deps=deps)
+            runs.start_soon(ask, "What is the pier code?")
+    answers = [r["messages"] for r in server.requests if r["messages"][-1]["role"] == "tool"]
+    assert len(answers) == 2
+    for messages in answers:
+        told = json.dumps(messages[:-1])
+        own, other = ("heron", "puffin") if "code is heron" in told else ("puffin", "heron")
+        assert own in messages[-1]["content"] and other not in messages[-1]["content"]
     await history.aclose()
     await provider.client.close()
 

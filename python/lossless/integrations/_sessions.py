@@ -29,15 +29,12 @@ class KeyedSessions:
         self._config = config
         self._open: dict[str, Session] = {}
         self._locks: dict[str, anyio.Lock] = {}
-        #: The key of the last call, whose session the recall tools read.
-        self.current: str | None = None
 
     def lock(self, key: str) -> anyio.Lock:
         return self._locks.setdefault(key, anyio.Lock())
 
     async def session(self, key: str, system: str | None) -> Session:
         """The session ``key`` names, with ``system`` as its prompt."""
-        self.current = key
         session = self._open.get(key)
         if session is not None and session.system_prompt == system:
             return session
@@ -54,9 +51,10 @@ class KeyedSessions:
         self._open[key] = session
         return session
 
-    def recall(self, name: str, arguments: str) -> str:
-        """Answers a recall tool call on the session of the last model call."""
-        session = self._open.get(self.current or "")
+    def recall(self, key: str, name: str, arguments: str) -> str:
+        """Answers a recall tool call on the session ``key`` names: the calling run's
+        own conversation, whichever conversation another run sent last."""
+        session = self._open.get(key)
         if session is None:
             return '{"error": "no conversation yet"}'
         return run_recall_tool(session, name, arguments)

@@ -13,6 +13,7 @@ offered to the agent, so it can read back what was compacted. A drop-in for
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -64,7 +65,7 @@ class LosslessMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        key = self._key or _thread_id() or "langchain"
+        key = self._conversation()
         system = request.system_message.text if request.system_message is not None else None
         history = convert_to_openai_messages(request.messages)
         tools = [convert_to_openai_tool(tool) for tool in request.tools]
@@ -82,9 +83,9 @@ class LosslessMiddleware(AgentMiddleware):
         name = spec["name"]
 
         async def invoke(**arguments: Any) -> str:
-            import json
-
-            return await anyio.to_thread.run_sync(self.sessions.recall, name, json.dumps(arguments))
+            # A tool runs inside the graph's run, so the thread is the caller's own.
+            key, call = self._conversation(), json.dumps(arguments)
+            return await anyio.to_thread.run_sync(self.sessions.recall, key, name, call)
 
         return StructuredTool.from_function(
             coroutine=invoke,
@@ -92,6 +93,10 @@ class LosslessMiddleware(AgentMiddleware):
             description=spec["description"],
             args_schema=spec["parameters"],
         )
+
+    def _conversation(self) -> str:
+        """The key of the running conversation's session."""
+        return self._key or _thread_id() or "langchain"
 
     async def aclose(self) -> None:
         """Closes the sessions this middleware opened."""

@@ -24,23 +24,13 @@ from typing import Any
 import anyio
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
 
 from lossless.config import Config
+from lossless.integrations._pydantic_messages import from_openai, to_openai
 from lossless.integrations._sessions import KeyedSessions, recall_specs
 
 __all__ = ["LosslessHistory"]
@@ -87,12 +77,15 @@ class LosslessHistory(AbstractCapability[Any]):
     ) -> list[ModelMessage]:
         """The run's ``messages`` synced into the conversation's session, and the
         bounded request of it, as PydanticAI messages."""
-        key = self._key(ctx) if callable(self._key) else self._key
-        system, history = _to_openai(messages)
+        key = self._key_of(ctx)
+        system, history = to_openai(messages)
         async with self.sessions.lock(key):
             session = await self.sessions.session(key, system)
             bounded = await session.sync(history, format="openai")
-        return _from_openai(bounded.messages)
+        return from_openai(bounded.messages)
+
+    def _key_of(self, ctx: RunContext[Any]) -> str:
+        return self._key(ctx) if callable(self._key) else self._key
 
     def get_toolset(self) -> FunctionToolset[Any] | None:
         """The recall tools, offered to the agent."""
@@ -103,123 +96,18 @@ class LosslessHistory(AbstractCapability[Any]):
     def _recall_tool(self, spec: dict[str, Any]) -> Tool[Any]:
         name = spec["name"]
 
-        async def invoke(**arguments: Any) -> str:
-            return await anyio.to_thread.run_sync(self.sessions.recall, name, json.dumps(arguments))
+        async def invoke(ctx: RunContext[Any], **arguments: Any) -> str:
+            key, call = self._key_of(ctx), json.dumps(arguments)
+            return await anyio.to_thread.run_sync(self.sessions.recall, key, name, call)
 
         return Tool.from_schema(
-            invoke, name=name, description=spec["description"], json_schema=spec["parameters"]
+            invoke,
+            name=name,
+            description=spec["description"],
+            json_schema=spec["parameters"],
+            takes_ctx=True,
         )
 
     async def aclose(self) -> None:
         """Closes the sessions this processor opened."""
         await self.sessions.aclose()
-
-
-def _to_openai(messages: list[ModelMessage]) -> tuple[str | None, list[dict[str, Any]]]:
-    """The run's messages as Chat Completions messages, and the leading system text."""
-    converted: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            converted.extend(_request_messages(message))
-        else:
-            converted.append(_response_message(message))
-    system = None
-    if converted and converted[0]["role"] == "system":
-        system = converted[0]["content"]
-    return system, converted
-
-
-def _request_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for part in request.parts:
-        if isinstance(part, SystemPromptPart):
-            out.append({"role": "system", "content": part.content})
-        elif isinstance(part, UserPromptPart):
-            content = part.content
-            text = (
-                content
-                if isinstance(content, str)
-                else " ".join(item for item in content if isinstance(item, str))
-            )
-            out.append({"role": "user", "content": text})
-        elif isinstance(part, ToolReturnPart):
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": part.tool_call_id,
-                    "content": part.model_response_str(),
-                }
-            )
-        elif isinstance(part, RetryPromptPart):
-            if part.tool_name is not None:
-                out.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": part.tool_call_id,
-                        "content": part.model_response(),
-                    }
-                )
-            else:
-                out.append({"role": "user", "content": part.model_response()})
-    return out
-
-
-def _response_message(response: ModelResponse) -> dict[str, Any]:
-    texts = [part.content for part in response.parts if isinstance(part, TextPart)]
-    calls = [
-        {
-            "id": part.tool_call_id,
-            "type": "function",
-            "function": {"name": part.tool_name, "arguments": part.args_as_json_str()},
-        }
-        for part in response.parts
-        if isinstance(part, ToolCallPart)
-    ]
-    message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) or None}
-    if calls:
-        message["tool_calls"] = calls
-    return message
-
-
-def _from_openai(messages: list[dict[str, Any]]) -> list[ModelMessage]:
-    """Chat Completions messages as PydanticAI's; results of one turn in one request."""
-    out: list[ModelMessage] = []
-    names: dict[str, str] = {}
-    pending: list[ModelRequestPart] = []
-
-    def flush() -> None:
-        if pending:
-            out.append(ModelRequest(parts=list(pending)))
-            pending.clear()
-
-    for message in messages:
-        role, content = message["role"], message.get("content")
-        text = content if isinstance(content, str) else _text(content)
-        if role == "assistant":
-            flush()
-            parts: list[Any] = [TextPart(text)] if text else []
-            for call in message.get("tool_calls") or ():
-                names[call["id"]] = call["function"]["name"]
-                parts.append(
-                    ToolCallPart(
-                        call["function"]["name"],
-                        call["function"]["arguments"],
-                        tool_call_id=call["id"],
-                    )
-                )
-            out.append(ModelResponse(parts=parts))
-        elif role == "tool":
-            call_id = message["tool_call_id"]
-            pending.append(ToolReturnPart(names.get(call_id, "tool"), text, tool_call_id=call_id))
-        elif role == "system":
-            pending.append(SystemPromptPart(text))
-        else:
-            pending.append(UserPromptPart(text))
-    flush()
-    return out
-
-
-def _text(content: object) -> str:
-    if isinstance(content, list):
-        return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
-    return "" if content is None else str(content)
