@@ -5,12 +5,15 @@ early fact comes back through the recall tools."""
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 pytest.importorskip("langchain")
@@ -22,7 +25,8 @@ from langchain_openai import ChatOpenAI
 from lossless import count_tokens
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.integrations.langchain import LosslessMiddleware
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.parts import MediaPart
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, screenshot
 from lossless.testing.conformance import check_request
 
 pytestmark = pytest.mark.anyio
@@ -114,6 +118,65 @@ async def test_an_agent_outgrows_the_window_and_keeps_its_promises(
     await agent.ainvoke(state, config={"configurable": {"thread_id": "inv-1"}})
     answer = server.requests[-1]["messages"][-1]
     assert answer["role"] == "tool" and "aster" in answer["content"]
+    await middleware.aclose()
+    await model.root_async_client.close()
+
+
+async def test_an_image_reaches_the_model_and_is_stored_once(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """A human message's image goes to the session as an image and to the model as
+    ``image_url``, on every call of the thread, stored once."""
+    middleware = LosslessMiddleware(
+        model="openai/gpt-4o-mini", db=tmp_path / "l.db", config=_config()
+    )
+    agent, model = _agent(server, middleware)
+    url = "data:image/png;base64," + base64.b64encode(screenshot(64, 64, seed=5)).decode()
+    image = {"type": "image_url", "image_url": {"url": url}}
+    ask = {"role": "user", "content": [{"type": "text", "text": "Which bin is this?"}, image]}
+    server.enqueue(Reply(text="Bin B-3."), Reply(text="Yes."))
+    thread = {"configurable": {"thread_id": "photo"}}
+    state = await agent.ainvoke({"messages": [ask]}, config=thread)
+    state["messages"].append({"role": "user", "content": "Sure?"})
+    await agent.ainvoke(state, config=thread)
+    for request in server.requests:
+        user = request["messages"][1]
+        assert [block["type"] for block in user["content"]] == ["text", "image_url"]
+        assert user["content"][1]["image_url"]["url"] == url
+    session = await middleware.sessions.session("photo", SYSTEM)
+    media = [p for m in session.history() for p in m.parts if isinstance(p, MediaPart)]
+    assert [(part.media_kind, part.width) for part in media] == [("image", 64)]
+    await middleware.aclose()
+    await model.root_async_client.close()
+
+
+async def test_recall_reads_the_calling_threads_conversation(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """One middleware serves two threads: each thread's recall tools search its own
+    conversation, whichever thread called the model last."""
+    middleware = LosslessMiddleware(
+        model="openai/gpt-4o-mini", db=tmp_path / "l.db", config=_config()
+    )
+    agent, model = _agent(server, middleware)
+    states: dict[str, Any] = {}
+    server.enqueue(Reply(text="Noted."), Reply(text="Noted."))
+    for thread, code in (("north", "heron"), ("south", "puffin")):
+        told = {"messages": [{"role": "user", "content": f"The {thread} dock code is {code}."}]}
+        states[thread] = await agent.ainvoke(told, config={"configurable": {"thread_id": thread}})
+    grep = Reply(tool_calls=[ToolCallSpec("lossless_grep", json.dumps({"query": "dock code"}))])
+    server.enqueue(grep, grep, Reply(text="Done."), Reply(text="Done."))
+    async with anyio.create_task_group() as runs:  # both model calls before either tool
+        for thread, state in states.items():
+            state["messages"].append({"role": "user", "content": "What is the dock code?"})
+            thread_config = {"configurable": {"thread_id": thread}}
+            runs.start_soon(functools.partial(agent.ainvoke, state, config=thread_config))
+    answers = [r["messages"] for r in server.requests if r["messages"][-1]["role"] == "tool"]
+    assert len(answers) == 2
+    for messages in answers:
+        told = json.dumps(messages[:-1])
+        own, other = ("heron", "puffin") if "code is heron" in told else ("puffin", "heron")
+        assert own in messages[-1]["content"] and other not in messages[-1]["content"]
     await middleware.aclose()
     await model.root_async_client.close()
 
