@@ -142,6 +142,37 @@ async def test_an_image_reaches_the_model_and_is_stored_once(
     await provider.client.close()
 
 
+async def test_instructions_follow_the_lossless_system_message_unstored(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """``instructions=`` are the agent's per-request text: PydanticAI sends them after
+    the leading system message (lossless's: the system prompt and the pinned facts),
+    and lossless does not store them, so changing them forks nothing."""
+    history = LosslessHistory(model="openai/gpt-4o-mini", db=tmp_path / "p.db", config=_config())
+    provider = OpenAIProvider(base_url=server.base_url, api_key="k")
+    model = OpenAIChatModel("gpt-4o-mini", provider=provider)
+    server.enqueue(Reply(text="Noted."), Reply(text="Noted."))
+    messages: list[Any] = []
+    for n in range(2):
+        agent: Agent[None, str] = Agent(
+            model,
+            system_prompt=SYSTEM,
+            instructions=f"Answer briefly ({n}).",
+            capabilities=[history],
+        )
+        messages = (await agent.run(f"Note {n}.", message_history=messages)).all_messages()
+        if n == 0:
+            session = await history.sessions.session("pydantic-ai", SYSTEM)
+            await session.pin(PIN)
+    first, second = server.requests[1]["messages"][:2]
+    assert first["role"] == "system" and SYSTEM in first["content"] and PIN in first["content"]
+    assert second == {"role": "system", "content": "Answer briefly (1)."}
+    stored = json.dumps([message.text for message in session.history()])
+    assert "Answer briefly" not in stored and session.parent_id is None
+    await history.aclose()
+    await provider.client.close()
+
+
 async def test_audio_is_refused_before_anything_is_sent(
     server: LocalLLMServer, tmp_path: Path
 ) -> None:
