@@ -5,6 +5,7 @@ bounded, and an early fact comes back through the recall tools."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import subprocess
@@ -138,6 +139,43 @@ async def test_an_image_reaches_the_model_and_is_stored_once(
     session = await history.sessions.session("pydantic-ai", SYSTEM)
     media = [p for m in session.history() for p in m.parts if isinstance(p, MediaPart)]
     assert [(part.media_kind, part.width, part.height) for part in media] == [("image", 64, 64)]
+    await history.aclose()
+    await provider.client.close()
+
+
+async def test_a_tools_image_is_kept_with_its_result(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """A tool that returns an image: lossless stores it as part of that call's result,
+    and the bounded request gives it back, so the next request still shows it."""
+    history = LosslessHistory(model="openai/gpt-4o-mini", db=tmp_path / "p.db", config=_config())
+    agent, provider = _agent(server, history)
+    shot = screenshot(64, 64, seed=9)
+
+    @agent.tool_plain
+    def chart(ferry: str) -> BinaryContent:
+        """The route chart of a ferry."""
+        return BinaryContent(shot, media_type="image/png")
+
+    server.enqueue(
+        Reply(tool_calls=[ToolCallSpec("chart", json.dumps({"ferry": "F-1"}))]),
+        Reply(text="It crosses the bay."),
+    )
+    await agent.run("Show me the route of F-1.")
+    sent = server.requests[-1]["messages"]
+    tool = next(message for message in sent if message["role"] == "tool")
+    assert "See file" in tool["content"]
+    images = [
+        block["image_url"]["url"]
+        for message in sent
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "image_url"
+    ]
+    assert images == ["data:image/png;base64," + base64.b64encode(shot).decode()]
+    session = await history.sessions.session("pydantic-ai", SYSTEM)
+    media = [p for m in session.history() for p in m.parts if isinstance(p, MediaPart)]
+    assert [(part.media_kind, part.call_id) for part in media] == [("image", tool["tool_call_id"])]
     await history.aclose()
     await provider.client.close()
 

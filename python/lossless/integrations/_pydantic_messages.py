@@ -59,7 +59,7 @@ def _request_messages(request: ModelRequest) -> list[dict[str, Any]]:
         elif isinstance(part, UserPromptPart):
             out.append({"role": "user", "content": _user_content(part.content)})
         elif isinstance(part, ToolReturnPart):
-            out.append(_tool_message(part.tool_call_id, part.model_response_str()))
+            out.append(_tool_return(part))
         elif isinstance(part, RetryPromptPart):
             if part.tool_name is not None:
                 out.append(_tool_message(part.tool_call_id, part.model_response()))
@@ -68,19 +68,30 @@ def _request_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_message(call_id: str, content: str) -> dict[str, Any]:
+def _tool_message(call_id: str, content: str | list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _tool_return(part: ToolReturnPart) -> dict[str, Any]:
+    """A tool's result; the images or PDFs it returned as parts of it, which lossless
+    keeps with the result (PydanticAI's text names them ``See file <id>.``)."""
+    text, files = part.model_response_str_and_user_content()
+    # ``files`` frames each file with provenance strings; PydanticAI adds them again
+    # when it sends the result back, so only the files are kept.
+    media = [_content_part(item) for item in files if not isinstance(item, str)]
+    if not media:
+        return _tool_message(part.tool_call_id, text)
+    return _tool_message(part.tool_call_id, [{"type": "text", "text": text}, *media])
 
 
 def _user_content(content: str | Sequence[UserContent]) -> str | list[dict[str, Any]]:
     """A user prompt's content: its string as it is, a list as content parts."""
     if isinstance(content, str):
         return content
-    parts = [_content_part(item) for item in content if not isinstance(item, CachePoint)]
-    return [part for part in parts if part is not None]
+    return [_content_part(item) for item in content if not isinstance(item, CachePoint)]
 
 
-def _content_part(item: UserContent) -> dict[str, Any] | None:
+def _content_part(item: UserContent) -> dict[str, Any]:
     if isinstance(item, str):
         return {"type": "text", "text": item}
     if isinstance(item, TextContent):
@@ -141,7 +152,7 @@ def from_openai(messages: Sequence[dict[str, Any]]) -> list[ModelMessage]:
         elif role == "tool":
             call_id = message["tool_call_id"]
             name = names.get(call_id, "tool")
-            pending.append(ToolReturnPart(name, _text(content), tool_call_id=call_id))
+            pending.append(ToolReturnPart(name, _tool_content(content), tool_call_id=call_id))
         elif role == "system":
             pending.append(SystemPromptPart(_text(content)))
         else:
@@ -175,6 +186,14 @@ def _user_prompt(content: object) -> str | list[UserContent]:
             items.append(BinaryContent.from_data_uri(block["file"]["file_data"]))
         else:
             items.append(str(block.get("text", "")))
+    return items
+
+
+def _tool_content(content: object) -> str | list[UserContent]:
+    """A tool message's content as a tool return's: its text, with its files if any."""
+    items = _user_prompt(content)
+    if isinstance(items, str) or all(isinstance(item, str) for item in items):
+        return _text(content)
     return items
 
 
