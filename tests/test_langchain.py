@@ -150,6 +150,46 @@ async def test_an_image_reaches_the_model_and_is_stored_once(
     await model.root_async_client.close()
 
 
+async def test_a_tools_image_is_kept_with_its_result(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """A tool whose result holds an image: lossless stores it as part of that call's
+    result and the next model call of the run still carries it."""
+    middleware = LosslessMiddleware(
+        model="openai/gpt-4o-mini", db=tmp_path / "l.db", config=_config()
+    )
+    url = "data:image/png;base64," + base64.b64encode(screenshot(64, 64, seed=7)).decode()
+
+    @tool
+    def photo_bin(bin_id: str) -> list[dict[str, Any]]:
+        """A photo of a bin."""
+        return [
+            {"type": "text", "text": f"bin {bin_id}"},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]
+
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=server.base_url, api_key="k", max_retries=0)
+    agent = create_agent(model, tools=[photo_bin], system_prompt=SYSTEM, middleware=[middleware])
+    server.enqueue(
+        Reply(tool_calls=[ToolCallSpec("photo_bin", json.dumps({"bin_id": "B-2"}))]),
+        Reply(text="Bin B-2 is full."),
+    )
+    ask = {"messages": [{"role": "user", "content": "Show me bin B-2."}]}
+    await agent.ainvoke(ask, config={"configurable": {"thread_id": "photos"}})
+    # Chat Completions takes no image in a tool message: lossless's request names it
+    # in the result and sends it in the user message that follows (decision 211).
+    *_, result, follow = server.requests[-1]["messages"]
+    assert result["role"] == "tool" and "[image image_" in result["content"]
+    assert follow["role"] == "user" and follow["content"][1]["image_url"]["url"] == url
+    session = await middleware.sessions.session("photos", SYSTEM)
+    media = [p for m in session.history() for p in m.parts if isinstance(p, MediaPart)]
+    assert [(part.media_kind, part.call_id) for part in media] == [
+        ("image", result["tool_call_id"])
+    ]
+    await middleware.aclose()
+    await model.root_async_client.close()
+
+
 async def test_recall_reads_the_calling_threads_conversation(
     server: LocalLLMServer, tmp_path: Path
 ) -> None:
