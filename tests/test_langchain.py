@@ -126,7 +126,8 @@ async def test_an_image_reaches_the_model_and_is_stored_once(
     server: LocalLLMServer, tmp_path: Path
 ) -> None:
     """A human message's image goes to the session as an image and to the model as
-    ``image_url``, on every call of the thread, stored once."""
+    ``image_url``, on every call of the thread (``ainvoke``, then ``astream``),
+    stored once."""
     middleware = LosslessMiddleware(
         model="openai/gpt-4o-mini", db=tmp_path / "l.db", config=_config()
     )
@@ -138,7 +139,9 @@ async def test_an_image_reaches_the_model_and_is_stored_once(
     thread = {"configurable": {"thread_id": "photo"}}
     state = await agent.ainvoke({"messages": [ask]}, config=thread)
     state["messages"].append({"role": "user", "content": "Sure?"})
-    await agent.ainvoke(state, config=thread)
+    async for _ in agent.astream(state, config=thread):  # the streaming runner too
+        pass
+    assert len(server.requests) == 2
     for request in server.requests:
         user = request["messages"][1]
         assert [block["type"] for block in user["content"]] == ["text", "image_url"]
