@@ -29,10 +29,33 @@ CONFIG = Config(
 )
 
 
+SYSTEM = "You keep the inventory."
+PIN = "Counts are whole units; never estimate."
+# Who sealed each bin: the early ones leave the request, and the agent recalls them.
+SEALERS = [
+    "aster",
+    "bramble",
+    "clover",
+    "dahlia",
+    "elder",
+    "fennel",
+    "gorse",
+    "heather",
+    "iris",
+    "jasmine",
+    "kale",
+    "lupin",
+]
+
+
 @tool
 def count_bin(bin_id: str) -> str:
     """Counts the units in a bin."""
-    return f"bin {bin_id}: 48 units; " + "scan " * 400
+    n = int(bin_id.split("-")[1])
+    return f"bin {bin_id}: 48 units, sealed by {SEALERS[n]}; " + "scan " * 400
+
+
+THREAD: Any = {"configurable": {"thread_id": "inv"}}
 
 
 async def main() -> None:
@@ -43,7 +66,7 @@ async def main() -> None:
         agent = create_agent(
             model,
             tools=[count_bin],
-            system_prompt="You keep the inventory.",
+            system_prompt=SYSTEM,
             middleware=[middleware],
         )
         state: dict[str, Any] = {"messages": []}
@@ -53,11 +76,27 @@ async def main() -> None:
                 Reply(text=f"Bin B-{n} holds 48 units."),
             )
             state["messages"].append({"role": "user", "content": f"How many units in B-{n}?"})
-            state = await agent.ainvoke(state, config={"configurable": {"thread_id": "inv"}})
+            state = await agent.ainvoke(state, config=THREAD)
+            if n == 0:  # the thread's lossless session: pin a fact every request keeps
+                session = await middleware.sessions.session("inv", SYSTEM)
+                await session.pin(PIN)
         sent = server.requests[-1]["messages"]
         print(
             f"the agent's state holds {len(state['messages'])} messages; the model got {len(sent)}"
         )
+        print(
+            "the pinned fact in every request:",
+            all(PIN in r["messages"][0]["content"] for r in server.requests[2:]),
+        )
+        # The model asks lossless's recall tools for what left its window.
+        server.enqueue(
+            Reply(tool_calls=[ToolCallSpec("lossless_grep", json.dumps({"query": "aster"}))]),
+            Reply(text="Bin B-0 was sealed by aster."),
+        )
+        state["messages"].append({"role": "user", "content": "Who sealed bin B-0?"})
+        state = await agent.ainvoke(state, config=THREAD)
+        recalled = server.requests[-1]["messages"][-1]["content"]
+        print("recalled through lossless_grep:", "aster" in recalled)
     await middleware.aclose()
 
 

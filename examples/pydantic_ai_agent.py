@@ -29,6 +29,25 @@ CONFIG = Config(
 )
 
 
+SYSTEM = "You schedule the ferries."
+PIN = "Times are in UTC; never round them."
+# The skipper of each ferry: the early ones leave the request, and the agent recalls them.
+SKIPPERS = [
+    "arden",
+    "bellamy",
+    "corwin",
+    "darrow",
+    "ellery",
+    "finlay",
+    "gideon",
+    "harlow",
+    "ingram",
+    "jessop",
+    "kendrick",
+    "lowell",
+]
+
+
 async def main() -> None:
     db = Path(tempfile.mkdtemp()) / "pydantic_ai.db"
     history = LosslessHistory(model="openai/gpt-4o-mini", db=db, config=CONFIG, key="ferries")
@@ -36,14 +55,13 @@ async def main() -> None:
         model = OpenAIChatModel(
             "gpt-4o-mini", provider=OpenAIProvider(base_url=server.base_url, api_key="sk-local")
         )
-        agent: Agent[None, str] = Agent(
-            model, system_prompt="You schedule the ferries.", capabilities=[history]
-        )
+        agent: Agent[None, str] = Agent(model, system_prompt=SYSTEM, capabilities=[history])
 
         @agent.tool_plain
         def crossing(ferry: str) -> str:
             """The next crossing of a ferry."""
-            return f"ferry {ferry}: departs 14:05 UTC; " + "manifest " * 400
+            skipper = SKIPPERS[int(ferry.split("-")[1])]
+            return f"ferry {ferry}: departs 14:05 UTC, skipper {skipper}; " + "manifest " * 400
 
         messages: list[Any] = []
         for n in range(12):
@@ -53,8 +71,23 @@ async def main() -> None:
             )
             result = await agent.run(f"When does F-{n} leave?", message_history=messages)
             messages = result.all_messages()
+            if n == 0:  # the conversation's lossless session: pin a fact every request keeps
+                session = await history.sessions.session("ferries", SYSTEM)
+                await session.pin(PIN)
         sent = server.requests[-1]["messages"]
         print(f"the run's history holds {len(messages)} messages; the model got {len(sent)}")
+        print(
+            "the pinned fact in every request:",
+            all(PIN in r["messages"][0]["content"] for r in server.requests[2:]),
+        )
+        # The model asks lossless's recall tools for what left its window.
+        server.enqueue(
+            Reply(tool_calls=[ToolCallSpec("lossless_grep", json.dumps({"query": "arden"}))]),
+            Reply(text="Ferry F-0's skipper was arden."),
+        )
+        await agent.run("Who skippered F-0?", message_history=messages)
+        recalled = server.requests[-1]["messages"][-1]["content"]
+        print("recalled through lossless_grep:", "arden" in recalled)
     await history.aclose()
 
 

@@ -260,9 +260,12 @@ async def test_recall_reads_the_calling_runs_conversation(
 
 
 def test_the_example_runs_offline() -> None:
-    """``examples/pydantic_ai_agent.py`` runs against the local server, outgrowing its window."""
+    """``examples/pydantic_ai_agent.py`` runs against the local server: it outgrows its
+    window, keeps the pinned fact and recalls an early one."""
     example = Path(__file__).parent.parent / "examples" / "pydantic_ai_agent.py"
     done = subprocess.run(
         [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
     )
     assert "the run's history holds 48 messages" in done.stdout
+    assert "the pinned fact in every request: True" in done.stdout
+    assert "recalled through lossless_grep: True" in done.stdout
