@@ -24,6 +24,7 @@ from langchain_openai import ChatOpenAI
 
 from lossless import count_tokens
 from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.errors import InvalidInputError
 from lossless.integrations.langchain import LosslessMiddleware
 from lossless.parts import MediaPart
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, screenshot
@@ -149,6 +150,23 @@ async def test_an_image_reaches_the_model_and_is_stored_once(
     session = await middleware.sessions.session("photo", SYSTEM)
     media = [p for m in session.history() for p in m.parts if isinstance(p, MediaPart)]
     assert [(part.media_kind, part.width) for part in media] == [("image", 64)]
+    await middleware.aclose()
+    await model.root_async_client.close()
+
+
+async def test_audio_is_refused_before_anything_is_sent(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """Content lossless cannot store raises a typed error; nothing reaches the model."""
+    middleware = LosslessMiddleware(
+        model="openai/gpt-4o-mini", db=tmp_path / "l.db", config=_config()
+    )
+    agent, model = _agent(server, middleware)
+    audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+    ask = {"role": "user", "content": [{"type": "text", "text": "Transcribe this."}, audio]}
+    with pytest.raises(InvalidInputError, match="input_audio"):
+        await agent.ainvoke({"messages": [ask]}, config={"configurable": {"thread_id": "a"}})
+    assert server.requests == []
     await middleware.aclose()
     await model.root_async_client.close()
 
