@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent, BinaryContent
+from pydantic_ai import Agent, BinaryContent, ModelRetry
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -207,6 +207,43 @@ async def test_instructions_follow_the_lossless_system_message_unstored(
     assert second == {"role": "system", "content": "Answer briefly (1)."}
     stored = json.dumps([message.text for message in session.history()])
     assert "Answer briefly" not in stored and session.parent_id is None
+    await history.aclose()
+    await provider.client.close()
+
+
+async def test_parallel_calls_and_a_retry_are_stored_once_without_a_fork(
+    server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """Two calls in one response, one answered by ``ModelRetry``: the results go back
+    in one request, and the next turn's history extends what is stored (no fork)."""
+    history = LosslessHistory(model="openai/gpt-4o-mini", db=tmp_path / "p.db", config=_config())
+    agent, provider = _agent(server, history)
+
+    @agent.tool_plain
+    def berth(ferry: str) -> str:
+        """The berth of a ferry."""
+        if ferry != "F-2":
+            raise ModelRetry("berths are known for F-2 only")
+        return "berth 4"
+
+    both = [
+        ToolCallSpec("crossing", json.dumps({"ferry": "F-1"})),
+        ToolCallSpec("berth", json.dumps({"ferry": "F-1"})),
+    ]
+    server.enqueue(Reply(tool_calls=both), Reply(text="F-1 leaves at 14:05."))
+    first = await agent.run("Tell me about F-1.")
+    server.enqueue(Reply(text="Noted."))
+    second = await agent.run("Thanks.", message_history=first.all_messages())
+    results = server.requests[1]["messages"][-2:]
+    assert [message["role"] for message in results] == ["tool", "tool"]
+    assert "F-2 only" in results[1]["content"]
+    session = await history.sessions.session("pydantic-ai", SYSTEM)
+    assert session.parent_id is None
+    # User, the calls with their results, the answer, the user again: each once (the
+    # last answer is stored when the next model call hands it over).
+    roles = [message.role for message in session.history()]
+    assert roles == ["user", "assistant", "assistant", "user"]
+    assert len(second.all_messages()) == 6
     await history.aclose()
     await provider.client.close()
 
