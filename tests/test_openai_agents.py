@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 agents = pytest.importorskip("agents")
@@ -19,6 +20,7 @@ from agents import (  # noqa: E402
     Agent,
     OpenAIResponsesModel,
     Runner,
+    SessionSettings,
     SQLiteSession,
     function_tool,
     set_tracing_disabled,
@@ -27,7 +29,10 @@ from openai import AsyncOpenAI  # noqa: E402
 
 from lossless import count_tokens  # noqa: E402
 from lossless.config import CompactionConfig, Config, ModelConfig  # noqa: E402
+from lossless.errors import InvalidInputError  # noqa: E402
 from lossless.integrations.openai_agents import LosslessSession  # noqa: E402
+from lossless.parts import ToolPart  # noqa: E402
+from lossless.session import Session  # noqa: E402
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -151,26 +156,57 @@ async def test_an_early_fact_is_recalled_through_the_recall_tools(
     assert "amberly" in grep_result["output"]
 
 
+def _seen(item: dict[str, Any]) -> tuple[Any, ...]:
+    """What the model reads of an input item: ids, statuses and the content's
+    form (a string or a list of parts) left aside."""
+    content = item.get("content")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content)
+    kind = item.get("type", "message")
+    fields = ("role", "name", "arguments", "output")
+    return (kind, content, *(item.get(field) for field in fields))
+
+
+def _conversation(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """A request's items but the system ones, call ids numbered as they appear (the
+    server numbers its calls across runs)."""
+    calls: dict[str, int] = {}
+    seen = []
+    for item in items:
+        if item.get("role") != "system":
+            call = item.get("call_id")
+            seen.append((_seen(item), calls.setdefault(call, len(calls)) if call else None))
+    return seen
+
+
 async def test_the_same_run_on_the_sdk_session_matches(
     server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
 ) -> None:
-    answers = {}
+    """Within the window, every request the model receives holds what the SDK's own
+    session sends, item for item; lossless adds its system item in front."""
+    inputs: dict[str, list[list[tuple[Any, ...]]]] = {}
     for name, session in (
         ("sdk", SQLiteSession("books", tmp_path / "sdk.db")),
         ("lossless", LosslessSession("books", model=MODEL, db=tmp_path / "l.db")),
     ):
-        agent = _agent(client)
-        answers[name] = [await _turn(server, agent, session, n) for n in range(3)]
-        items = await session.get_items()
-        answers[name + " items"] = [
-            (item.get("role"), item.get("type")) for item in items if item.get("role") != "system"
-        ]
         if isinstance(session, LosslessSession):
+            await (await session.session()).pin(PIN)
+        agent = _agent(client)
+        sent = len(server.requests_to("responses"))
+        answers = [await _turn(server, agent, session, n) for n in range(3)]
+        assert answers == [f"Account A-{n} holds 1204 cents." for n in range(3)]
+        requests = server.requests_to("responses")[sent:]
+        assert len(requests) == 6
+        inputs[name] = [_conversation(r["input"]) for r in requests]
+        if isinstance(session, LosslessSession):
+            assert all(PIN in json.dumps(r["input"][0]) for r in requests)
             await session.close()
         else:
+            assert not any(i.get("role") == "system" for r in requests for i in r["input"])
             session.close()
-    assert answers["sdk"] == answers["lossless"]
-    assert len(answers["lossless items"]) == len(answers["sdk items"])
+    assert inputs["lossless"] == inputs["sdk"]
+    # The last request carries all three turns: questions, calls, results, answers.
+    assert len(inputs["sdk"][-1]) == 3 * 4 - 1
 
 
 async def test_pop_item_and_clear_session_keep_everything_stored(
@@ -186,21 +222,106 @@ async def test_pop_item_and_clear_session_keep_everything_stored(
         assert popped is not None and popped["type"] == "message"
         assert "1204 cents" in json.dumps(popped)
         after = await session.get_items()
-        assert len(after) == len(before) - 1
+        assert after == before[:-1]
         assert (await session.session()).parent_id == first
+        # A tool's output is part of the turn holding its call: popping it leaves the
+        # call without an output (the request shows it pending, as the Responses API
+        # wants an output for every call), and adding it back restores the view.
         popped = await session.pop_item()
         assert popped is not None and popped["type"] == "function_call_output"
-        await session.clear_session()
-        assert await session.get_items() == []
-        assert await session.pop_item() is None
-    # Another object with the same id opens the session the id names now.
+        assert "audited by" in popped["output"]
+        newest = (await session.session()).history()[-1]
+        assert isinstance(newest.parts[0], ToolPart) and newest.parts[0].output is None
+        pending = await session.get_items()
+        assert pending[:-1] == before[:-2]
+        assert pending[-1]["type"] == "function_call_output"
+        assert "pending" in pending[-1]["output"]
+        await session.add_items([popped])
+        assert await session.get_items() == before[:-1]
+        assert (await session.pop_item()) == popped
+        call = await session.pop_item()
+        assert call is not None and call["type"] == "function_call"
+        assert call["name"] == "ledger_balance"
+        after = await session.get_items()
+        assert after == before[:-3]
+        assert after[-1]["role"] == "user"
+    # Another object with the same id opens the popped view.
+    async with LosslessSession("books-3", model=MODEL, db=db) as again:
+        assert await again.get_items() == after
+        await again.clear_session()
+        assert await again.get_items() == []
+        assert await again.pop_item() is None
     async with LosslessSession("books-3", model=MODEL, db=db) as again:
         assert await again.get_items() == []
-    async with LosslessSession("books-1x", model=MODEL, db=db) as other:
-        await _turn(server, _agent(client), other, 2)
-    async with LosslessSession("books-1x", model=MODEL, db=db) as other:
-        assert "A-2" in json.dumps(await other.get_items())
-        assert len(await other.get_items(limit=2)) == 2
+    # Nothing was deleted: the first session still holds the whole turn.
+    async with Session.open(model=MODEL, db=db, session_id=first) as original:
+        assert [m.role for m in original.history()] == ["user", "assistant", "assistant"]
+
+
+async def test_a_second_object_and_another_process_see_the_same_history(
+    server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
+) -> None:
+    db = tmp_path / "a.db"
+    async with LosslessSession("books-4", model=MODEL, db=db) as one:
+        await _turn(server, _agent(client), one, 2)
+        items = await one.get_items()
+    async with LosslessSession("books-4", model=MODEL, db=db) as two:
+        assert await two.get_items() == items
+        assert await two.get_items(limit=2) == items[-2:]
+    script = (
+        "import anyio, json, sys\n"
+        "from lossless.integrations.openai_agents import LosslessSession\n"
+        "async def main():\n"
+        f"    async with LosslessSession('books-4', model={MODEL!r}, db=sys.argv[1]) as s:\n"
+        "        print(json.dumps(await s.get_items()))\n"
+        "anyio.run(main)\n"
+    )
+    done = await anyio.run_process([sys.executable, "-c", script, str(db)])
+    assert json.loads(done.stdout) == items
+
+
+async def test_a_limit_keeps_the_system_item(tmp_path: Path) -> None:
+    async with LosslessSession(
+        "books-5",
+        model=MODEL,
+        db=tmp_path / "a.db",
+        system_prompt="You keep the ledger.",
+        session_settings=SessionSettings(limit=3),
+    ) as session:
+        await (await session.session()).pin(PIN)
+        await session.add_items([{"role": "user", "content": f"note {n}"} for n in range(6)])
+        items = await session.get_items(limit=100)
+        assert len(items) == 7
+        assert items[0]["role"] == "system" and PIN in json.dumps(items[0])
+        assert await session.get_items(limit=3) == [items[0], *items[-3:]]
+        assert await session.get_items(limit=None) == [items[0], *items[-3:]]
+        assert await session.get_items(limit=0) == [items[0]]
+        assert await session.get_items(limit=100) == items
+        with pytest.raises(InvalidInputError):
+            await session.get_items(limit=-1)
+
+
+async def test_items_of_other_tools_are_skipped_and_bad_items_refused(tmp_path: Path) -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    async with LosslessSession("books-6", model=MODEL, db=tmp_path / "a.db") as session:
+        await session.add_items(
+            [
+                {"role": "user", "content": "Search the web for the rate."},
+                {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                {"type": "item_reference", "id": "msg_9"},
+                {"type": "custom_tool_call", "call_id": "c0", "name": "g", "input": "x"},
+                {"type": "custom_tool_call_output", "call_id": "c0", "output": "y"},
+                {**call, "id": "fc_1", "status": "completed"},
+                {"type": "function_call_output", "call_id": "c1", "output": "42"},
+            ]
+        )
+        kinds = [item.get("type") for item in await session.get_items()]
+        assert kinds == ["message", "function_call", "function_call_output"]
+        with pytest.raises(InvalidInputError):
+            await session.add_items([{"content": "no role, no type"}])
+        with pytest.raises(InvalidInputError):
+            await session.add_items(["not an item"])
+        assert len((await session.session()).history()) == 2
 
 
 def test_the_example_runs_offline() -> None:

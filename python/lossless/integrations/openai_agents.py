@@ -13,7 +13,9 @@ new session under the same name; the earlier ones stay stored and searchable.
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -21,12 +23,17 @@ from agents import FunctionTool
 from agents.memory import SessionABC, SessionSettings
 
 from lossless.config import Config
+from lossless.errors import InvalidInputError
+from lossless.openai_format import mapping_of
 from lossless.parts import ReasoningPart, TextPart, ToolPart
 from lossless.recall.tools import RECALL_TOOLS, run_recall_tool
+from lossless.responses_format import ITEM_TYPES
 from lossless.results import Message
 from lossless.session import Session
 
 __all__ = ["LosslessSession"]
+
+_log = logging.getLogger(__name__)
 
 
 class LosslessSession(SessionABC):
@@ -74,20 +81,33 @@ class LosslessSession(SessionABC):
         return self._session
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The bounded context as Responses input items, the newest ``limit`` of
-        them when a limit is given (here or in ``session_settings``)."""
+        """The bounded context as Responses input items. With a limit (here or in
+        ``session_settings``), the newest ``limit`` items of the conversation after
+        the system items lossless puts first (the session's prompt, the pinned facts
+        and the task), which are always returned: the model never loses them."""
         session = await self.session()
         context = await session.context(format="responses")
         items = [dict(item) for item in context.input]
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        return items[-limit:] if limit is not None and limit >= 0 else items
+        if limit is None:
+            return items
+        if limit < 0:
+            raise InvalidInputError(f"limit: expected a count of items, got {limit}")
+        lead = _leading_system(items)
+        return items[:lead] + (items[max(lead, len(items) - limit) :] if limit else [])
 
     async def add_items(self, items: list[Any]) -> None:
-        """Stores the run's items (Responses input items) in order."""
-        if items:
+        """Stores the run's items in order: messages, function calls and their
+        outputs, reasoning and compaction items. The items of tools that run outside
+        the agent's function tools (hosted tools, computer, shell, custom and MCP
+        calls) and ``item_reference`` items are left out, calls and results alike;
+        an item that is not a Responses input item raises
+        :class:`~lossless.errors.InvalidInputError` and stores nothing."""
+        kept = _kept(items)
+        if kept:
             session = await self.session()
-            await session.record_messages(items, format="responses")
+            await session.record_messages(kept, format="responses")
 
     async def pop_item(self) -> Any | None:
         """The newest item, taken out of the history: the session goes on as a fork
@@ -199,3 +219,27 @@ def _items_of(message: Message) -> list[dict[str, Any]]:
                     {"type": "function_call_output", "call_id": part.call_id, "output": output}
                 )
     return items + results
+
+
+def _leading_system(items: Sequence[dict[str, Any]]) -> int:
+    """How many of ``items`` are the system messages a context starts with."""
+    count = 0
+    while count < len(items) and items[count].get("role") in ("system", "developer"):
+        count += 1
+    return count
+
+
+def _kept(items: Sequence[Any]) -> list[Any]:
+    """The items lossless stores. A typed item of another kind is skipped: its
+    tool ran outside this process (or names what only OpenAI holds), and the
+    model's answer after it, which is kept, carries what it found. An item without
+    a type is left for ``record_messages`` to refuse."""
+    kept = []
+    for item in items:
+        fields = mapping_of(item)
+        kind = fields.get("type") if fields is not None else None
+        if isinstance(kind, str) and kind not in ITEM_TYPES:
+            _log.debug("not stored: a %s item", kind)
+            continue
+        kept.append(item)
+    return kept
