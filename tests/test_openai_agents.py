@@ -19,6 +19,7 @@ agents = pytest.importorskip("agents")
 from agents import (  # noqa: E402
     Agent,
     OpenAIResponsesModel,
+    RunConfig,
     Runner,
     SessionSettings,
     SQLiteSession,
@@ -133,6 +134,53 @@ async def test_a_runner_outgrows_the_window_and_keeps_the_pin(
     # Stored once each: per turn, the question and one assistant turn with its call.
     assert len(stored) == 14 * 3
     assert [m.role for m in stored[:3]] == ["user", "assistant", "assistant"]
+
+
+async def _one_long_run(
+    server: LocalLLMServer, client: AsyncOpenAI, session: LosslessSession, bound: bool
+) -> list[dict[str, Any]]:
+    """One run of 20 tool calls in a row; the requests the server received for it."""
+    calls = [
+        Reply(tool_calls=[ToolCallSpec("ledger_balance", json.dumps({"account": f"A-{n}"}))])
+        for n in range(20)
+    ]
+    server.enqueue(*calls, Reply(text="All twenty hold 1204 cents."))
+    sent = len(server.requests_to("responses"))
+    run_config = RunConfig(call_model_input_filter=session.bound_model_input if bound else None)
+    result = await Runner.run(
+        _agent(client, session),
+        "Audit A-0 to A-19.",
+        session=session,
+        run_config=run_config,
+        max_turns=30,
+    )
+    assert result.final_output == "All twenty hold 1204 cents."
+    return server.requests_to("responses")[sent:]
+
+
+async def test_bound_model_input_bounds_every_call_of_a_long_run(
+    server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
+) -> None:
+    """Within one run the SDK appends each step to what it sends; with the filter,
+    each call is the session's bounded context instead, pin and newest result in."""
+    limit = _config().model.context_limit
+    sizes = {}
+    for bound in (False, True):
+        async with LosslessSession(
+            f"long-{bound}", model=MODEL, db=tmp_path / "a.db", config=_config()
+        ) as session:
+            await (await session.session()).pin(PIN)
+            requests = await _one_long_run(server, client, session, bound)
+            stored = (await session.session()).history()
+        assert len(requests) == 21
+        assert len(stored) == 1 + 20 + 1, "each call and its output stored once"
+        sizes[bound] = [count_tokens(json.dumps(r["input"])) for r in requests]
+        for n, request in enumerate(requests[1:]):
+            text = json.dumps(request["input"])
+            assert f"account A-{n}: balance" in json.dumps(request["input"][-1])
+            assert PIN in text
+    assert max(sizes[False]) > limit, "without the filter the run outgrows the window"
+    assert max(sizes[True]) < limit
 
 
 async def test_an_early_fact_is_recalled_through_the_recall_tools(

@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 from agents import FunctionTool
 from agents.memory import SessionABC, SessionSettings
+from agents.run_config import CallModelData, ModelInputData
 
 from lossless.config import Config
 from lossless.errors import InvalidInputError
@@ -108,6 +109,19 @@ class LosslessSession(SessionABC):
         if kept:
             session = await self.session()
             await session.record_messages(kept, format="responses")
+
+    async def bound_model_input(self, data: CallModelData[Any]) -> ModelInputData:
+        """A ``RunConfig(call_model_input_filter=...)`` that bounds every model call
+        of a run, not only its start: the SDK stores each step's items in the session
+        before the next call, so the call is sent the bounded context instead of the
+        run's growing list. When the session does not hold the list's newest item (an
+        item lossless skips, a ``session_input_callback`` that adds one), the list is
+        sent as the SDK made it."""
+        sent = data.model_data.input
+        bounded = await self.get_items()
+        if not sent or not bounded or _tail_key(bounded[-1]) != _tail_key(sent[-1]):
+            return data.model_data
+        return ModelInputData(input=bounded, instructions=data.model_data.instructions)
 
     async def pop_item(self) -> Any | None:
         """The newest item, taken out of the history: the session goes on as a fork
@@ -243,3 +257,13 @@ def _kept(items: Sequence[Any]) -> list[Any]:
             continue
         kept.append(item)
     return kept
+
+
+def _tail_key(item: Any) -> tuple[Any, ...]:
+    """What identifies an item across its stored and sent forms (ids, statuses and
+    the content's form left aside)."""
+    fields = mapping_of(item) or {}
+    content = fields.get("content")
+    if isinstance(content, list):
+        content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return (fields.get("type", "message"), fields.get("role"), fields.get("call_id"), content)
