@@ -379,3 +379,5 @@ def test_the_example_runs_offline() -> None:
         [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
     )
     assert "36 turns stored" in done.stdout
+    assert "reopened by its id: the same history" in done.stdout
+    assert "lossless_grep found 0 places" not in done.stdout
