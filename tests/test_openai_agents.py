@@ -18,6 +18,7 @@ agents = pytest.importorskip("agents")
 
 from agents import (  # noqa: E402
     Agent,
+    OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
     RunConfig,
     Runner,
@@ -370,6 +371,38 @@ async def test_items_of_other_tools_are_skipped_and_bad_items_refused(tmp_path: 
         with pytest.raises(InvalidInputError):
             await session.add_items(["not an item"])
         assert len((await session.session()).history()) == 2
+
+
+async def test_a_chat_completions_model_gets_the_pin(
+    server: LocalLLMServer, tmp_path: Path, client: AsyncOpenAI
+) -> None:
+    """The SDK turns the items into Chat Completions messages for such a model: the
+    system item becomes a system message, after the agent's instructions."""
+    agent = Agent(
+        name="bookkeeper",
+        instructions="You keep the ledger.",
+        model=OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client),
+        tools=[ledger_balance],
+    )
+    async with LosslessSession("books-7", model=MODEL, db=tmp_path / "a.db") as session:
+        await (await session.session()).pin(PIN)
+        for n in range(2):
+            assert await _turn(server, agent, session, n) == f"Account A-{n} holds 1204 cents."
+        assert len((await session.session()).history()) == 6
+    requests = server.requests_to("chat")
+    assert len(requests) == 4
+    for request in requests:
+        system = [m for m in request["messages"] if m["role"] == "system"]
+        assert "You keep the ledger." in json.dumps(system)
+        assert PIN in json.dumps(system)
+    roles = [m["role"] for m in requests[-1]["messages"] if m["role"] != "system"]
+    assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool"]
+
+
+def test_a_session_id_must_be_a_non_empty_string(tmp_path: Path) -> None:
+    for bad in ("", None, 7):
+        with pytest.raises(InvalidInputError, match="session_id"):
+            LosslessSession(bad, model=MODEL, db=tmp_path / "a.db")  # type: ignore[arg-type]
 
 
 def test_the_example_runs_offline() -> None:

@@ -5,7 +5,9 @@
 ..., session=LosslessSession("thread-1", model=...))`` runs on it as on the SDK's
 own ``SQLiteSession``: ``add_items`` stores what the run produced, ``get_items``
 gives the run the bounded context as Responses input items (the instruction and
-pinned facts in it, what was compacted as summaries). Nothing stored is removed:
+pinned facts in it, what was compacted as summaries); ``bound_model_input``, as the
+run's ``call_model_input_filter``, bounds every model call of a run the same way.
+Nothing stored is removed:
 ``pop_item`` goes on in a fork without the newest item, ``clear_session`` starts a
 new session under the same name; the earlier ones stay stored and searchable.
 """
@@ -60,6 +62,10 @@ class LosslessSession(SessionABC):
         system_prompt: str | None = None,
         session_settings: SessionSettings | None = None,
     ) -> None:
+        # Checked here rather than at first use, where the error would come out of
+        # the SDK's run.
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidInputError(f"session_id: expected a non-empty string, got {session_id!r}")
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
         self._model = model
