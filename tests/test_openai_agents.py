@@ -399,6 +399,20 @@ async def test_a_chat_completions_model_gets_the_pin(
     assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool"]
 
 
+async def test_concurrent_first_uses_open_one_session(tmp_path: Path) -> None:
+    async with LosslessSession("books-8", model=MODEL, db=tmp_path / "a.db") as session:
+        opened: list[Session] = []
+
+        async def use() -> None:
+            opened.append(await session.session())
+
+        async with anyio.create_task_group() as group:
+            for _ in range(4):
+                group.start_soon(use)
+        assert len(opened) == 4
+        assert all(one is opened[0] for one in opened), "one object, none left open"
+
+
 def test_a_session_id_must_be_a_non_empty_string(tmp_path: Path) -> None:
     for bad in ("", None, 7):
         with pytest.raises(InvalidInputError, match="session_id"):

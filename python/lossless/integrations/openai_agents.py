@@ -73,19 +73,22 @@ class LosslessSession(SessionABC):
         self._config = config
         self._system_prompt = system_prompt
         self._session: Session | None = None
+        # Two runs may share the object: one of them opens the session.
+        self._opening = anyio.Lock()
 
     async def session(self) -> Session:
         """The lossless session this one works on (opened on first use): pin facts,
         set the task, or search it with the recall tools through it."""
-        if self._session is None:
-            self._session = await Session.open_keyed(
-                self.session_id,
-                model=self._model,
-                db=self._db,
-                config=self._config,
-                system_prompt=self._system_prompt,
-            )
-        return self._session
+        async with self._opening:
+            if self._session is None:
+                self._session = await Session.open_keyed(
+                    self.session_id,
+                    model=self._model,
+                    db=self._db,
+                    config=self._config,
+                    system_prompt=self._system_prompt,
+                )
+            return self._session
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The bounded context as Responses input items. With a limit (here or in
