@@ -147,13 +147,7 @@ class LosslessSession(SessionABC):
         if len(history) > 1:
             branch = await session.fork(at=history[-2].id, key=self.session_id)
         else:
-            branch = await Session.create(
-                model=session.model,
-                db=self._db,
-                config=session.config,
-                system_prompt=session.system_prompt,
-                key=self.session_id,
-            )
+            branch = await self._fresh(session)
         await session.close()
         self._session = branch
         if items[:-1]:
@@ -163,15 +157,19 @@ class LosslessSession(SessionABC):
     async def clear_session(self) -> None:
         """Starts a new, empty session under this id; the old one stays stored."""
         session = await self.session()
-        fresh = await Session.create(
+        fresh = await self._fresh(session)
+        await session.close()
+        self._session = fresh
+
+    async def _fresh(self, session: Session) -> Session:
+        """A new session like ``session``, which this id names from now on."""
+        return await Session.create(
             model=session.model,
             db=self._db,
             config=session.config,
             system_prompt=session.system_prompt,
             key=self.session_id,
         )
-        await session.close()
-        self._session = fresh
 
     def recall_tools(self) -> list[FunctionTool]:
         """The recall tools (``lossless_grep``, ``lossless_describe``,
