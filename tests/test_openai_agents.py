@@ -399,6 +399,24 @@ async def test_a_chat_completions_model_gets_the_pin(
     assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool"]
 
 
+async def test_pop_item_gives_back_compaction_items_and_images(tmp_path: Path) -> None:
+    """Popping the answer of a turn that holds an OpenAI compaction item keeps that
+    item in the turn; the next pops give it back, then the user's image by URL."""
+    image = {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"}
+    question = {"role": "user", "content": [{"type": "input_text", "text": "See this."}, image]}
+    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"}
+    answer = {"type": "message", "role": "assistant", "content": "A chart."}
+    async with LosslessSession("books-9", model=MODEL, db=tmp_path / "a.db") as session:
+        await session.add_items([question, compaction, answer])
+        before = await session.get_items()
+        assert (await session.pop_item())["content"][0]["text"] == "A chart."  # type: ignore[index]
+        assert compaction in await session.get_items()
+        assert await session.pop_item() == compaction
+        assert await session.get_items() == before[:-2]
+        assert await session.pop_item() == question
+        assert await session.pop_item() is None
+
+
 async def test_concurrent_first_uses_open_one_session(tmp_path: Path) -> None:
     async with LosslessSession("books-8", model=MODEL, db=tmp_path / "a.db") as session:
         opened: list[Session] = []

@@ -28,7 +28,7 @@ from agents.run_config import CallModelData, ModelInputData
 from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.openai_format import mapping_of
-from lossless.parts import ReasoningPart, TextPart, ToolPart
+from lossless.parts import MediaPart, ProviderCompactionPart, ReasoningPart, TextPart, ToolPart
 from lossless.recall.tools import RECALL_TOOLS, run_recall_tool
 from lossless.responses_format import ITEM_TYPES
 from lossless.results import Message
@@ -209,19 +209,24 @@ class LosslessSession(SessionABC):
 def _items_of(message: Message) -> list[dict[str, Any]]:
     """A stored turn as the Responses input items it was recorded from."""
     if message.role != "assistant":
+        # Images by URL come back as they came; stored bytes stay in the store
+        # (``Session.read_media``), not in the popped item.
         content = [
             {"type": "input_text", "text": part.text}
-            for part in message.parts
             if isinstance(part, TextPart)
+            else {"type": "input_image", "image_url": part.url, "detail": part.detail or "auto"}
+            for part in message.parts
+            if isinstance(part, TextPart) or (isinstance(part, MediaPart) and part.url)
         ]
         return [{"role": message.role, "content": content}] if content else []
     items: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     for part in message.parts:
-        if isinstance(part, ReasoningPart) and part.payload is not None:
+        if isinstance(part, (ReasoningPart, ProviderCompactionPart)) and part.payload is not None:
             payload = part.payload
             items.append(json.loads(payload) if isinstance(payload, str) else dict(payload))
-        elif isinstance(part, TextPart):
+        elif isinstance(part, TextPart) and part.text:
+            # An empty text is how a turn of reasoning or compaction alone is stored.
             text = {"type": "output_text", "text": part.text, "annotations": []}
             items.append({"type": "message", "role": "assistant", "content": [text]})
         elif isinstance(part, ToolPart):
