@@ -14,7 +14,14 @@ import tempfile
 from pathlib import Path
 
 import anyio
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    OpenAIResponsesModel,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
 from openai import AsyncOpenAI
 
 from lossless.config import CompactionConfig, Config, ModelConfig
@@ -58,11 +65,30 @@ async def main() -> None:
                     ),
                     Reply(text=f"A-{n} holds 1204 cents."),
                 )
-                result = await Runner.run(agent, f"What does A-{n} hold?", session=session)
+                result = await Runner.run(
+                    agent,
+                    f"What does A-{n} hold?",
+                    session=session,
+                    # Every model call of the run gets the bounded context.
+                    run_config=RunConfig(call_model_input_filter=session.bound_model_input),
+                )
             items = await session.get_items()
             stored = (await session.session()).history()
             print(f"last answer: {result.final_output}")
             print(f"{len(stored)} turns stored; the next run starts from {len(items)} items")
+            # A-0's result left the context; the recall tools read it back.
+            server.enqueue(
+                Reply(tool_calls=[ToolCallSpec("lossless_grep", json.dumps({"query": "A-0"}))]),
+                Reply(text="A-0 holds 1204 cents."),
+            )
+            await Runner.run(agent, "What did A-0 hold?", session=session)
+            found = json.loads(server.requests_to("responses")[-1]["input"][-1]["output"])
+            print(f"lossless_grep found {len(found['hits'])} places holding A-0")
+            items = await session.get_items()
+        # The same id, in a new object (or another process), opens the same history.
+        async with LosslessSession("books", model="openai/gpt-4o-mini", db=db) as again:
+            same = await again.get_items() == items
+            print(f"reopened by its id: {'the same' if same else 'another'} history")
 
 
 if __name__ == "__main__":

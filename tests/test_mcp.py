@@ -162,3 +162,76 @@ def test_serving_a_missing_database_fails_naming_it(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert str(missing) in done.stderr
     assert not missing.exists()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_over_http_a_token_is_required_when_one_is_set(
+    database: tuple[Path, str], tmp_path: Path
+) -> None:
+    """``lossless mcp --http --token``: the MCP SDK's client with the bearer token
+    lists the tools; a request without it gets a 401."""
+    import subprocess
+
+    import anyio
+    import httpx
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    db, _ = database
+    port = _free_port()
+    command = [sys.executable, "-m", "lossless", "--db", str(db), "mcp", "--http"]
+    process = await anyio.open_process(
+        [*command, "--port", str(port), "--token", "s3cret"],
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx.AsyncClient() as plain:
+            for _ in range(200):
+                try:
+                    refused = await plain.post(url, json={})
+                    break
+                except httpx.ConnectError:
+                    await anyio.sleep(0.05)
+        assert refused.status_code == 401
+        authorised = create_mcp_http_client(headers={"Authorization": "Bearer s3cret"})
+        async with (
+            authorised,
+            streamable_http_client(url, http_client=authorised) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+        assert "grep" in {tool.name for tool in listed.tools}
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+def test_over_http_another_address_needs_a_token(
+    database: tuple[Path, str], tmp_path: Path
+) -> None:
+    import subprocess
+
+    db, _ = database
+    done = subprocess.run(
+        [sys.executable, "-m", "lossless", "--db", str(db), "mcp", "--http", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "LOSSLESS_MCP_TOKEN"},
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "needs a bearer token" in done.stderr

@@ -18,7 +18,7 @@ import anyio
 import openai
 import pytest
 
-from lossless import Session, session_for_key
+from lossless import Session, count_tokens, session_for_key
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.proxy import LosslessProxy
 from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
@@ -192,12 +192,15 @@ async def test_the_anthropic_client_through_the_proxy(
             content = [block.model_dump(exclude_none=True) for block in reply.content]
             messages.append({"role": "assistant", "content": content})
             use = next(block for block in content if block["type"] == "tool_use")
-            result = {"type": "tool_result", "tool_use_id": use["id"], "content": "ok " * 200}
+            result = {"type": "tool_result", "tool_use_id": use["id"], "content": "ok " * 400}
             messages.append({"role": "user", "content": [result]})
     sent = server.requests_to("anthropic")
     assert len(sent) == 12
     assert all(SYSTEM in json.dumps(request.get("system")) for request in sent)
-    assert len(sent[-1]["messages"]) < len(messages) - 4
+    # Twelve results of about 400 tokens outgrow the 4,000-token window.
+    assert len(sent[-1]["messages"]) < len(messages) - 2
+    limit = _config().model.context_limit
+    assert all(count_tokens(json.dumps(request["messages"])) < limit for request in sent)
 
 
 async def test_requests_of_one_session_at_once(

@@ -98,9 +98,9 @@ class Syncing(ModelTurns):
         stored prefix is recognised by content (object key order and ``None``
         members do not matter), so calling this every turn with a growing list
         stores each message once, and calling it twice with the same list stores
-        nothing. Returns exactly what :meth:`context` returns for the format (a list
-        of Chat Completions messages, an :class:`AnthropicContext` or a
-        :class:`ResponsesContext`), ``tools`` included.
+        nothing. Returns exactly what :meth:`context` returns for the format (a
+        :class:`BuiltContext`, whose ``messages`` are the Chat Completions request, an
+        :class:`AnthropicContext` or a :class:`ResponsesContext`), ``tools`` counted.
 
         When the list no longer extends what is stored (an earlier message edited or
         removed, a retry that rewinds), nothing stored changes. With ``on_change=

@@ -107,13 +107,28 @@ impl Store {
             .ok_or_else(|| crate::error::Error::SessionNotFound(session_id.to_string()))
     }
 
-    /// The seq of the message of `session_id` that holds tool call `call_id`.
+    /// The seq of the message of `session_id`'s history (its lineage's included)
+    /// that holds tool call `call_id`, the newest when the id repeats.
     pub fn call_seq(&self, session_id: &str, call_id: &str) -> Result<Option<i64>> {
-        self.conn
-            .prepare_cached(
-                "SELECT msg_seq FROM parts WHERE session_id = ?1 AND call_id = ?2 AND kind = 'tool'
-                 ORDER BY msg_seq DESC LIMIT 1",
-            )?
-            .query_opt(args![session_id, call_id], |row| row.get(0))
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT msg_seq FROM parts WHERE session_id = ?1 AND call_id = ?2 AND kind = 'tool'
+               AND msg_seq BETWEEN ?3 AND ?4
+             ORDER BY msg_seq DESC LIMIT 1",
+        )?;
+        for segment in self.lineage(session_id)?.segments.iter().rev() {
+            let found = stmt.query_opt(
+                args![
+                    segment.session_id,
+                    call_id,
+                    segment.first_seq,
+                    segment.last_seq
+                ],
+                |row| row.get(0),
+            )?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
     }
 }
