@@ -4,7 +4,7 @@
 
 use lossless_core::parts::{Part, Role};
 use lossless_core::store::schema::SCHEMA_VERSION;
-use lossless_core::store::{OpenOptions, Store};
+use lossless_core::store::{GrepMode, OpenOptions, Store};
 use lossless_core::sync::{chain_next, chain_seed, Digest};
 
 fn store(dir: &tempfile::TempDir) -> Store {
@@ -123,6 +123,19 @@ fn a_version_12_file_gets_the_tables_of_forks() {
     )
     .unwrap();
     drop(conn);
+    // Read-only, the file stays at version 12: it has no keys or forks, and reads of
+    // its sessions work as before.
+    let mut reader = Store::open_read_only(path, &OpenOptions::default()).unwrap();
+    assert_eq!(reader.schema_version().unwrap(), 12);
+    assert!(reader.fork_of(&session).unwrap().is_none());
+    assert!(reader.key_of(&session).unwrap().is_none());
+    assert!(reader.session_for_key("k").unwrap().is_none());
+    assert_eq!(texts(&mut reader, &session), ["kept"]);
+    let hits = reader
+        .grep("kept", Some(&session), GrepMode::Text, 5)
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    drop(reader);
     let mut store = Store::open(path, &OpenOptions::default()).unwrap();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(texts(&mut store, &session), ["kept"]);

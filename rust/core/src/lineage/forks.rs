@@ -40,6 +40,9 @@ struct ViewItem {
 impl Store {
     /// How `session_id` joins its parent, when it is a fork.
     pub fn fork_of(&self, session_id: &str) -> Result<Option<ForkInfo>> {
+        if !self.has_lineage_tables()? {
+            return Ok(None);
+        }
         self.conn
             .prepare_cached(
                 "SELECT session_id, parent_id, fork_seq, sync_from, created_at
@@ -50,6 +53,9 @@ impl Store {
 
     /// The forks of `parent_id`, oldest first.
     pub fn forks_of(&self, parent_id: &str) -> Result<Vec<ForkInfo>> {
+        if !self.has_lineage_tables()? {
+            return Ok(Vec::new());
+        }
         self.conn
             .prepare_cached(
                 "SELECT session_id, parent_id, fork_seq, sync_from, created_at

@@ -14,6 +14,9 @@ impl Store {
     /// The session `key` names now, if any.
     pub fn session_for_key(&self, key: &str) -> Result<Option<String>> {
         check_identifier("key", key)?;
+        if !self.has_lineage_tables()? {
+            return Ok(None);
+        }
         self.conn
             .prepare_cached(
                 "SELECT session_id FROM session_keys WHERE key = ?1 ORDER BY ord DESC LIMIT 1",
@@ -23,6 +26,9 @@ impl Store {
 
     /// The key that names `session_id` now, if one does.
     pub fn key_of(&self, session_id: &str) -> Result<Option<String>> {
+        if !self.has_lineage_tables()? {
+            return Ok(None);
+        }
         self.conn
             .prepare_cached(
                 "SELECT k.key FROM session_keys k WHERE k.session_id = ?1

@@ -84,8 +84,30 @@ impl Store {
     }
 
     fn fork_row(&self, session_id: &str) -> Result<Option<(String, i64)>> {
+        if !self.has_lineage_tables()? {
+            return Ok(None);
+        }
         self.conn
             .prepare_cached("SELECT parent_id, fork_seq FROM session_forks WHERE session_id = ?1")?
             .query_opt(args![session_id], |row| Ok((row.get(0)?, row.get(1)?)))
+    }
+}
+
+impl Store {
+    /// Whether the database has the tables of keys and forks: always when this store
+    /// may write (opening migrated it); a file opened read-only keeps the version it
+    /// was written at, and one older than 13 has neither keys nor forks.
+    pub(crate) fn has_lineage_tables(&self) -> Result<bool> {
+        if !self.read_only {
+            return Ok(true);
+        }
+        let sql = self.conn.dialect(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_forks'",
+            "SELECT count(*) FROM pg_catalog.pg_class c
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_schema() AND c.relname = 'session_forks'",
+        );
+        let found: i64 = self.conn.query_row(sql, args![], |row| row.get(0))?;
+        Ok(found > 0)
     }
 }
