@@ -425,3 +425,21 @@ async def test_a_compaction_resets_what_the_arena_learned_only_when_configured(
         shown_again = "Say hello to the reviewer once." in json.dumps(server.requests[-1])
     assert shown_again is reset
     assert [event.payload["reason"] for event in resets] == (["compaction"] if reset else [])
+
+
+async def test_a_forks_memory_recall_reaches_what_it_shares_with_its_parent(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    """A fork's summaries cover its parent's messages: its recall finds them, and
+    not the parent's messages after the fork point."""
+    async with Session.open(model=TEST_MODEL, db=db, config=_compacting(config_for)) as parent:
+        await _history(parent, server)
+        async with await parent.fork() as child:
+            await parent.record("user", "The backup password rotates every seven days.")
+            # The child's view starts with the parent's summaries: they cover the
+            # password's message, which the parent holds.
+            server.enqueue(Reply(text="ninety"))
+            await child.send("how often does the staging password rotate?")
+            block = texts(server.requests[-1])[-1][1]
+            assert "<memory_recall>" in block and "ninety days" in block
+            assert "seven days" not in block

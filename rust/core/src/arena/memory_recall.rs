@@ -136,14 +136,38 @@ impl Store {
     /// one: what recall reads lies at or below it. Every such row was indexed by the
     /// summary's commit, so what recall reads does not depend on when the rows still
     /// queued for the index (all newer) are moved into it.
+    ///
+    /// A fork's summaries may cover its parent's messages: the boundary is the newest
+    /// such part of any session of its lineage, below the newest seq a summary of
+    /// the fork's history covers.
     fn recall_boundary(&self, session_id: &str) -> Result<i64> {
-        self.conn
-            .prepare_cached(
-                "SELECT COALESCE((SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq <= (
-                     SELECT max(span_end_seq) FROM summaries WHERE session_id = ?1)
-                 ORDER BY msg_seq DESC, ord DESC LIMIT 1), 0)",
-            )?
-            .query_row(args![session_id], |row| row.get(0))
+        let lineage = self.lineage(session_id)?;
+        let mut covered: Option<i64> = None;
+        for segment in &lineage.segments {
+            let end: Option<i64> = self
+                .conn
+                .prepare_cached(
+                    "SELECT max(span_end_seq) FROM summaries
+                     WHERE session_id = ?1 AND span_end_seq <= ?2",
+                )?
+                .query_row(args![segment.session_id, segment.last_seq], |row| row.get(0))?;
+            covered = covered.max(end);
+        }
+        let Some(covered) = covered else {
+            return Ok(0);
+        };
+        let mut boundary = 0;
+        for (holder, low, high) in lineage.clip(1, covered) {
+            let pk: Option<i64> = self
+                .conn
+                .prepare_cached(
+                    "SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3
+                     ORDER BY msg_seq DESC, ord DESC LIMIT 1",
+                )?
+                .query_opt(args![holder, low, high], |row| row.get(0))?;
+            boundary = boundary.max(pk.unwrap_or(0));
+        }
+        Ok(boundary)
     }
 
     /// The `k` best parts of `session_id` matching `question` that are out of the
@@ -174,6 +198,7 @@ impl Store {
         // score depends only on what is stored (not on counts a store kept earlier).
         let words: Vec<String> = parsed.optional.iter().take(MAX_WORDS).cloned().collect();
         let rows = self.recall_boundary(session_id)?;
+        let lineage = self.lineage(session_id)?;
         if rows == 0 {
             return Ok(Vec::new());
         }
@@ -203,26 +228,31 @@ impl Store {
         let count = self.counter(session_id)?;
         let count = |text: &str| count.count(text);
         let mut lookup = self.conn.prepare_cached(&format!(
-            "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, {}
+            "SELECT p.message_id, p.id, p.msg_seq, p.compacted_at IS NOT NULL, {}, p.session_id
              FROM parts p LEFT JOIN tool_outputs o ON o.part_pk = p.pk
              JOIN messages m ON m.id = p.message_id
-             WHERE p.pk = ?1 AND p.session_id = ?2 AND m.status = 'complete'",
+             WHERE p.pk = ?1 AND m.status = 'complete'",
             search_text_sql(self.conn.is_postgres())
         ))?;
         let mut hits = Vec::new();
         for (rowid, weight) in ranked.into_iter().take(MAX_LOOKUPS) {
-            let row = lookup.query_opt(args![rowid, session_id], |row| {
+            let row = lookup.query_opt(args![rowid], |row| {
                 Ok((
                     row.get::<String>(0)?,
                     row.get::<String>(1)?,
                     row.get::<i64>(2)?,
                     row.get::<bool>(3)?,
                     row.get::<String>(4)?,
+                    row.get::<String>(5)?,
                 ))
             })?;
-            let Some((message_id, part_id, seq, tombstoned, text)) = row else {
+            let Some((message_id, part_id, seq, tombstoned, text, holder)) = row else {
                 continue;
             };
+            // The session's own parts, and a fork's parent's up to the fork point.
+            if lineage.holder_of(seq) != Some(holder.as_str()) {
+                continue;
+            }
             if !tombstoned && in_view.contains(&message_id) {
                 continue;
             }
