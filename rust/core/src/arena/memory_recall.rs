@@ -150,7 +150,9 @@ impl Store {
                     "SELECT max(span_end_seq) FROM summaries
                      WHERE session_id = ?1 AND span_end_seq <= ?2",
                 )?
-                .query_row(args![segment.session_id, segment.last_seq], |row| row.get(0))?;
+                .query_row(args![segment.session_id, segment.last_seq], |row| {
+                    row.get(0)
+                })?;
             covered = covered.max(end);
         }
         let Some(covered) = covered else {
