@@ -7,8 +7,8 @@ whose output matched. Run it again later: only what the agents wrote since is
 stored::
 
     .venv/bin/python examples/import_agent_sessions.py --query "permission denied"
-    .venv/bin/python examples/import_agent_sessions.py --claude-code ~/work/transcripts \\
-        --codex none --db /tmp/agents.db --query TIDEWATCH
+    .venv/bin/python examples/import_agent_sessions.py --claude-code transcripts/ \\
+        --codex none --db agents.db --query TIDEWATCH
 
 Then ``lossless --db agents.db show <session>`` or ``lossless --db agents.db mcp``
 (so an agent can search its own past sessions).

@@ -124,7 +124,7 @@ async def test_claude_code_transcript_becomes_sessions_with_calls_results_and_th
         header_text = header.parts[0]
         assert isinstance(header_text, TextPart)
         assert CLAUDE_SID in header_text.text
-        assert "/home/maya/src/tidewatch" in header_text.text
+        assert "/srv/maya/src/tidewatch" in header_text.text
         assert "fix/tz-offsets" in header_text.text
         # One reply written over four lines is one message: thinking, text, two calls.
         reply = history[2]
@@ -332,7 +332,7 @@ async def test_codex_rollout_becomes_a_session_with_calls_outputs_and_reasoning(
     try:
         header = session.history()[0].parts[0]
         assert isinstance(header, TextPart)
-        assert "feat/dry-run" in header.text and "/home/maya/src/ferrylog" in header.text
+        assert "feat/dry-run" in header.text and "/srv/maya/src/ferrylog" in header.text
         reasoning = reasoning_of(session)
         assert [part.provider for part in reasoning] == ["openai", "openai"]
         assert "Locating the sync command" in (reasoning[0].text or "")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["ProxyImportReport", "show_proxy_and_import"]
 
 SESSION_ID = "3f6c2a10-7b4e-4d2a-9c1e-5a8b7d6e4f21"
-PROJECT = "/home/dev/payhub"
+PROJECT = "/srv/payhub"
 
 
 @dataclass
