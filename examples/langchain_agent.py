@@ -19,14 +19,10 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.integrations.langchain import LosslessMiddleware
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, small_window
 
-CONFIG = Config(
-    model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-    compaction=CompactionConfig(output_budget=0),
-)
+CONFIG = small_window()
 
 
 SYSTEM = "You keep the inventory."

@@ -24,15 +24,11 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.integrations.openai_agents import LosslessSession
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, small_window
 
 # A small window, so the conversation outgrows it within the example.
-CONFIG = Config(
-    model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-    compaction=CompactionConfig(output_budget=0),
-)
+CONFIG = small_window()
 
 
 @function_tool

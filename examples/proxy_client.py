@@ -18,16 +18,12 @@ import anyio
 import openai
 
 from lossless import Session
-from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.proxy import LosslessProxy
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, small_window
 
 SYSTEM = "You are the build agent. Never push to main."
 # A small window, so that the history outgrows it within the example.
-CONFIG = Config(
-    model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-    compaction=CompactionConfig(output_budget=0),
-)
+CONFIG = small_window()
 
 
 async def main() -> None:

@@ -19,14 +19,10 @@ from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.integrations.pydantic_ai import LosslessHistory
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, small_window
 
-CONFIG = Config(
-    model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-    compaction=CompactionConfig(output_budget=0),
-)
+CONFIG = small_window()
 
 
 SYSTEM = "You schedule the ferries."

@@ -23,11 +23,11 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from lossless import count_tokens
-from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.integrations.langchain import LosslessMiddleware
 from lossless.parts import MediaPart
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, screenshot
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, screenshot, small_window
 from lossless.testing.conformance import check_request
 
 pytestmark = pytest.mark.anyio
@@ -60,10 +60,7 @@ def count_bin(bin_id: str) -> str:
 
 
 def _config() -> Config:
-    return Config(
-        model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-        compaction=CompactionConfig(output_budget=0),
-    )
+    return small_window()
 
 
 def _agent(server: LocalLLMServer, middleware: LosslessMiddleware) -> tuple[Any, ChatOpenAI]:

@@ -30,12 +30,12 @@ from agents import (  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from lossless import count_tokens  # noqa: E402
-from lossless.config import CompactionConfig, Config, ModelConfig  # noqa: E402
+from lossless.config import Config  # noqa: E402
 from lossless.errors import InvalidInputError  # noqa: E402
 from lossless.integrations.openai_agents import LosslessSession  # noqa: E402
 from lossless.parts import ToolPart  # noqa: E402
 from lossless.session import Session  # noqa: E402
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec  # noqa: E402
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, small_window  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -70,10 +70,7 @@ def ledger_balance(account: str) -> str:
 
 
 def _config() -> Config:
-    return Config(
-        model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-        compaction=CompactionConfig(output_budget=0),
-    )
+    return small_window()
 
 
 @pytest.fixture(autouse=True)

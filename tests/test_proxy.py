@@ -19,9 +19,9 @@ import openai
 import pytest
 
 from lossless import Session, count_tokens, session_for_key
-from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.config import Config
 from lossless.proxy import LosslessProxy
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, small_window
 from lossless.testing.conformance import check_request
 
 pytestmark = pytest.mark.anyio
@@ -31,10 +31,7 @@ INSTRUCTION = "Make every test in the billing package pass."
 
 
 def _config(context_limit: int = 4_000) -> Config:
-    return Config(
-        model=ModelConfig(context_limit=context_limit, max_output_tokens=300),
-        compaction=CompactionConfig(output_budget=0),
-    )
+    return small_window(context_limit)
 
 
 @pytest.fixture

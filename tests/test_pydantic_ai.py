@@ -23,11 +23,11 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from lossless import count_tokens
-from lossless.config import CompactionConfig, Config, ModelConfig
+from lossless.config import Config
 from lossless.errors import InvalidInputError
 from lossless.integrations.pydantic_ai import LosslessHistory
 from lossless.parts import MediaPart
-from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, screenshot
+from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, screenshot, small_window
 from lossless.testing.conformance import check_request
 
 pytestmark = pytest.mark.anyio
@@ -53,10 +53,7 @@ SKIPPERS = [
 
 
 def _config() -> Config:
-    return Config(
-        model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-        compaction=CompactionConfig(output_budget=0),
-    )
+    return small_window()
 
 
 def _agent(

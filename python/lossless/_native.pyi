@@ -1118,16 +1118,16 @@ class Store:
         """The session ``key`` names now, or ``None``."""
     def key_of(self, session_id: str) -> str | None:
         """The key that names ``session_id`` now, or ``None``."""
-    def name_session(self, key: str, session_id: str) -> None:
-        """Makes ``key`` name ``session_id`` from now on."""
-    def open_named_session(
-        self, key: str, model: str, config_json: str, system_prompt: str | None
+    def named_session(
+        self,
+        key: str,
+        model: str,
+        config_json: str,
+        system_prompt: str | None,
+        reuse: bool,
     ) -> tuple[str, bool]:
-        """The session ``key`` names, or a new one named ``key``: ``(id, created)``."""
-    def create_named_session(
-        self, key: str, model: str, config_json: str, system_prompt: str | None
-    ) -> str:
-        """A new session that ``key`` names from now on."""
+        """A session named ``key``: with ``reuse``, the one ``key`` names when there is
+        one, else a new one ``key`` names from now on: ``(id, created)``."""
     def fork_session(
         self, parent_id: str, fork_seq: int, sync_from: int = 0, key: str | None = None
     ) -> str:

@@ -57,14 +57,10 @@ async def show_proxy_and_import(db_path: str, console: Console) -> ProxyImportRe
 async def _through_proxy(db_path: str, report: ProxyImportReport) -> None:
     import openai
 
-    from lossless.config import CompactionConfig, Config, ModelConfig
     from lossless.proxy import LosslessProxy
-    from lossless.testing import LocalLLMServer, Reply, ToolCallSpec
+    from lossless.testing import LocalLLMServer, Reply, ToolCallSpec, small_window
 
-    config = Config(
-        model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-        compaction=CompactionConfig(output_budget=0),
-    )
+    config = small_window()
     with LocalLLMServer() as upstream:
         async with (
             LosslessProxy(upstream=upstream.base_url, db=db_path, config=config, port=0) as proxy,

@@ -36,14 +36,10 @@ class FrameworksReport:
 
 
 async def show_frameworks(db_path: str, console: Console) -> FrameworksReport:
-    from lossless.config import CompactionConfig, Config, ModelConfig
-    from lossless.testing import LocalLLMServer
+    from lossless.testing import LocalLLMServer, small_window
 
     console.rule("frameworks: the OpenAI Agents SDK, LangChain, PydanticAI on lossless")
-    config = Config(
-        model=ModelConfig(context_limit=4_000, max_output_tokens=300),
-        compaction=CompactionConfig(output_budget=0),
-    )
+    config = small_window()
     report = FrameworksReport()
     runs: dict[str, Callable[..., Awaitable[list[list[Any]]]]] = {
         "openai-agents": _agents_sdk,

@@ -69,8 +69,7 @@ class LosslessMiddleware(AgentMiddleware):
         system = request.system_message.text if request.system_message is not None else None
         history = convert_to_openai_messages(request.messages)
         tools = [convert_to_openai_tool(tool) for tool in request.tools]
-        async with self.sessions.lock(key):
-            session = await self.sessions.session(key, system or None)
+        async with self.sessions.use(key, system or None) as session:
             bounded = await session.sync(history, format="openai", tools=tools or None)
         messages = bounded.messages
         lead = None

@@ -79,8 +79,7 @@ class LosslessHistory(AbstractCapability[Any]):
         bounded request of it, as PydanticAI messages."""
         key = self._key_of(ctx)
         system, history = to_openai(messages)
-        async with self.sessions.lock(key):
-            session = await self.sessions.session(key, system)
+        async with self.sessions.use(key, system) as session:
             bounded = await session.sync(history, format="openai")
         return from_openai(bounded.messages)
 

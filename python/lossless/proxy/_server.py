@@ -17,7 +17,8 @@ from lossless.errors import LosslessError
 from lossless.proxy._forward import Upstream
 from lossless.proxy._http import HttpError, Request, read_request, send_json
 from lossless.proxy._routes import ROUTES, Route, conversation_of, with_request
-from lossless.proxy._sessions import OpenSessions, session_key
+from lossless.proxy._sessions import session_key
+from lossless.session._keyed import SessionsByKey
 
 __all__ = ["LosslessProxy"]
 
@@ -54,7 +55,7 @@ class LosslessProxy:
         self.host = host
         self.port = port
         self._upstream = Upstream(upstream, timeout_s=upstream_timeout_s)
-        self._sessions = OpenSessions(db, config, max_open_sessions)
+        self._sessions = SessionsByKey(db, config, max_open_sessions)
         self._group: TaskGroup | None = None
 
     @property
@@ -75,7 +76,7 @@ class LosslessProxy:
         self._group.cancel_scope.cancel()
         await self._group.__aexit__(None, None, None)
         with anyio.CancelScope(shield=True):
-            await self._sessions.close()
+            await self._sessions.aclose()
             await self._upstream.aclose()
 
     async def serve_forever(self) -> None:

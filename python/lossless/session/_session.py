@@ -200,9 +200,9 @@ class Session(Syncing):
         else:
             owns_store = False
         store = shared.store
-        if key is not None and reuse_key:
-            session_id, created = store.open_named_session(
-                key, model, shared.snapshot, system_prompt
+        if key is not None:
+            session_id, created = store.named_session(
+                key, model, shared.snapshot, system_prompt, reuse_key
             )
             if not created:
                 # Another process named a session with the key first: that one.
@@ -211,8 +211,6 @@ class Session(Syncing):
                 return await cls._load(
                     session_id, db=db, config=config, expected=(model, system_prompt)
                 )
-        elif key is not None:
-            session_id = store.create_named_session(key, model, shared.snapshot, system_prompt)
         elif link is None:
             session_id = store.create_session(model, shared.snapshot, system_prompt)
         else:

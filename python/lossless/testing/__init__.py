@@ -17,7 +17,8 @@ Anthropic Messages endpoint, ``litellm.aresponses(model="openai/<name>",
 api_base=server.base_url)`` the Responses endpoint; one :class:`Reply` is rendered in
 the format of the endpoint called. The server uses only the standard library and
 listens on 127.0.0.1 by default. :func:`screenshot` draws a deterministic PNG of a
-page, the image a browser agent sends with its tool results.
+page, the image a browser agent sends with its tool results; :func:`small_window` a
+configuration whose window a short conversation outgrows.
 """
 
 from ._prefix import PrefixReport
@@ -32,6 +33,7 @@ from ._reply import (
 )
 from ._screenshot import screenshot
 from ._server import LocalLLMServer, RecordedRequest
+from ._window import small_window
 
 __all__ = [
     "EchoResponder",
@@ -45,4 +47,5 @@ __all__ = [
     "ToolCallSpec",
     "content_text",
     "screenshot",
+    "small_window",
 ]

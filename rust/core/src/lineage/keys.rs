@@ -38,59 +38,36 @@ impl Store {
             .query_opt(args![session_id], |row| row.get(0))
     }
 
-    /// Makes `key` name `session_id` from now on.
-    pub fn name_session(&mut self, key: &str, session_id: &str) -> Result<()> {
-        check_identifier("key", key)?;
-        self.session(session_id)?;
-        let write = Write::begin(&self.conn, &self.writer)?;
-        append_key(&write, key, session_id)?;
-        write.commit()
-    }
-
-    /// The session `key` names, or a new one it names from now on: `(id, created)`.
-    /// One transaction, so processes that open the same key at once agree on one
-    /// session.
-    pub fn open_named_session(
+    /// A session named `key`: with `reuse`, the one `key` names when it names one,
+    /// else a new one that `key` names from now on (a session it named before stays
+    /// stored, under its id). Returns `(id, created)`. One transaction, so processes
+    /// that open the same key at once agree on one session.
+    pub fn named_session(
         &mut self,
         key: &str,
         model: &str,
         config: &str,
         system_prompt: Option<&str>,
+        reuse: bool,
     ) -> Result<(String, bool)> {
         check_identifier("key", key)?;
         Self::check_new_session(model, config, system_prompt)?;
         let write = Write::begin(&self.conn, &self.writer)?;
-        let found: Option<String> = write.query_opt(
-            "SELECT session_id FROM session_keys WHERE key = ?1 ORDER BY ord DESC LIMIT 1",
-            args![key],
-            |row| row.get(0),
-        )?;
-        if let Some(id) = found {
-            write.commit()?;
-            return Ok((id, false));
+        if reuse {
+            let found: Option<String> = write.query_opt(
+                "SELECT session_id FROM session_keys WHERE key = ?1 ORDER BY ord DESC LIMIT 1",
+                args![key],
+                |row| row.get(0),
+            )?;
+            if let Some(id) = found {
+                write.commit()?;
+                return Ok((id, false));
+            }
         }
         let id = Self::insert_session(&write, model, config, system_prompt, 1)?;
         append_key(&write, key, &id)?;
         write.commit()?;
         Ok((id, true))
-    }
-
-    /// A new session that `key` names from now on (a session it named before stays
-    /// stored, under its id).
-    pub fn create_named_session(
-        &mut self,
-        key: &str,
-        model: &str,
-        config: &str,
-        system_prompt: Option<&str>,
-    ) -> Result<String> {
-        check_identifier("key", key)?;
-        Self::check_new_session(model, config, system_prompt)?;
-        let write = Write::begin(&self.conn, &self.writer)?;
-        let id = Self::insert_session(&write, model, config, system_prompt, 1)?;
-        append_key(&write, key, &id)?;
-        write.commit()?;
-        Ok(id)
     }
 }
 

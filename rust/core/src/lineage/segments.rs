@@ -30,18 +30,6 @@ impl Lineage {
         self.segments.len() > 1
     }
 
-    /// The session's own id.
-    #[must_use]
-    pub fn own(&self) -> &str {
-        &self.segments[self.segments.len() - 1].session_id
-    }
-
-    /// The first seq the session numbers itself (what precedes it is shared).
-    #[must_use]
-    pub fn own_first_seq(&self) -> i64 {
-        self.segments[self.segments.len() - 1].first_seq
-    }
-
     /// The parts of `low..=high` each session holds: `(session, low, high)`.
     pub fn clip(&self, low: i64, high: i64) -> impl Iterator<Item = (&str, i64, i64)> {
         self.segments.iter().filter_map(move |segment| {

@@ -24,50 +24,23 @@ impl Store {
         self.with(py, |store| store.key_of(session_id))
     }
 
-    /// Makes `key` name `session_id` from now on.
-    fn name_session(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        session_id: &str,
-    ) -> PyResult<()> {
-        let key = convert::text(key, "key")?;
-        self.with(py, |store| store.name_session(&key, session_id))
-    }
-
-    /// The session `key` names, or a new one named `key`: `(id, created)`.
-    fn open_named_session(
+    /// A session named `key`: with `reuse`, the one `key` names when there is one,
+    /// else a new one `key` names from now on: `(id, created)`.
+    fn named_session(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         model: &Bound<'_, PyAny>,
         config_json: &Bound<'_, PyAny>,
         system_prompt: Option<&Bound<'_, PyAny>>,
+        reuse: bool,
     ) -> PyResult<(String, bool)> {
         let key = convert::text(key, "key")?;
         let model = convert::text(model, "model")?;
         let config_json = convert::text(config_json, "config_json")?;
         let system_prompt = convert::maybe_text(system_prompt, "system_prompt")?;
         self.with(py, |store| {
-            store.open_named_session(&key, &model, &config_json, system_prompt.as_deref())
-        })
-    }
-
-    /// A new session that `key` names from now on.
-    fn create_named_session(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        model: &Bound<'_, PyAny>,
-        config_json: &Bound<'_, PyAny>,
-        system_prompt: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let key = convert::text(key, "key")?;
-        let model = convert::text(model, "model")?;
-        let config_json = convert::text(config_json, "config_json")?;
-        let system_prompt = convert::maybe_text(system_prompt, "system_prompt")?;
-        self.with(py, |store| {
-            store.create_named_session(&key, &model, &config_json, system_prompt.as_deref())
+            store.named_session(&key, &model, &config_json, system_prompt.as_deref(), reuse)
         })
     }
 
