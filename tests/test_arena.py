@@ -153,7 +153,7 @@ async def test_a_failed_tool_enters_tool_failures_and_leaves_when_it_succeeds(
     )
     entries = {e.key: e for e in session.arena.entries()}
     assert "pytest failed: exit 1" in entries["tool:pytest"].text
-    assert "<tool_failures>" in json.dumps(session.build_context().messages)
+    assert "<tool_failures" in json.dumps(session.build_context().messages)
     await session.record("assistant", [ToolPart("pytest", "c2", {}, status="pending")])
     await session.update_tool("c2", status="completed", output="3 passed")
     assert "tool:pytest" not in {e.key for e in session.arena.entries()}
@@ -203,7 +203,7 @@ async def test_memory_recall_brings_back_what_compaction_took_out(
         server.enqueue(Reply(text="ninety"))
         await s.send("how often does the staging password rotate?")
         block = texts(server.requests[-1])[-1][1]
-        assert "<memory_recall>" in block and "ninety days" in block
+        assert "<memory_recall" in block and "ninety days" in block
         report = s.build_context().injection
         assert report is not None and report.recall_score is not None
 
@@ -350,7 +350,7 @@ def test_between_compactions_each_request_begins_with_the_last_one_up_to_its_new
 
 
 def _block(messages: list[dict[str, Any]]) -> str:
-    return next(m["content"] for m in messages if "<memory_recall>" in (m.get("content") or ""))
+    return next(m["content"] for m in messages if "<memory_recall" in (m.get("content") or ""))
 
 
 async def test_a_build_plans_anew_only_after_what_it_depends_on_changed(
@@ -441,5 +441,5 @@ async def test_a_forks_memory_recall_reaches_what_it_shares_with_its_parent(
             server.enqueue(Reply(text="ninety"))
             await child.send("how often does the staging password rotate?")
             block = texts(server.requests[-1])[-1][1]
-            assert "<memory_recall>" in block and "ninety days" in block
+            assert "<memory_recall" in block and "ninety days" in block
             assert "seven days" not in block

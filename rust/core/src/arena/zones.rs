@@ -78,6 +78,16 @@ impl Zone {
         matches!(self, Zone::MemoryRecall | Zone::RagExternal)
     }
 
+    /// The zones whose text comes from tools or retrieval rather than from the
+    /// people running the session: rendered as fenced, quoted data.
+    #[must_use]
+    pub fn is_untrusted(self) -> bool {
+        matches!(
+            self,
+            Zone::ToolFailures | Zone::MemoryRecall | Zone::RagExternal
+        )
+    }
+
     /// Identity and truth change only when the user changes them: they go into the
     /// system message, the stable front of every request. The other zones change
     /// turn by turn and go next to the newest user message.
