@@ -41,6 +41,7 @@ __all__ = [
     "ArenaWriteRow",
     "CommitResult",
     "DagRow",
+    "ErasureReceipt",
     "EventRow",
     "ExpandedRow",
     "ExpansionRow",
@@ -58,6 +59,7 @@ __all__ = [
     "PruneResult",
     "RecallHitRow",
     "RequestPrint",
+    "RetentionRuleRow",
     "RoundCommit",
     "RoundResult",
     "RoundRules",
@@ -269,6 +271,39 @@ class SessionInfo(_ByName):
     def config_json(self) -> str: ...
     @property
     def system_prompt(self) -> str | None: ...
+
+@final
+class ErasureReceipt(_ByName):
+    """One erasure: what (``target_kind``, ``target``), by whom, why and when, the
+    JSON ``counts`` of what went, and whether the bytes were scrubbed after it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def target_kind(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def erased_by(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def erased_at(self) -> int: ...
+    @property
+    def counts(self) -> str: ...
+    @property
+    def scrubbed(self) -> bool: ...
+
+@final
+class RetentionRuleRow(_ByName):
+    """A time to live in force for a ``session`` or a ``subject``."""
+
+    @property
+    def target_kind(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def ttl_ms(self) -> int: ...
 
 @final
 class ForkRow(_ByName):
@@ -1136,6 +1171,24 @@ class Store:
         """How ``session_id`` joins its parent, or ``None`` when it is no fork."""
     def forks_of(self, parent_id: str) -> list[ForkRow]:
         """The forks of ``parent_id``, oldest first."""
+    def erase(self, kind: str, target: str, by: str, reason: str) -> ErasureReceipt:
+        """Erases a ``session``, ``message`` or ``subject`` (``kind``) in one
+        transaction; its receipt."""
+    def erasure_receipts(self) -> list[ErasureReceipt]:
+        """Every erasure receipt, oldest first."""
+    def add_subject(self, session_id: str, subject: str) -> None:
+        """Attaches ``subject`` to session ``session_id``."""
+    def subjects(self, session_id: str) -> list[str]:
+        """The subjects attached to ``session_id``."""
+    def set_retention(self, target_kind: str, target: str, ttl_ms: int | None) -> None:
+        """Sets (or with ``None`` lifts) the time to live of a ``session`` or ``subject``."""
+    def retention_rules(self) -> list[RetentionRuleRow]:
+        """The retention rules in force."""
+    def expired_sessions(self, now_ms: int) -> list[str]:
+        """The sessions past their time to live at ``now_ms``."""
+    def apply_retention(self, now_ms: int, by: str) -> list[ErasureReceipt]:
+        """Erases the sessions past their time to live in short transactions; one
+        receipt per session."""
     def call_seq(self, session_id: str, call_id: str) -> int | None:
         """The seq of the message of ``session_id`` holding tool call ``call_id``."""
     def sync_match(self, session_id: str, chain: bytes) -> tuple[int, int | None]:

@@ -8,6 +8,7 @@ pub mod arena;
 pub mod compaction;
 pub mod context;
 pub mod db;
+pub mod erasure;
 pub mod error;
 pub mod files;
 pub mod formats;

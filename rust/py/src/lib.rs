@@ -58,6 +58,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::EventRow>()?;
     module.add_class::<store::StoreStats>()?;
     module.add_class::<store::ForkRow>()?;
+    module.add_class::<store::ErasureReceipt>()?;
+    module.add_class::<store::RetentionRuleRow>()?;
     module.add_function(wrap_pyfunction!(sync::sync_chain, module)?)?;
     module.add_class::<files::FileScan>()?;
     module.add_class::<files::FileRecord>()?;

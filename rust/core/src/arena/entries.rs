@@ -79,6 +79,13 @@ impl ArenaCache {
     pub(crate) fn newest_row(&self, session_id: &str) -> i64 {
         self.sessions.get(session_id).map_or(0, |(seq, _)| *seq)
     }
+
+    /// Drops what is kept of `session_id`: its rows changed other than by an
+    /// append (an erasure), which the newest row cannot tell.
+    pub(crate) fn forget(&mut self, session_id: &str) {
+        self.sessions.remove(session_id);
+        self.plans.remove(session_id);
+    }
 }
 
 const ENTRY_COLUMNS: &str = "seq, zone, key, source, priority, text, token_count, once, external,

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -231,6 +231,7 @@ CREATE TRIGGER IF NOT EXISTS arena_entries_no_replace BEFORE INSERT ON arena_ent
 WHEN EXISTS (SELECT 1 FROM arena_entries WHERE session_id = NEW.session_id AND seq = NEW.seq)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored arena entry cannot be replaced'); END;
 CREATE TRIGGER IF NOT EXISTS arena_entries_no_delete BEFORE DELETE ON arena_entries
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: arena entries cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS arena_entries_fixed BEFORE UPDATE ON arena_entries
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: arena entries cannot be changed'); END;
@@ -296,6 +297,7 @@ WHEN EXISTS (SELECT 1 FROM events WHERE session_id = NEW.session_id AND seq = NE
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored event cannot be replaced'); END;
 
 CREATE TRIGGER IF NOT EXISTS sessions_no_delete BEFORE DELETE ON sessions
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: sessions cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS sessions_fixed BEFORE UPDATE ON sessions
 WHEN NEW.id IS NOT OLD.id OR NEW.model IS NOT OLD.model OR NEW.created_at IS NOT OLD.created_at
@@ -303,6 +305,7 @@ WHEN NEW.id IS NOT OLD.id OR NEW.model IS NOT OLD.model OR NEW.created_at IS NOT
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a session keeps its model, config and prompt'); END;
 
 CREATE TRIGGER IF NOT EXISTS messages_no_delete BEFORE DELETE ON messages
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: messages cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS messages_fixed BEFORE UPDATE ON messages
 WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.seq IS NOT OLD.seq
@@ -316,6 +319,7 @@ WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.seq IS 
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only unset token, cost and finish fields of a message may be written'); END;
 
 CREATE TRIGGER IF NOT EXISTS parts_no_delete BEFORE DELETE ON parts
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: parts cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS parts_fixed BEFORE UPDATE ON parts
 WHEN NEW.pk IS NOT OLD.pk OR NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id
@@ -336,11 +340,13 @@ CREATE TRIGGER IF NOT EXISTS tool_outputs_no_replace BEFORE INSERT ON tool_outpu
 WHEN EXISTS (SELECT 1 FROM tool_outputs WHERE part_pk = NEW.part_pk)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a tool output is written once'); END;
 CREATE TRIGGER IF NOT EXISTS tool_outputs_no_delete BEFORE DELETE ON tool_outputs
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: tool outputs cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS tool_outputs_fixed BEFORE UPDATE ON tool_outputs
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a tool output is written once'); END;
 
 CREATE TRIGGER IF NOT EXISTS summaries_no_delete BEFORE DELETE ON summaries
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summaries cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS summaries_fixed BEFORE UPDATE ON summaries
 WHEN NEW.pk IS NOT OLD.pk OR NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id
@@ -352,16 +358,19 @@ WHEN NEW.pk IS NOT OLD.pk OR NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.s
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: only superseded_by of a summary may be set, once'); END;
 
 CREATE TRIGGER IF NOT EXISTS summary_sources_no_delete BEFORE DELETE ON summary_sources
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summary sources cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS summary_sources_fixed BEFORE UPDATE ON summary_sources
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: summary sources cannot be changed'); END;
 
 CREATE TRIGGER IF NOT EXISTS file_refs_no_delete BEFORE DELETE ON file_refs
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: file references cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS file_refs_fixed BEFORE UPDATE ON file_refs
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: file references cannot be changed'); END;
 
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS events_fixed BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: events cannot be changed'); END;
@@ -527,6 +536,7 @@ fn append_only_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     ] {
         tx.execute_batch(&format!(
             "CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
+             WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
              BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be deleted'); END;
              CREATE TRIGGER IF NOT EXISTS {table}_fixed BEFORE UPDATE ON {table}
              BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be changed'); END;"
@@ -560,6 +570,7 @@ CREATE TRIGGER IF NOT EXISTS media_no_replace BEFORE INSERT ON media
 WHEN EXISTS (SELECT 1 FROM media WHERE media_id = NEW.media_id)
 BEGIN SELECT RAISE(IGNORE); END;
 CREATE TRIGGER IF NOT EXISTS media_no_delete BEFORE DELETE ON media
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: media rows cannot be deleted'); END;
 CREATE TRIGGER IF NOT EXISTS media_fixed BEFORE UPDATE ON media
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: media rows cannot be changed'); END;
@@ -619,6 +630,7 @@ fn lineage_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
              WHEN EXISTS (SELECT 1 FROM {table} WHERE {key})
              BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored {table} row cannot be replaced'); END;
              CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
+             WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
              BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be deleted'); END;
              CREATE TRIGGER IF NOT EXISTS {table}_fixed BEFORE UPDATE ON {table}
              BEGIN SELECT RAISE(ABORT, 'lossless: append-only: {table} rows cannot be changed'); END;"
@@ -626,6 +638,78 @@ fn lineage_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     }
     Ok(())
 }
+
+/// Erasure, subjects and retention (as of version 14).
+///
+/// `erasure_grants`: the one way through the append-only delete triggers, each of
+/// which passes only while this table holds a row. Erasure writes the row first in
+/// its own transaction and removes it before the commit, so no other transaction
+/// ever sees it (see `erasure/`).
+/// `erasure_receipts`: what each erasure removed (ids and counts, never content),
+/// when and by whom; never deleted.
+/// `session_subjects`: the people (or other subjects) a session is about, for
+/// per-subject erasure and retention.
+/// `retention_rules`: a time to live per session or per subject; the newest row of
+/// a target is its rule, a NULL `ttl_ms` lifts it.
+const GOVERNANCE: &str = r"
+CREATE TABLE IF NOT EXISTS erasure_grants (granted INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS erasure_receipts (
+    id          TEXT PRIMARY KEY,
+    target_kind TEXT NOT NULL CHECK (target_kind IN ('session', 'message', 'subject')),
+    target      TEXT NOT NULL,
+    erased_by   TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    erased_at   INTEGER NOT NULL,
+    counts      TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_subjects (
+    subject    TEXT NOT NULL,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (subject, session_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS session_subjects_by_session ON session_subjects (session_id);
+CREATE TABLE IF NOT EXISTS retention_rules (
+    target_kind TEXT NOT NULL CHECK (target_kind IN ('session', 'subject')),
+    target      TEXT NOT NULL,
+    ord         INTEGER NOT NULL,
+    ttl_ms      INTEGER,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (target_kind, target, ord)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS erasure_receipts_no_delete BEFORE DELETE ON erasure_receipts
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: erasure receipts cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS erasure_receipts_fixed BEFORE UPDATE ON erasure_receipts
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: erasure receipts cannot be changed'); END;
+CREATE TRIGGER IF NOT EXISTS session_subjects_no_delete BEFORE DELETE ON session_subjects
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: session subjects cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS retention_rules_no_delete BEFORE DELETE ON retention_rules
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: retention rules cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS retention_rules_fixed BEFORE UPDATE ON retention_rules
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: retention rules cannot be changed'); END;
+";
+
+/// Before version 14 the delete triggers refused every delete: they are made again
+/// with the erasure grant's condition.
+fn drop_ungated_delete_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let names: Vec<String> = tx
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%no_delete'",
+        )?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for name in names {
+        tx.execute_batch(&format!("DROP TRIGGER \"{name}\";"))?;
+    }
+    Ok(())
+}
+
+/// Deletes from the full-text index remove a document's terms at once rather than
+/// leaving them in older segments until a merge: an erased text must not stay
+/// readable in the file (as of version 14).
+const FTS_SECURE_DELETE: &str = "INSERT INTO fts (fts, rank) VALUES ('secure-delete', 1);";
 
 /// Version 9 on a version 8 file: the arena's entries remember what a text cut at
 /// write time counted (older ones read as whole).
@@ -667,7 +751,10 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
         // kinds (version 1's table was made anew above, with the whole list).
         if again > 0 {
             crate::db::kind_check::widen(&tx, path)?;
+            drop_ungated_delete_triggers(&tx)?;
         }
+        tx.execute_batch(GOVERNANCE)?;
+        tx.execute_batch(FTS_SECURE_DELETE)?;
         add_files_and_maps(&tx)?;
         tx.execute_batch(MEDIA)?;
         tx.execute_batch(LINEAGE)?;

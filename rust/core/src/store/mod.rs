@@ -369,6 +369,7 @@ fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {synchronous};
          PRAGMA foreign_keys = ON;
+         PRAGMA secure_delete = ON; -- an erasure leaves no bytes of what it removed
          PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -65536;
          PRAGMA mmap_size = 268435456;"

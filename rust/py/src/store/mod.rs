@@ -17,6 +17,7 @@ use crate::turn_memo::TurnMemo;
 mod arena;
 mod compaction;
 mod context;
+mod erasure;
 mod events;
 mod lineage;
 mod media;
@@ -25,6 +26,7 @@ mod sessions;
 mod turns;
 
 pub use context::ViewStats;
+pub use erasure::{ErasureReceipt, RetentionRuleRow};
 pub use events::EventRow;
 pub use lineage::ForkRow;
 pub use search::{DagRow, GrepRow};

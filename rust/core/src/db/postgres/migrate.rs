@@ -14,7 +14,7 @@ pub const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
 /// The PostgreSQL backend starts at version 8; a release that changes the SQLite
 /// schema adds its step here under the same version number.
-fn steps() -> [(i64, String); 5] {
+fn steps() -> [(i64, String); 6] {
     [
         // Version 9: what an arena entry's text counted before it was cut at write time.
         (
@@ -49,6 +49,7 @@ fn steps() -> [(i64, String); 5] {
         ),
         // Version 13: session names, forks and handed-over histories.
         (12, lineage_step()),
+        (13, governance_step()),
     ]
 }
 
@@ -63,6 +64,17 @@ fn lineage_step() -> String {
 
 /// The statement that makes the kind constraint again from the kinds this build
 /// declares (a later step's list holds an earlier one's).
+/// Version 14: erasure receipts, subjects and retention rules, and the trigger
+/// function that lets an erasure's deletes through.
+fn governance_step() -> String {
+    format!(
+        "{}{}{}",
+        schema::REFUSE,
+        schema::GOVERNANCE,
+        schema::governance_triggers()
+    )
+}
+
 fn widened_kind_check() -> String {
     format!(
         "ALTER TABLE parts DROP CONSTRAINT parts_kind_check,
@@ -183,13 +195,16 @@ fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
     }
     for step in [
         schema::META,
+        schema::REFUSE,
         &schema::tables(),
         schema::FILES_AND_MAPS,
         schema::SEARCH,
         schema::INDEXES,
         schema::MEDIA,
         schema::LINEAGE,
+        schema::GOVERNANCE,
         &schema::triggers(),
+        &schema::governance_triggers(),
     ] {
         tx.batch_execute(step).map_err(named)?;
     }

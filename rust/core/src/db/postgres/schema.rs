@@ -24,7 +24,7 @@
 
 /// The schema version these tables are: the SQLite schema's, whose tables they
 /// translate (a test compares the two).
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// The version row and the function every append-only trigger calls.
 pub(super) const META: &str = r"
@@ -32,12 +32,68 @@ CREATE TABLE lossless_schema (
     singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
     version   BIGINT NOT NULL
 );
-CREATE FUNCTION lossless_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+";
+
+/// The function every append-only trigger calls (as of version 14). It refuses,
+/// except a row delete inside an erasure's transaction, which sets
+/// `lossless.erasing` with `SET LOCAL` (see `erasure/`): the one way through.
+pub(super) const REFUSE: &str = r"
+CREATE OR REPLACE FUNCTION lossless_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'DELETE' AND TG_LEVEL = 'ROW'
+       AND current_setting('lossless.erasing', true) = 'on' THEN
+        RETURN OLD;
+    END IF;
     RAISE EXCEPTION USING MESSAGE = TG_ARGV[0];
 END
 $$;
 ";
+
+/// Erasure receipts, subjects and retention rules (SQLite version 14).
+pub(super) const GOVERNANCE: &str = r#"
+CREATE TABLE erasure_receipts (
+    id          TEXT COLLATE "C" PRIMARY KEY,
+    target_kind TEXT COLLATE "C" NOT NULL CHECK (target_kind IN ('session', 'message', 'subject')),
+    target      TEXT COLLATE "C" NOT NULL,
+    erased_by   TEXT COLLATE "C" NOT NULL,
+    reason      TEXT NOT NULL,
+    erased_at   BIGINT NOT NULL,
+    counts      TEXT NOT NULL
+);
+CREATE TABLE session_subjects (
+    subject    TEXT COLLATE "C" NOT NULL,
+    session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (subject, session_id)
+);
+CREATE INDEX session_subjects_by_session ON session_subjects (session_id);
+CREATE TABLE retention_rules (
+    target_kind TEXT COLLATE "C" NOT NULL CHECK (target_kind IN ('session', 'subject')),
+    target      TEXT COLLATE "C" NOT NULL,
+    ord         BIGINT NOT NULL,
+    ttl_ms      BIGINT,
+    created_at  BIGINT NOT NULL,
+    PRIMARY KEY (target_kind, target, ord)
+);
+"#;
+
+/// The append-only triggers of the version 14 tables. Receipts are kept even
+/// through an erasure: their delete trigger does not ask the function.
+pub(super) fn governance_triggers() -> String {
+    let mut sql = String::new();
+    for table in ["session_subjects", "retention_rules"] {
+        sql.push_str(&append_only_triggers(table, None));
+    }
+    sql + &format!(
+        "CREATE FUNCTION lossless_keep_receipts() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION USING MESSAGE = '{}: erasure receipts are kept'; END $$;
+         CREATE TRIGGER erasure_receipts_kept BEFORE DELETE OR UPDATE ON erasure_receipts
+         FOR EACH ROW EXECUTE FUNCTION lossless_keep_receipts();
+         CREATE TRIGGER erasure_receipts_no_truncate BEFORE TRUNCATE ON erasure_receipts
+         FOR EACH STATEMENT EXECUTE FUNCTION lossless_keep_receipts();",
+        crate::error::IMMUTABLE_MARKER
+    )
+}
 
 const TABLES: &str = r#"
 CREATE TABLE sessions (
