@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,20 @@ import pytest
 from conftest import TEST_MODEL
 from lossless import MediaPart, Session, Store, ToolPart, expand, grep, read
 from lossless.config import CompactionConfig, Config
-from lossless.errors import LosslessError, NotFoundError, SessionNotFoundError
-from lossless.governance import add_subject, erase, erasure_receipts
+from lossless.errors import (
+    InvalidInputError,
+    LosslessError,
+    NotFoundError,
+    SessionNotFoundError,
+)
+from lossless.governance import (
+    add_subject,
+    erase,
+    erasure_receipts,
+    maintain,
+    retention_rules,
+    set_retention,
+)
 from lossless.testing.conformance import check_request
 from test_media import png
 
@@ -222,3 +235,68 @@ def test_a_killed_erasure_leaves_all_of_it_or_none(tmp_path: Path) -> None:
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert raw.execute("SELECT count(*) FROM erasure_grants").fetchone() == (0,)
     assert outcomes, outcomes
+
+
+async def test_retention_erases_what_expired_in_batches_and_keeps_the_rest(
+    config_for: Callable[..., Config], db: Path | str
+) -> None:
+    store = Store(db)
+    ids = {}
+    for name in ("own", "subject", "none", "lifted", "large"):
+        session = store.create_session(TEST_MODEL)
+        for n in range(500 if name == "large" else 3):
+            store.append(session, "user", f"{name} message {n} {SECRET}")
+        ids[name] = session
+    set_retention(store, session=ids["own"], ttl=timedelta(seconds=1))
+    set_retention(store, session=ids["large"], ttl=1.0)
+    add_subject(store, ids["subject"], "bob")
+    add_subject(store, ids["lifted"], "carol")
+    set_retention(store, subject="bob", ttl=timedelta(hours=1))
+    set_retention(store, subject="carol", ttl=timedelta(seconds=1))
+    set_retention(store, subject="carol", ttl=None)
+    assert {(r.target_kind, r.target) for r in retention_rules(store)} == {
+        ("session", ids["own"]),
+        ("session", ids["large"]),
+        ("subject", "bob"),
+    }
+    soon = datetime.now().astimezone() + timedelta(minutes=1)
+    report = maintain(store, now=soon)
+    assert sorted(report.erased_sessions) == sorted([ids["own"], ids["large"]])
+    assert {r.reason for r in report.receipts} == {"retention"}
+    later = maintain(store, now=soon + timedelta(hours=2))
+    assert later.erased_sessions == [ids["subject"]]
+    assert sorted(row.id for row in store.sessions()) == sorted([ids["none"], ids["lifted"]])
+    assert maintain(store, now=soon + timedelta(hours=3)).erased_sessions == []
+    with pytest.raises(InvalidInputError):
+        set_retention(store, session=ids["none"], ttl=-5)
+    with pytest.raises(InvalidInputError):
+        set_retention(store, session=ids["none"], subject="bob", ttl=5)
+
+
+@pytest.mark.sqlite_only(reason="the command line opens a file")
+def test_the_command_line_erases_sets_retention_and_maintains(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from lossless.cli import app
+
+    db = tmp_path / "cli.db"
+    store = Store(db)
+    kept, gone, expiring = (store.create_session(TEST_MODEL) for _ in range(3))
+    for session in (kept, gone, expiring):
+        store.append(session, "user", f"text of {session} {SECRET}")
+    store.native.close()
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, ["--db", str(db), *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "erased session" in run("erase", "--session", gone, "--yes", "--reason", "asked")
+    assert "kept for 1 day" in run("retention", "--session", expiring, "--ttl", "1d")
+    assert expiring in run("retention")
+    assert "0 expired sessions" in run("maintain")
+    bad = runner.invoke(app, ["--db", str(db), "retention", "--session", kept, "--ttl", "soon"])
+    assert bad.exit_code != 0 and "duration" in bad.output
+    assert {row.id for row in Store(db).sessions()} == {kept, expiring}
+    assert [r.reason for r in erasure_receipts(Store(db))] == ["asked"]

@@ -11,7 +11,18 @@ from typing import Annotated
 
 import typer
 
-from lossless.cli import demo, files, imports, mcp, proxy, recall, sessions, show, stats
+from lossless.cli import (
+    demo,
+    files,
+    governance,
+    imports,
+    mcp,
+    proxy,
+    recall,
+    sessions,
+    show,
+    stats,
+)
 from lossless.cli._common import Settings, guarded
 
 __all__ = ["app", "main"]
@@ -40,6 +51,9 @@ for command in (
     demo.demo,
     mcp.mcp,
     proxy.proxy,
+    governance.erase,
+    governance.retention,
+    governance.maintain,
 ):
     app.command()(guarded(command))
 app.add_typer(imports.app)

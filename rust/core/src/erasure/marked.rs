@@ -90,13 +90,7 @@ fn mark(tx: &Conn, id: &str) -> Result<()> {
         })?;
     let text = marker(&row);
     let tokens = marker_tokens(&text);
-    tx.execute(
-        tx.dialect(
-            "DELETE FROM fts WHERE rowid = ?1",
-            "DELETE FROM search_index WHERE fts_rowid = ?1",
-        ),
-        args![-row.pk],
-    )?;
+    super::index::forget(tx, &[-row.pk])?;
     tx.execute("DELETE FROM summaries WHERE id = ?1", args![id])?;
     tx.execute(
         "INSERT INTO summaries (pk, id, session_id, kind, level, text, token_count, span_start_seq,

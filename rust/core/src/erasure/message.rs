@@ -4,15 +4,12 @@
 use crate::db::backend::{args, Conn};
 use crate::error::{Error, Result};
 
-use super::{blobs, family, marked, Erased};
+use super::{blobs, family, index, marked, Erased};
 
 /// The rows of a run of messages' parts (`?1` the session, `?2` to `?3` the
-/// seqs): the index and its backlog, outputs, streams.
-const PART_ROWS: [(&str, &str); 5] = [
-    (
-        "DELETE FROM fts WHERE rowid IN (SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3)",
-        "DELETE FROM search_index WHERE fts_rowid IN (SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3)",
-    ),
+/// seqs): the index's backlog, outputs, streams. The index itself is deleted
+/// from by rowid (see [`super::index`]).
+const PART_ROWS: [(&str, &str); 4] = [
     (
         "DELETE FROM search_backlog WHERE fts_rowid IN (SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3)",
         "DELETE FROM search_backlog WHERE fts_rowid IN (SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3)",
@@ -58,6 +55,10 @@ pub(super) fn erase_run(
     for id in &ids {
         blobs.extend(blobs::of_message(tx, id)?);
     }
+    let part_pks: Vec<i64> = tx
+        .prepare_cached("SELECT pk FROM parts WHERE session_id = ?1 AND msg_seq BETWEEN ?2 AND ?3")?
+        .query_map(args![session, low, high], |row| row.get(0))?;
+    index::forget(tx, &part_pks)?;
     for (sqlite, postgres) in PART_ROWS {
         tx.execute(tx.dialect(sqlite, postgres), args![session, low, high])?;
     }
@@ -68,12 +69,12 @@ pub(super) fn erase_run(
     marked::mark_summaries_above(tx, (session, low, high), erased)?;
     let readers = family::descendants_first(tx, &[session.to_string()])?;
     for reader in &readers {
-        for id in &ids {
-            tx.execute(
-                "DELETE FROM context_items WHERE session_id = ?1 AND kind = 'message' AND item_id = ?2",
-                args![reader, id],
-            )?;
-        }
+        // One pass over the reader's view for the whole run.
+        tx.execute(
+            "DELETE FROM context_items WHERE session_id = ?1 AND kind = 'message' AND item_id IN
+               (SELECT id FROM messages WHERE session_id = ?2 AND seq BETWEEN ?3 AND ?4)",
+            args![reader, session, low, high],
+        )?;
         erased.arena_entries += forget_untrusted_entries(tx, reader)?;
         tx.execute(
             "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",

@@ -13,6 +13,7 @@
 mod blobs;
 mod family;
 mod grant;
+mod index;
 mod marked;
 mod message;
 mod receipts;
@@ -87,20 +88,22 @@ impl Store {
             return Err(Error::invalid("db", "the store is read-only"));
         }
         let sessions = self.erasure_sessions(target)?;
-        let erased = transact(&self.conn, &self.writer, None, |tx| {
-            grant::open(tx)?;
-            let mut erased = Erased::default();
-            match target {
-                Target::Message(id) => message::erase(tx, id, &mut erased)?,
-                _ => {
-                    for session in &sessions {
-                        rows::erase_session(tx, session, &mut erased)?;
+        let erased = grant::without_foreign_keys(&self.conn, || {
+            transact(&self.conn, &self.writer, None, |tx| {
+                grant::open(tx)?;
+                let mut erased = Erased::default();
+                match target {
+                    Target::Message(id) => message::erase(tx, id, &mut erased)?,
+                    _ => {
+                        for session in &sessions {
+                            rows::erase_session(tx, session, &mut erased)?;
+                        }
                     }
                 }
-            }
-            let receipt = receipts::write(tx, target, by, reason, &erased)?;
-            grant::close(tx)?;
-            Ok((erased, receipt))
+                let receipt = receipts::write(tx, target, by, reason, &erased)?;
+                grant::close(tx)?;
+                Ok((erased, receipt))
+            })
         });
         let (erased, mut receipt) = erased?;
         for session in erased.sessions.iter().chain(&erased.touched_sessions) {

@@ -3,17 +3,13 @@
 use crate::db::backend::{args, Conn};
 use crate::error::Result;
 
-use super::blobs;
 use super::Erased;
+use super::{blobs, index};
 
-/// The rows that hang off a session's parts and summaries: the search index
-/// (a part's rowid, minus a summary's) and its backlog, tool outputs, edges.
-const DEPENDENT_ROWS: [(&str, &str); 7] = [
-    (
-        "DELETE FROM fts WHERE rowid IN (SELECT pk FROM parts WHERE session_id = ?1)
-            OR rowid IN (SELECT -pk FROM summaries WHERE session_id = ?1)",
-        "DELETE FROM search_index WHERE session_id = ?1",
-    ),
+/// The rows that hang off a session's parts and summaries: the search index's
+/// backlog, tool outputs, edges (the index itself goes by rowid, see
+/// [`super::index`]).
+const DEPENDENT_ROWS: [(&str, &str); 6] = [
     (
         "DELETE FROM search_backlog WHERE fts_rowid IN (SELECT pk FROM parts WHERE session_id = ?1)
             OR fts_rowid IN (SELECT -pk FROM summaries WHERE session_id = ?1)",
@@ -67,6 +63,13 @@ const SESSION_TABLES: [&str; 16] = [
 /// the retention rule naming it, adding the counts to `erased`.
 pub(super) fn erase_session(tx: &Conn, session: &str, erased: &mut Erased) -> Result<()> {
     let blobs = blobs::of_session(tx, session)?;
+    let indexed: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT pk FROM parts WHERE session_id = ?1
+             UNION ALL SELECT -pk FROM summaries WHERE session_id = ?1",
+        )?
+        .query_map(args![session], |row| row.get(0))?;
+    index::forget(tx, &indexed)?;
     for (sqlite, postgres) in DEPENDENT_ROWS {
         tx.execute(tx.dialect(sqlite, postgres), args![session])?;
     }

@@ -20,11 +20,15 @@ const CONTENT_TABLES: &str = "messages, parts, tool_outputs, summaries, search_i
 /// Scrubs after an erasure's commit; whether it completed.
 pub(super) fn after_erasure(conn: &Conn) -> bool {
     match conn {
-        Conn::Sqlite(conn) => conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+        Conn::Sqlite(conn) => {
+            // A passive copy first, which writers never wait for: the truncating
+            // one, which they do, then has only what was written meanwhile to copy.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
                 row.get::<_, i64>(0)
             })
-            .is_ok_and(|busy| busy == 0),
+            .is_ok_and(|busy| busy == 0)
+        }
         Conn::Postgres(_) => conn.batch(&format!("VACUUM {CONTENT_TABLES}")).is_ok(),
     }
 }

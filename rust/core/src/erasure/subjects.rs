@@ -184,11 +184,13 @@ impl Store {
                 return Ok(());
             };
             let started = Instant::now();
-            transact(&self.conn, &self.writer, None, |tx| {
-                grant::open(tx)?;
-                let mut erased = Erased::default();
-                message::erase_run(tx, session, (low, low + batch - 1), &mut erased)?;
-                grant::close(tx)
+            grant::without_foreign_keys(&self.conn, || {
+                transact(&self.conn, &self.writer, None, |tx| {
+                    grant::open(tx)?;
+                    let mut erased = Erased::default();
+                    message::erase_run(tx, session, (low, low + batch - 1), &mut erased)?;
+                    grant::close(tx)
+                })
             })?;
             self.views.forget(session);
             self.arena.forget(session);
