@@ -23,7 +23,18 @@ from lossless import Store, ToolPart
 from lossless.governance import erase, maintain, set_retention
 
 MESSAGES = 10_000 if FULL else 1_000
-WORDS = "deploy payout ledger refund invoice retry cache schema module client".split()
+WORDS = [
+    "deploy",
+    "payout",
+    "ledger",
+    "refund",
+    "invoice",
+    "retry",
+    "cache",
+    "schema",
+    "module",
+    "client",
+]
 
 
 def _session(store: Store, rng: random.Random) -> str:
@@ -87,7 +98,8 @@ def test_erasing_a_large_session(benchmark: Any, record: Any, tmp_path: Path) ->
         f"\nerasure of a {MESSAGES:,}-message session: erase() {erase_s * 1e3:.0f} ms in one "
         f"transaction, longest record meanwhile {max(erase_waits) * 1e3:.1f} ms; "
         f"maintain() {maintain_s * 1e3:.0f} ms in batches, longest record meanwhile "
-        f"{max(maintain_waits) * 1e3:.1f} ms (median {statistics.median(maintain_waits) * 1e3:.2f} ms)"
+        f"{max(maintain_waits) * 1e3:.1f} ms "
+        f"(median {statistics.median(maintain_waits) * 1e3:.2f} ms)"
     )
     record(
         benchmark,
