@@ -18,6 +18,7 @@ from lossless.demo._agents_today import AgentsTodayReport, show_agents_today
 from lossless.demo._cache import CacheReport, show_prompt_cache
 from lossless.demo._config import SYSTEM_PROMPT, demo_config
 from lossless.demo._frameworks import FrameworksReport, show_frameworks
+from lossless.demo._governance import GovernanceReport, show_governance
 from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._own_loop import OwnLoopReport, show_own_loop
@@ -75,6 +76,7 @@ class DemoReport:
     agents_today: AgentsTodayReport = field(default_factory=AgentsTodayReport)
     sync: SyncReport = field(default_factory=SyncReport)
     frameworks: FrameworksReport = field(default_factory=FrameworksReport)
+    governance: GovernanceReport = field(default_factory=GovernanceReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -109,6 +111,7 @@ def run_demo(
         and report.agents_today.ok
         and report.sync.ok
         and report.frameworks.ok
+        and report.governance.ok
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -177,6 +180,7 @@ async def _replay(
     report.stream = await show_cancelled_stream(db_path, console)
     report.mcp = await show_mcp_recall(db_path, console)
     report.operators = await show_files_and_maps(db_path, console)
+    report.governance = await show_governance(db_path, console)
     return report
 
 
@@ -336,6 +340,12 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
         (
             "LLMMap tickets labelled / AgenticMap agents finished",
             f"{report.operators.classified} of 6 / {report.operators.agents_ok} of 3",
+        ),
+        (
+            "governance: planted text fenced / secret erased from request, search, disk",
+            f"{report.governance.fenced} / {report.governance.erased_from_request}, "
+            f"{report.governance.erased_from_search}, {report.governance.erased_from_disk}; "
+            f"{report.governance.expired} session expired, {report.governance.receipts} receipts",
         ),
     ]
     for name, value in rows:
