@@ -300,3 +300,33 @@ def test_the_command_line_erases_sets_retention_and_maintains(tmp_path: Path) ->
     assert bad.exit_code != 0 and "duration" in bad.output
     assert {row.id for row in Store(db).sessions()} == {kept, expiring}
     assert [r.reason for r in erasure_receipts(Store(db))] == ["asked"]
+
+
+@pytest.mark.sqlite_only(reason="the MCP server is started on the file")
+async def test_a_running_mcp_server_no_longer_serves_what_was_erased(tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    db = tmp_path / "served.db"
+    store = Store(db)
+    erased, kept = store.create_session(TEST_MODEL), store.create_session(TEST_MODEL)
+    said = store.append(erased, "user", f"the phrase is {SECRET}")
+    store.append(kept, "user", KEPT)
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lossless", "--db", str(db), "mcp"],
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        cwd=str(tmp_path),
+    )
+
+    def answer(result: Any) -> Any:
+        return None if result.is_error else json.loads(result.content[0].text)
+
+    async with Client(server, read_timeout_seconds=60) as client:
+        assert answer(await client.call_tool("grep", {"query": SECRET}))
+        erase(store, session=erased)
+        sessions = answer(await client.call_tool("sessions", {}))
+        assert [row["id"] for row in sessions] == [kept]
+        assert not answer(await client.call_tool("grep", {"query": SECRET}))
+        read = await client.call_tool("read", {"message_id": said.id})
+        assert read.is_error or SECRET not in read.content[0].text
