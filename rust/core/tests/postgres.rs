@@ -77,7 +77,10 @@ fn the_schema_has_every_table_and_column_of_the_sqlite_one() {
     assert!(ours.remove("lossless_schema").is_some());
     let index = ours.remove("search_index").expect("search_index");
     assert!(index.contains("terms") && index.contains("fts_rowid"));
-    assert_eq!(ours, sqlite_tables());
+    // SQLite's erasure grant is a transaction's setting here (`lossless.erasing`).
+    let mut theirs = sqlite_tables();
+    assert!(theirs.remove("erasure_grants").is_some());
+    assert_eq!(ours, theirs);
 }
 
 #[test]
@@ -368,6 +371,8 @@ fn a_version_8_database_gets_the_arena_s_cut_counts() {
             "ALTER TABLE arena_entries DROP COLUMN full_tokens;
              DROP TABLE media; DROP INDEX parts_media;
              DROP TABLE session_keys, session_forks, sync_inputs;
+             DROP TABLE erasure_receipts, session_subjects, retention_rules;
+             DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 8;",
         )
         .expect("a version 8 schema");
@@ -425,6 +430,8 @@ fn a_version_9_database_takes_reasoning_parts_with_every_row_kept() {
              ALTER TABLE parts ADD CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker'));
              DROP TABLE media; DROP INDEX parts_media;
              DROP TABLE session_keys, session_forks, sync_inputs;
+             DROP TABLE erasure_receipts, session_subjects, retention_rules;
+             DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 9;",
         )
         .expect("a version 9 schema");
@@ -480,6 +487,8 @@ fn a_version_11_database_takes_provider_compaction_parts() {
              ADD CONSTRAINT parts_kind_check CHECK (kind IN
                  ('text', 'tool', 'file_ref', 'reasoning', 'media', 'compaction_marker'));
              DROP TABLE session_keys, session_forks, sync_inputs;
+             DROP TABLE erasure_receipts, session_subjects, retention_rules;
+             DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 11;",
         )
         .expect("a version 11 schema");
