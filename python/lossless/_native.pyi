@@ -87,6 +87,7 @@ __all__ = [
     "create_child_session",
     "create_map",
     "encoding_for_model",
+    "encrypt_database",
     "export_file",
     "extract_file_ids",
     "file_record",
@@ -1132,9 +1133,15 @@ class Store:
         synchronous: str = "normal",
         busy_timeout_ms: int = 30000,
         read_only: bool = False,
+        key: bytes | None = None,
     ) -> Self:
         """Opens ``path``; with ``read_only`` an existing database only, which is
-        neither created, migrated nor written (``DatabaseNotFoundError`` when missing)."""
+        neither created, migrated nor written (``DatabaseNotFoundError`` when missing).
+        ``key`` (32 bytes) opens or creates an encrypted file (``EncryptionKeyError``
+        when it does not open it, or when the file is plain)."""
+    def reopen(self, read_only: bool = False) -> Store:
+        """Another connection to this store's database, opened with the same options
+        and key; read-only with ``read_only``."""
     def close(self) -> None:
         """Ends the connection once the call using it (if any) returns; a later call
         connects again. The last store of this process on a SQLite file first empties
@@ -1506,6 +1513,12 @@ class Store:
 
 def prepare_postgres(url: str) -> int:
     """Creates or upgrades the lossless schema at a postgresql:// URL; returns its version."""
+
+# -- encryption at rest (rust/py/src/encryption.rs) --------------------------------
+
+def encrypt_database(src: str, dst: str, key: bytes) -> None:
+    """Writes an encrypted copy of the plain lossless database ``src`` to the new file
+    ``dst``, keyed with the 32 bytes ``key``."""
 
 # -- files kept whole (rust/py/src/files.rs) --------------------------------------
 

@@ -16,6 +16,7 @@ __all__ = [
     "ConfigError",
     "CorruptDatabaseError",
     "DatabaseNotFoundError",
+    "EncryptionKeyError",
     "FileInputError",
     "FileTooLargeError",
     "HistoryDivergedError",
@@ -125,6 +126,12 @@ class DatabaseNotFoundError(StoreError, FileNotFoundError):
 
 class NotADatabaseError(StoreError):
     """The path exists but is not a SQLite database."""
+
+
+class EncryptionKeyError(NotADatabaseError):
+    """The database is encrypted and the key given does not open it, or no key was
+    given; or a key was given for a database that is not encrypted. The message
+    says which, and never holds the key. Nothing was written to the file."""
 
 
 class CorruptDatabaseError(NotADatabaseError):

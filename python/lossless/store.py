@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lossless import _native
+from lossless.encryption import EncryptionKey, encrypt_database, key_source, resolve_key
 from lossless.errors import InvalidInputError
 from lossless.parts import PartsInput, normalize_parts, parts_to_wire
 
@@ -40,6 +41,8 @@ __all__ = [
     "TurnAppendResult",
     "ViewStats",
     "database_path",
+    "encrypt_database",
+    "open_native",
     "prepare_postgres",
 ]
 
@@ -135,6 +138,28 @@ def database_path(db: object, field: str = "db") -> str:
     return str(Path(path))
 
 
+def open_native(
+    db: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    synchronous: Literal["normal", "full"] = "normal",
+    busy_timeout_ms: int = 30_000,
+    encryption_key: EncryptionKey | None = None,
+) -> _native.Store:
+    """The native store on ``db`` (a path or a ``postgresql://`` URL): the one place
+    a database is opened by name, and its key resolved (see
+    :mod:`lossless.encryption`: the argument, else ``LOSSLESS_DB_KEY`` or
+    ``LOSSLESS_DB_KEY_FILE``)."""
+    path = database_path(db)
+    key = resolve_key(encryption_key)
+    if key is not None and is_postgres_url(path):
+        raise InvalidInputError(
+            f"{key_source(encryption_key)}: a key encrypts a SQLite file; on PostgreSQL the "
+            "server encrypts its storage and sslmode= the connection"
+        )
+    return _native.Store(path, synchronous, busy_timeout_ms, read_only, key)
+
+
 def prepare_postgres(url: str) -> int:
     """Create or upgrade the lossless schema in the PostgreSQL database at ``url``
     (``postgresql://user:password@host:port/database``) and return its version.
@@ -162,6 +187,11 @@ class Store:
     With ``read_only=True`` the file must exist (else
     :class:`~lossless.errors.DatabaseNotFoundError`) and is neither created,
     migrated nor written: what the recall functions and the CLI open.
+
+    With ``encryption_key`` (or ``LOSSLESS_DB_KEY`` / ``LOSSLESS_DB_KEY_FILE`` in the
+    environment) the file is encrypted: see :mod:`lossless.encryption`. A wrong key,
+    a missing one or a key for a plain file raises
+    :class:`~lossless.errors.EncryptionKeyError` and leaves the file as it was.
     """
 
     def __init__(
@@ -171,9 +201,16 @@ class Store:
         synchronous: Literal["normal", "full"] = "normal",
         busy_timeout_ms: int = 30_000,
         read_only: bool = False,
+        encryption_key: EncryptionKey | None = None,
     ) -> None:
         self._path = database_path(path, "path")
-        self._inner = _native.Store(self._path, synchronous, busy_timeout_ms, read_only)
+        self._inner = open_native(
+            self._path,
+            read_only=read_only,
+            synchronous=synchronous,
+            busy_timeout_ms=busy_timeout_ms,
+            encryption_key=encryption_key,
+        )
 
     @property
     def path(self) -> str:

@@ -13,6 +13,7 @@ import typer
 
 from lossless.cli import (
     demo,
+    encrypt,
     files,
     governance,
     imports,
@@ -23,7 +24,7 @@ from lossless.cli import (
     show,
     stats,
 )
-from lossless.cli._common import Settings, guarded
+from lossless.cli._common import Settings, guarded, key_file_in_effect
 
 __all__ = ["app", "main"]
 
@@ -48,6 +49,7 @@ for command in (
     files.file,
     stats.stats,
     sessions.export,
+    encrypt.encrypt,
     demo.demo,
     mcp.mcp,
     proxy.proxy,
@@ -79,6 +81,16 @@ def _global_options(
             show_default=True,
         ),
     ] = "lossless.db",
+    key_file: Annotated[
+        str | None,
+        typer.Option(
+            "--key-file",
+            help=(
+                "File holding the key of an encrypted database (its 32 bytes, or hex or "
+                "base64); default: LOSSLESS_DB_KEY, else the file LOSSLESS_DB_KEY_FILE names."
+            ),
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -88,6 +100,10 @@ def _global_options(
 ) -> None:
     """Inspect, search and export lossless session databases."""
     ctx.obj = Settings(db=db)
+    if key_file is not None:
+        # For this command only, and everything it opens (sessions, recall, the
+        # servers' stores), as if LOSSLESS_DB_KEY_FILE alone were set.
+        ctx.with_resource(key_file_in_effect(key_file))
 
 
 def main() -> None:

@@ -6,10 +6,11 @@ whose start-up budget is 300 ms.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from lossless.encryption import KEY_ENV, KEY_FILE_ENV
 from lossless.errors import LosslessError
 from lossless.store import Store, is_postgres_url
 
@@ -28,6 +30,7 @@ __all__ = [
     "format_bytes",
     "format_time",
     "guarded",
+    "key_file_in_effect",
     "open_existing_store",
     "plural",
     "settings",
@@ -129,6 +132,24 @@ def require_database(db: str) -> None:
     says itself whether the database is there)."""
     if not is_postgres_url(db) and not Path(db).exists():
         fail(f"no database at {db} (pass --db PATH or set LOSSLESS_DB)")
+
+
+@contextlib.contextmanager
+def key_file_in_effect(path: str) -> Iterator[None]:
+    """Within the block, every database is opened with the key in the file at
+    ``path``: ``LOSSLESS_DB_KEY_FILE`` names it and ``LOSSLESS_DB_KEY`` is unset;
+    both are as they were afterwards."""
+    saved = {name: os.environ.get(name) for name in (KEY_FILE_ENV, KEY_ENV)}
+    os.environ[KEY_FILE_ENV] = path
+    os.environ.pop(KEY_ENV, None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def plural(count: int, noun: str) -> str:

@@ -33,7 +33,7 @@ from lossless.errors import (
 )
 from lossless.files._summaries import Exploration, explore_binary, explore_text
 from lossless.parts import FileRefPart, TextPart, storable_name
-from lossless.store import Store, database_path
+from lossless.store import Store, database_path, open_native
 from lossless.tokens import DEFAULT_MODEL, count_tokens
 
 __all__ = ["FileHandleResult", "LargeFileHandler", "StoredFile"]
@@ -118,7 +118,7 @@ def native_store(db: object) -> _native.Store:
     store = getattr(db, "store", None)
     if isinstance(store, _native.Store):  # a Session
         return store
-    return _native.Store(database_path(db))
+    return open_native(database_path(db))
 
 
 class LargeFileHandler:

@@ -14,7 +14,7 @@ from typing import TypeAlias
 from lossless import _native
 from lossless.errors import InvalidInputError
 from lossless.ports import SessionView
-from lossless.store import Store, database_path
+from lossless.store import Store, open_native
 
 __all__ = ["Database", "SessionRef", "as_session", "is_id", "open_target", "session_id_of"]
 
@@ -79,4 +79,4 @@ def _store(db: object) -> _native.Store:
         raise InvalidInputError(
             f"db: expected a path, a Store or a Session, got {type(db).__name__}"
         )
-    return _native.Store(database_path(db), read_only=True)
+    return open_native(db, read_only=True)

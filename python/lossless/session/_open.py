@@ -17,6 +17,7 @@ import anyio.lowlevel
 
 from lossless import _native
 from lossless.config import Config, ModelConfig
+from lossless.encryption import EncryptionKey
 from lossless.errors import (
     InvalidInputError,
     LosslessError,
@@ -25,7 +26,7 @@ from lossless.errors import (
     UnknownModelError,
 )
 from lossless.models import ModelLimits, resolve_limits_async
-from lossless.store import database_path
+from lossless.store import database_path, open_native
 from lossless.streams import gone_streams
 
 log = logging.getLogger("lossless")
@@ -52,13 +53,19 @@ class SharedSessionParts:
 
 
 async def shared_session_parts(
-    model: str, db: str | os.PathLike[str] | _native.Store, config: Config
+    model: str,
+    db: str | os.PathLike[str] | _native.Store,
+    config: Config,
+    encryption_key: EncryptionKey | None = None,
 ) -> SharedSessionParts:
     """The parts of :class:`SharedSessionParts` for sessions of ``model`` in ``db`` (a
-    path, or a native store to write turns through)."""
+    path, opened with ``encryption_key``, or a native store to write turns through)."""
     limits = await resolve_limits_async(model, config.model)
     compaction_window = await _compaction_window(config, limits)
-    store = db if isinstance(db, _native.Store) else await _open_store(db, config)
+    if isinstance(db, _native.Store):
+        store = db
+    else:
+        store = await open_store(db, config, encryption_key)
     return SharedSessionParts(
         store=store,
         compaction_store=await _second_store(store, config),
@@ -101,11 +108,24 @@ async def _compaction_window(config: Config, limits: ModelLimits) -> int:
         return limits.context_limit
 
 
-async def _open_store(db: str | os.PathLike[str], config: Config) -> _native.Store:
-    path = database_path(db)
-    return await anyio.to_thread.run_sync(
-        partial(_native.Store, path, config.store.synchronous, config.store.busy_timeout_ms)
+async def open_store(
+    db: str | os.PathLike[str] | _native.Store,
+    config: Config,
+    encryption_key: EncryptionKey | None = None,
+) -> _native.Store:
+    """A new connection to ``db``: a path or URL, opened with ``encryption_key`` (see
+    :func:`lossless.store.open_native`), or an open native store, whose database is
+    opened again with its options and key."""
+    if isinstance(db, _native.Store):
+        return await anyio.to_thread.run_sync(db.reopen)
+    opened = partial(
+        open_native,
+        db,
+        synchronous=config.store.synchronous,
+        busy_timeout_ms=config.store.busy_timeout_ms,
+        encryption_key=encryption_key,
     )
+    return await anyio.to_thread.run_sync(opened)
 
 
 # Pages the write-ahead log of a session's turn connection may hold before one of its
@@ -121,7 +141,7 @@ async def _second_store(store: _native.Store, config: Config) -> _native.Store:
     connection takes over most of the write-ahead log's checkpoints."""
     if store.path == ":memory:":
         return store
-    compaction_store = await _open_store(store.path, config)
+    compaction_store = await open_store(store, config)
     store.set_checkpoint_pages(_TURN_CHECKPOINT_PAGES)
     return compaction_store
 
@@ -173,16 +193,19 @@ def _close_gone_streams(store: _native.Store, session_id: str, stale_s: float) -
     return store.flag_interrupted(session_id, gone) if gone else 0
 
 
-async def session_for_key(db: str | os.PathLike[str], key: str) -> str | None:
+async def session_for_key(
+    db: str | os.PathLike[str], key: str, *, encryption_key: EncryptionKey | None = None
+) -> str | None:
     """The id of the session ``key`` names in ``db`` now (see ``Session.open``), or
     None. Reads only: a missing database file, or one of a version without keys,
-    names none."""
+    names none. An encrypted database needs its key (``encryption_key``, or the
+    environment: see :mod:`lossless.encryption`)."""
     path = database_path(db)
 
     def lookup() -> str | None:
         if "://" not in path and not os.path.exists(path):
             return None
-        store = _native.Store(path, read_only=True)
+        store = open_native(path, read_only=True, encryption_key=encryption_key)
         try:
             return store.session_for_key(key)
         except StoreError:

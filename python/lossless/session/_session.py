@@ -26,6 +26,7 @@ from lossless.arena import ArenaWriteResult, Priority, SessionArena
 from lossless.calibration import TokenCalibration
 from lossless.compaction import CompactionEngine, CompactionResult, Summariser
 from lossless.config import Config
+from lossless.encryption import EncryptionKey, resolve_key
 from lossless.errors import NotFoundError
 from lossless.events import EventBus, EventName
 
@@ -39,11 +40,11 @@ from lossless.session._open import (
     _close_all,
     _close_gone_streams,
     _compaction_window,
-    _open_store,
     _opened_by_session,
     _second_store,
     _weakly,
     flush_search_index,
+    open_store,
     session_for_key,
     shared_session_parts,
 )
@@ -165,12 +166,22 @@ class Session(Syncing):
         config: Config | None = None,
         system_prompt: str | None = None,
         key: str | None = None,
+        encryption_key: EncryptionKey | None = None,
     ) -> Session:
         """Start a new session stored in ``db``. With ``key`` (a name from outside:
         an SDK's session id, a conversation's name) the key names the new session
-        from now on; a session it named before stays stored under its id."""
+        from now on; a session it named before stays stored under its id.
+
+        ``encryption_key`` opens an encrypted database (a new file is created
+        encrypted); without it ``LOSSLESS_DB_KEY`` or ``LOSSLESS_DB_KEY_FILE`` do,
+        when set (see :mod:`lossless.encryption`)."""
         return await cls._new(
-            model=model, db=db, config=config, system_prompt=system_prompt, key=key
+            model=model,
+            db=db,
+            config=config,
+            system_prompt=system_prompt,
+            key=key,
+            encryption_key=encryption_key,
         )
 
     @classmethod
@@ -185,6 +196,7 @@ class Session(Syncing):
         shared: SharedSessionParts | None = None,
         key: str | None = None,
         reuse_key: bool = False,
+        encryption_key: EncryptionKey | None = None,
     ) -> Session:
         """:meth:`create`; with ``link`` (parent id, map id, item index) the session is
         created linked to its parent, in the same transaction (an AgenticMap item).
@@ -195,7 +207,7 @@ class Session(Syncing):
         loaded instead (see :meth:`open`)."""
         config = config or Config()
         if shared is None:
-            shared = await shared_session_parts(model, db, config)
+            shared = await shared_session_parts(model, db, config, encryption_key)
             owns_store = True
         else:
             owns_store = False
@@ -209,7 +221,11 @@ class Session(Syncing):
                 if owns_store:
                     _close_all(_opened_by_session(db, shared))
                 return await cls._load(
-                    session_id, db=db, config=config, expected=(model, system_prompt)
+                    session_id,
+                    db=db,
+                    config=config,
+                    expected=(model, system_prompt),
+                    encryption_key=encryption_key,
                 )
         elif link is None:
             session_id = store.create_session(model, shared.snapshot, system_prompt)
@@ -252,28 +268,32 @@ class Session(Syncing):
         *,
         db: str | os.PathLike[str] = "lossless.db",
         config: Config | None = None,
+        encryption_key: EncryptionKey | None = None,
     ) -> Session:
-        """Reopen a stored session.
+        """Reopen a stored session (of an encrypted database with ``encryption_key``,
+        as :meth:`create` takes it).
 
         Replies left streaming by a process that is gone (a process on this host that
         no longer runs, or one elsewhere silent for ``store.stream_stale_s``) are
         closed as incomplete with the text they had checkpointed; replies another
         live process is streaming are left to it.
         """
-        return await cls._load(session_id, db=db, config=config)
+        return await cls._load(session_id, db=db, config=config, encryption_key=encryption_key)
 
     @classmethod
     async def _load(
         cls,
         session_id: str,
         *,
-        db: str | os.PathLike[str],
+        db: str | os.PathLike[str] | _native.Store,
         config: Config | None,
         expected: tuple[str, str | None] | None = None,
+        encryption_key: EncryptionKey | None = None,
     ) -> Session:
         """:meth:`load`; with ``expected`` (model, system prompt or None), a session
-        stored otherwise is refused before anything is written or published."""
-        store = await _open_store(db, config or Config())
+        stored otherwise is refused before anything is written or published. ``db``
+        may be an open native store: its database is opened again, with its key."""
+        store = await open_store(db, config or Config(), encryption_key)
         row = store.get_session(session_id)
         if expected is not None:
             _check_stored(row, session_id, *expected)
@@ -319,6 +339,7 @@ class Session(Syncing):
         config: Config | None = None,
         system_prompt: str | None = None,
         key: str | None = None,
+        encryption_key: EncryptionKey | None = None,
     ) -> AsyncIterator[Session]:
         """Create a session (``session_id=None``) or load a stored one, closed on exit.
 
@@ -331,19 +352,31 @@ class Session(Syncing):
         When loading, ``config=None`` keeps the stored configuration, and ``model`` and
         a given ``system_prompt`` must match the stored ones: both are fixed when the
         session is created, so a different value raises :class:`InvalidInputError`
-        instead of being silently ignored.
+        instead of being silently ignored. ``encryption_key`` is as :meth:`create`
+        takes it.
         """
         if session_id is None and key is not None:
             session = await cls.open_keyed(
-                key, model=model, db=db, config=config, system_prompt=system_prompt
+                key,
+                model=model,
+                db=db,
+                config=config,
+                system_prompt=system_prompt,
+                encryption_key=encryption_key,
             )
         elif session_id is None:
             session = await cls.create(
-                model=model, db=db, config=config, system_prompt=system_prompt
+                model=model,
+                db=db,
+                config=config,
+                system_prompt=system_prompt,
+                encryption_key=encryption_key,
             )
         else:
             expected = (model, system_prompt)
-            session = await cls._load(session_id, db=db, config=config, expected=expected)
+            session = await cls._load(
+                session_id, db=db, config=config, expected=expected, encryption_key=encryption_key
+            )
         try:
             yield session
         finally:
@@ -358,12 +391,15 @@ class Session(Syncing):
         db: str | os.PathLike[str] = "lossless.db",
         config: Config | None = None,
         system_prompt: str | None = None,
+        encryption_key: EncryptionKey | None = None,
     ) -> Session:
         """The session ``key`` names, loaded, or a new one named by it (see
         :meth:`open`, which closes it on exit; close this one yourself). A stored
         session of another ``model`` or ``system_prompt`` raises
-        :class:`InvalidInputError`."""
-        found = await session_for_key(db, key)
+        :class:`InvalidInputError`. ``encryption_key`` is as :meth:`create` takes it."""
+        # Resolved once: a callback is asked for the key once per opening.
+        secret = await anyio.to_thread.run_sync(resolve_key, encryption_key)
+        found = await session_for_key(db, key, encryption_key=secret)
         if found is None:
             return await cls._new(
                 model=model,
@@ -372,8 +408,11 @@ class Session(Syncing):
                 system_prompt=system_prompt,
                 key=key,
                 reuse_key=True,
+                encryption_key=secret,
             )
-        return await cls._load(found, db=db, config=config, expected=(model, system_prompt))
+        return await cls._load(
+            found, db=db, config=config, expected=(model, system_prompt), encryption_key=secret
+        )
 
     async def _start(self) -> None:
         self.events.attach(self._background)
@@ -431,7 +470,8 @@ class Session(Syncing):
         await self.events.apublish(
             EventName.SESSION_FORKED, child, parent_id=self.id, fork_seq=seq, reason="fork"
         )
-        return await Session._load(child, db=store.path, config=self.config)
+        # A new connection like this session's own: the same database and key.
+        return await Session._load(child, db=store, config=self.config)
 
     async def add_file(
         self, path: str | os.PathLike[str], *, record: bool = True

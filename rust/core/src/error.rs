@@ -43,6 +43,10 @@ pub enum Error {
         found: i64,
         oldest: i64,
     },
+    /// The database is encrypted and the key given (or none) does not open it, or
+    /// a key was given for a database that is not encrypted. Nothing was written.
+    #[error("{path}: {reason}")]
+    EncryptionKey { path: String, reason: String },
     /// The database file could not be opened or created.
     #[error("{path}: cannot open database: {reason}")]
     CannotOpen { path: String, reason: String },
@@ -120,6 +124,10 @@ impl Error {
                 reason,
             },
             Error::Io { path: at, reason } => Error::Io {
+                path: named(at),
+                reason,
+            },
+            Error::EncryptionKey { path: at, reason } => Error::EncryptionKey {
                 path: named(at),
                 reason,
             },

@@ -14,6 +14,7 @@ fn class_name(err: &Error) -> &'static str {
         } => "SummaryNotFoundError",
         Error::NotFound { .. } => "NotFoundError",
         Error::NotADatabase { .. } => "NotADatabaseError",
+        Error::EncryptionKey { .. } => "EncryptionKeyError",
         Error::Corrupt { .. } => "CorruptDatabaseError",
         Error::SchemaTooNew { .. } | Error::SchemaTooOld { .. } => "SchemaVersionError",
         Error::DatabaseNotFound { .. } => "DatabaseNotFoundError",

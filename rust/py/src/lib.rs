@@ -11,6 +11,7 @@ mod arena;
 mod arena_rows;
 mod compaction;
 mod convert;
+mod encryption;
 mod errors;
 mod files;
 mod formats;
@@ -90,6 +91,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<arena_rows::ViewItemRow>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
     module.add_function(wrap_pyfunction!(postgres::prepare_postgres, module)?)?;
+    module.add_function(wrap_pyfunction!(encryption::encrypt_database, module)?)?;
     module.add_class::<span::Span>()?;
     module.add_class::<prefix::ItemUnits>()?;
     module.add_function(wrap_pyfunction!(formats::format_request, module)?)?;

@@ -242,7 +242,7 @@ impl Store {
     /// the database is not a file another connection can open.
     fn open_reader(&mut self) -> bool {
         if self.reader.is_none() && !self.reader_failed {
-            self.reader = crate::store::open_reader(&self.path);
+            self.reader = crate::store::open_reader(&self.path, self.key.as_ref());
             self.reader_failed = self.reader.is_none();
         }
         self.reader.is_some()

@@ -10,11 +10,12 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::arena::entries as arena;
 use crate::context::view;
-use crate::db::{backend, check, gate};
+use crate::db::{backend, check, cipher, gate};
 use crate::error::{Error, Result};
 use crate::recall::{grep, tokenizer};
 use crate::tokens::TokenCounter;
 
+pub use crate::db::cipher::{encrypt_copy, DatabaseKey, KEY_BYTES};
 pub use crate::db::schema;
 
 pub use crate::arena::entries::{ArenaWrite, Ceiling, WriteOutcome};
@@ -71,6 +72,10 @@ pub struct OpenOptions {
     pub durability: Durability,
     /// How long a writer waits for another writer's lock, at most [`MAX_BUSY_TIMEOUT_MS`].
     pub busy_timeout: Duration,
+    /// The key of an encrypted SQLite file (SQLCipher), applied on every
+    /// connection the store opens; a new file opened with a key is encrypted.
+    /// None: a plain file. Refused on a PostgreSQL URL.
+    pub key: Option<DatabaseKey>,
 }
 
 impl OpenOptions {
@@ -84,10 +89,25 @@ impl OpenOptions {
         Ok(Self {
             durability,
             busy_timeout,
+            key: None,
         })
     }
 
-    fn check(&self) -> Result<()> {
+    /// These options with the key of an encrypted file (None: a plain file).
+    #[must_use]
+    pub fn with_key(mut self, key: Option<DatabaseKey>) -> Self {
+        self.key = key;
+        self
+    }
+
+    fn check(&self, path: &str) -> Result<()> {
+        if self.key.is_some() && crate::pg::is_postgres_url(path) {
+            return Err(Error::invalid(
+                "encryption_key",
+                "a key encrypts a SQLite file; a PostgreSQL server encrypts its own \
+                 storage (and sslmode= the connection)",
+            ));
+        }
         if self.busy_timeout.as_millis() > u128::from(MAX_BUSY_TIMEOUT_MS) {
             return Err(busy_timeout_error(self.busy_timeout.as_millis()));
         }
@@ -107,6 +127,7 @@ impl Default for OpenOptions {
         Self {
             durability: Durability::Normal,
             busy_timeout: Duration::from_secs(30),
+            key: None,
         }
     }
 }
@@ -137,6 +158,8 @@ pub struct Store {
     pub(crate) indexed_languages: std::sync::Arc<tokenizer::Seen>,
     /// Each session's live arena entries as last read.
     pub(crate) arena: arena::ArenaCache,
+    /// The key of an encrypted file, for the reader connection opened later.
+    pub(crate) key: Option<DatabaseKey>,
     /// The compaction leases this connection holds on PostgreSQL, by session, with
     /// their holders (see `lease.rs`).
     pub(crate) leases: HashMap<String, String>,
@@ -153,7 +176,7 @@ impl Store {
     /// A `postgresql://` URL opens the database on that server instead, creating or
     /// upgrading its schema; errors name the URL without its password.
     pub fn open(path: &str, options: &OpenOptions) -> Result<Self> {
-        options.check()?;
+        options.check(path)?;
         if crate::pg::is_postgres_url(path) {
             return Self::open_postgres(path, options, false);
         }
@@ -211,9 +234,11 @@ impl Store {
             });
         }
         let mut conn = Connection::open(path).map_err(|err| open_error(path, err))?;
+        cipher::apply(&conn, options.key.as_ref())?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|err| open_error(path, err))?;
-        let found = check::inspect(&conn, path)?;
+        let found = check::inspect(&conn, path)
+            .map_err(|err| cipher::explain(err, path, options.key.is_some()))?;
         configure_waiting(&conn, options).map_err(|err| open_error(path, err))?;
         let indexed_languages = tokenizer::register(&conn)?;
         crate::db::schema::migrate(&mut conn, path)?;
@@ -256,6 +281,7 @@ impl Store {
             pending_version: std::cell::Cell::new(None),
             indexed_languages,
             arena: arena::ArenaCache::default(),
+            key: options.key.clone(),
             leases: HashMap::new(),
             media_policy: crate::history::media::MediaPolicy::default(),
         }
@@ -378,10 +404,10 @@ fn configure(conn: &Connection, options: &OpenOptions) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// A read-only connection to the database file at `path`, configured like the
-/// store's own; `None` when `path` is not a file on disk (`:memory:`, a temporary
-/// database) or it cannot be opened.
-pub(crate) fn open_reader(path: &str) -> Option<backend::Conn> {
+/// A read-only connection to the database file at `path`, keyed and configured
+/// like the store's own; `None` when `path` is not a file on disk (`:memory:`, a
+/// temporary database) or it cannot be opened.
+pub(crate) fn open_reader(path: &str, key: Option<&DatabaseKey>) -> Option<backend::Conn> {
     if !Path::new(path).is_file() {
         return None;
     }
@@ -389,6 +415,7 @@ pub(crate) fn open_reader(path: &str) -> Option<backend::Conn> {
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).ok()?;
+    cipher::apply(&conn, key).ok()?;
     conn.execute_batch(
         "PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -65536;

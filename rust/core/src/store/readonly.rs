@@ -11,7 +11,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 use super::schema::SCHEMA_VERSION;
-use super::{check, open_error, OpenOptions, Store};
+use super::{check, cipher, open_error, OpenOptions, Store};
 use crate::error::{Error, Result};
 
 /// The oldest schema version read without migrating it: version 2 laid out the
@@ -29,7 +29,7 @@ impl Store {
     /// On a `postgresql://` URL (a replica's, say) the store only reads; its
     /// searches find what the writers have moved into the index.
     pub fn open_read_only(path: &str, options: &OpenOptions) -> Result<Self> {
-        options.check()?;
+        options.check(path)?;
         if crate::pg::is_postgres_url(path) {
             return Self::open_postgres(path, options, true);
         }
@@ -59,9 +59,11 @@ impl Store {
         // No URI flag: the path is a file name, whatever characters it holds.
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|err| open_error(path, err))?;
+        cipher::apply(&conn, options.key.as_ref())?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|err| open_error(path, err))?;
-        let version = check::inspect(&conn, path)?;
+        let version = check::inspect(&conn, path)
+            .map_err(|err| cipher::explain(err, path, options.key.is_some()))?;
         check_readable(path, version)?;
         conn.execute_batch(
             // Not `query_only`: grep indexes the rows still queued for the index in

@@ -123,6 +123,26 @@ fn closed() -> lossless_core::Error {
     lossless_core::Error::invalid("store", "the store is closed")
 }
 
+impl Store {
+    fn opened(
+        py: Python<'_>,
+        path: String,
+        options: OpenOptions,
+        read_only: bool,
+    ) -> PyResult<Self> {
+        let store = release(py, || open(&path, &options, read_only))?;
+        Ok(Self {
+            inner: Mutex::new(Some(store)),
+            shown: lossless_core::pg::redact(&path),
+            path,
+            options,
+            read_only,
+            rendered: Mutex::new(RenderCache::default()),
+            turn: TurnMemo::default(),
+        })
+    }
+}
+
 fn open(path: &str, options: &OpenOptions, read_only: bool) -> Result<core_store::Store> {
     if read_only {
         core_store::Store::open_read_only(path, options)
@@ -144,8 +164,8 @@ impl Store {
     // The text signatures spell the defaults PyO3 can only show as `...`: they are
     // not literals where the argument is parsed on extraction.
     #[pyo3(
-        signature = (path, synchronous = Durability::Normal, busy_timeout_ms = 30000, read_only = false),
-        text_signature = "(path, synchronous='normal', busy_timeout_ms=30000, read_only=False)"
+        signature = (path, synchronous = Durability::Normal, busy_timeout_ms = 30000, read_only = false, key = None),
+        text_signature = "(path, synchronous='normal', busy_timeout_ms=30000, read_only=False, key=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -153,20 +173,20 @@ impl Store {
         #[pyo3(from_py_with = convert::synchronous_arg)] synchronous: Durability,
         #[pyo3(from_py_with = convert::busy_timeout_arg)] busy_timeout_ms: i64,
         read_only: bool,
+        key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let path = convert::text(path, "path")?;
-        let options =
-            OpenOptions::new(synchronous, busy_timeout_ms).map_err(crate::errors::to_py_err)?;
-        let store = release(py, || open(&path, &options, read_only))?;
-        Ok(Self {
-            inner: Mutex::new(Some(store)),
-            shown: lossless_core::pg::redact(&path),
-            path,
-            options,
-            read_only,
-            rendered: Mutex::new(RenderCache::default()),
-            turn: TurnMemo::default(),
-        })
+        let options = OpenOptions::new(synchronous, busy_timeout_ms)
+            .map_err(crate::errors::to_py_err)?
+            .with_key(crate::encryption::key_arg(key)?);
+        Self::opened(py, path, options, read_only)
+    }
+
+    /// Another connection to this store's database, opened with the same options
+    /// and key; read-only with `read_only`.
+    #[pyo3(signature = (read_only = false))]
+    fn reopen(&self, py: Python<'_>, read_only: bool) -> PyResult<Self> {
+        Self::opened(py, self.path.clone(), self.options.clone(), read_only)
     }
 
     /// Ends the connection once the call using it (if any) returns; a later call
