@@ -365,6 +365,8 @@ class AppendResult(_ByName):
     def token_count(self) -> int: ...
     @property
     def part_ids(self) -> list[str]: ...
+    @property
+    def redacted(self) -> list[tuple[str, int]]: ...
 
 @final
 class TurnAppendResult(_ByName):
@@ -379,6 +381,8 @@ class TurnAppendResult(_ByName):
     def token_count(self) -> int: ...
     @property
     def part_ids(self) -> list[str]: ...
+    @property
+    def redacted(self) -> list[tuple[str, int]]: ...
     @property
     def view_tokens(self) -> int: ...
 
@@ -1181,6 +1185,10 @@ class Store:
     def erase(self, kind: str, target: str, by: str, reason: str) -> ErasureReceipt:
         """Erases a ``session``, ``message`` or ``subject`` (``kind``) in one
         transaction; its receipt."""
+    def configure_redaction(
+        self, session_id: str, enabled: bool, defaults: bool, rules: list[tuple[str, str]]
+    ) -> None:
+        """Sets how ``session_id``'s writes through this store are redacted."""
     def erasure_receipts(self) -> list[ErasureReceipt]:
         """Every erasure receipt, oldest first."""
     def add_subject(self, session_id: str, subject: str) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "MediaConfig",
     "ModelConfig",
     "OperatorsConfig",
+    "RedactionConfig",
     "StoreConfig",
 ]
 
@@ -286,6 +287,30 @@ class FilesConfig(_Section):
     )
 
 
+class RedactionConfig(_Section):
+    """Secrets replaced before anything is stored (docs/GOVERNANCE.md): on by default
+    for high-confidence credentials, with rules of your own beside them."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Replace secrets in what is stored by `[redacted:<kind>:<fingerprint>]`.",
+    )
+    defaults: bool = Field(
+        default=True,
+        description=(
+            "Use the built-in rules (provider keys, cloud credentials, forge and chat "
+            "tokens, private keys, JWTs, passwords in URLs, secret variables)."
+        ),
+    )
+    rules: tuple[tuple[str, str], ...] = Field(
+        default=(),
+        description=(
+            "Your own rules, each `(kind, pattern)`: a lowercase slug and a regular "
+            "expression whose first group (or whole match) is the secret."
+        ),
+    )
+
+
 class MediaConfig(_Section):
     """Images and documents: how many of the newest go out inline, and size limits."""
 
@@ -465,6 +490,7 @@ class Config(_Section):
     media: MediaConfig = MediaConfig()
     operators: OperatorsConfig = OperatorsConfig()
     arena: ArenaConfig = ArenaConfig()
+    redaction: RedactionConfig = RedactionConfig()
     doom_loop_threshold: int = Field(
         default=3,
         ge=2,

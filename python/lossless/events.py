@@ -26,6 +26,7 @@ class EventName(StrEnum):
     SESSION_LOADED = "session_loaded"
     SESSION_CLOSED = "session_closed"
     SESSION_FORKED = "session_forked"
+    SECRETS_REDACTED = "secrets_redacted"
     MESSAGE_CREATED = "message_created"
     TOOL_UPDATED = "tool_updated"
     STREAM_INCOMPLETE = "stream_incomplete"

@@ -149,6 +149,9 @@ class TurnResult:
     #: The reply's reasoning, as stored before its text: the provider's blocks
     #: (signed thinking, redacted thinking) and readable reasoning, in order.
     reasoning: list[ReasoningPart] = field(default_factory=list)
+    #: Secrets replaced in the stored user message before it was written, as
+    #: ``{kind: count}`` (never the text; see ``Config.redaction``).
+    redacted: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +163,9 @@ class RecordResult:
     token_count: int
     view_tokens: int
     compaction_triggered: bool
+    #: Secrets replaced before the message was written, as ``{kind: count}`` (never
+    #: the text; see ``Config.redaction``).
+    redacted: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,11 @@ class Recorder(RequestComposer):
         )
         created.payload["message_id"] = appended.id
         self.events.deliver(created)
+        redacted = dict(appended.redacted)
+        if redacted:
+            # Recorded by the store in the write's own transaction.
+            payload = {"message_id": appended.id, "kinds": redacted}
+            self.events.deliver(Event(EventName.SECRETS_REDACTED, self.id, payload))
         self._watch_tool_calls(normalized)
         await self.arena.note_parts(normalized)
         return RecordResult(
@@ -55,6 +60,7 @@ class Recorder(RequestComposer):
             appended.token_count,
             appended.view_tokens,
             compaction_triggered=False,
+            redacted=redacted,
         )
 
     def _check_media(self, parts: Sequence[object], field: str = "parts") -> None:

@@ -76,6 +76,10 @@ class Session(Syncing):
     ) -> None:
         self._store = store
         store.set_media_policy(config.media.max_inline, config.media.max_inline_tokens)
+        redaction = config.redaction
+        store.configure_redaction(
+            session_id, redaction.enabled, redaction.defaults, list(redaction.rules)
+        )
         self.id = session_id
         self.model = model
         self.config = config

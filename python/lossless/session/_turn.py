@@ -83,6 +83,8 @@ class ModelTurns(Recorder):
         if recorded.compaction_triggered and not result.compaction_triggered:
             # The user turn crossed the soft threshold: this turn did trigger compaction.
             result = replace(result, compaction_triggered=True)
+        if recorded.redacted:
+            result = replace(result, redacted=recorded.redacted)
         return result
 
     async def respond(

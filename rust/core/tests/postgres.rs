@@ -371,7 +371,7 @@ fn a_version_8_database_gets_the_arena_s_cut_counts() {
             "ALTER TABLE arena_entries DROP COLUMN full_tokens;
              DROP TABLE media; DROP INDEX parts_media;
              DROP TABLE session_keys, session_forks, sync_inputs;
-             DROP TABLE erasure_receipts, session_subjects, retention_rules;
+             DROP TABLE erasure_receipts, session_subjects, retention_rules, store_keys;
              DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 8;",
         )
@@ -430,7 +430,7 @@ fn a_version_9_database_takes_reasoning_parts_with_every_row_kept() {
              ALTER TABLE parts ADD CHECK (kind IN ('text', 'tool', 'file_ref', 'compaction_marker'));
              DROP TABLE media; DROP INDEX parts_media;
              DROP TABLE session_keys, session_forks, sync_inputs;
-             DROP TABLE erasure_receipts, session_subjects, retention_rules;
+             DROP TABLE erasure_receipts, session_subjects, retention_rules, store_keys;
              DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 9;",
         )
@@ -487,7 +487,7 @@ fn a_version_11_database_takes_provider_compaction_parts() {
              ADD CONSTRAINT parts_kind_check CHECK (kind IN
                  ('text', 'tool', 'file_ref', 'reasoning', 'media', 'compaction_marker'));
              DROP TABLE session_keys, session_forks, sync_inputs;
-             DROP TABLE erasure_receipts, session_subjects, retention_rules;
+             DROP TABLE erasure_receipts, session_subjects, retention_rules, store_keys;
              DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 11;",
         )

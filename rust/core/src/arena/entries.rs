@@ -12,6 +12,7 @@ use crate::arena::{ceiling, cut_head_tail, CeilingPolicy, Entry, Priority, Zone}
 use crate::db::gate::transact;
 use crate::error::{Error, Result};
 use crate::history::events::WriteEvent;
+use crate::history::redaction::redact_text;
 use crate::ids::now_ms;
 use crate::store::Store;
 
@@ -138,6 +139,9 @@ impl Store {
         let counter = self.counter(session_id)?;
         let count = |text: &str| counter.count(text);
         let cached: Vec<Entry> = self.arena_entries(session_id)?.as_ref().clone();
+        // A tool's error or a recalled text can hold a secret too.
+        let redactor = self.redactor_for(session_id)?;
+        let mut redacted = Vec::new();
         let (seq, live, outcomes) = transact(&self.conn, &self.writer, Some(session_id), |tx| {
             let mut live = cached.clone();
             let mut seq = newest_seq(tx, session_id)?;
@@ -150,6 +154,7 @@ impl Store {
                 let outcome = match &write.text {
                     None => remove(tx, session_id, &mut seq, &mut live, write.zone, &write.key)?,
                     Some(text) => {
+                        let text = redact_text(text, redactor.as_deref(), &mut redacted);
                         // Surrounding whitespace is not content: it would cost tokens
                         // and make two writes of one text differ.
                         let (text, tokens, cut_from) =

@@ -651,7 +651,18 @@ fn lineage_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
 /// per-subject erasure and retention.
 /// `retention_rules`: a time to live per session or per subject; the newest row of
 /// a target is its rule, a NULL `ttl_ms` lifts it.
+/// `store_keys`: the database's own keys, made once with it: `redaction`, which
+/// keys the fingerprints of redacted secrets (see `redact/`). Never changed.
 const GOVERNANCE: &str = r"
+CREATE TABLE IF NOT EXISTS store_keys (
+    name TEXT PRIMARY KEY,
+    key  BLOB NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO store_keys (name, key) VALUES ('redaction', randomblob(32));
+CREATE TRIGGER IF NOT EXISTS store_keys_no_delete BEFORE DELETE ON store_keys
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: store keys cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS store_keys_fixed BEFORE UPDATE ON store_keys
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: store keys cannot be changed'); END;
 CREATE TABLE IF NOT EXISTS erasure_grants (granted INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS erasure_receipts (
     id          TEXT PRIMARY KEY,

@@ -7,9 +7,11 @@ use crate::db::gate::transact;
 use crate::db::id_list::join_ids;
 use crate::error::{Error, Result};
 use crate::history::events::WriteEvent;
+use crate::history::redaction::redact_parts;
 use crate::ids::{new_id, now_ms};
 use crate::parts::{check_identifier, Part, Role};
 use crate::recall::index::{bound_backlog, queue_part};
+use crate::redact::Finding;
 use crate::render::{StoredPart, MESSAGE_OVERHEAD};
 use crate::store::Store;
 use crate::tokens::TokenCounter;
@@ -21,6 +23,8 @@ pub struct AppendResult {
     pub seq: i64,
     pub token_count: i64,
     pub part_ids: Vec<String>,
+    /// The secrets replaced before the message was written, by kind.
+    pub redacted: Vec<Finding>,
 }
 
 /// Usage reported by the provider for an assistant message.
@@ -77,6 +81,34 @@ pub(crate) fn prepare_parts<'a>(
     }
     Ok(prepared)
 }
+
+/// Writes a `secrets_redacted` event for message `message_id` in the caller's
+/// transaction when its parts held secrets: the kinds and counts, never the text.
+pub(crate) fn record_redaction(
+    tx: &Conn,
+    session_id: &str,
+    message_id: &str,
+    redacted: &[Finding],
+) -> Result<()> {
+    if redacted.is_empty() {
+        return Ok(());
+    }
+    let kinds: serde_json::Map<String, serde_json::Value> = redacted
+        .iter()
+        .map(|finding| (finding.kind.to_string(), finding.count.into()))
+        .collect();
+    let mut payload = serde_json::Map::new();
+    payload.insert("kinds".into(), kinds.into());
+    let event = WriteEvent {
+        name: REDACTED_EVENT.to_string(),
+        payload,
+    };
+    event.insert(tx, session_id, &[("message_id", message_id)])?;
+    Ok(())
+}
+
+/// The name of the event a redacting write records.
+pub const REDACTED_EVENT: &str = "secrets_redacted";
 
 /// Text a write may count and store without waiting (see `Store::without_waiting`):
 /// counting 64 KiB takes well under a millisecond.
@@ -232,7 +264,10 @@ impl Store {
             return Err(Error::invalid("parts", "a message needs at least one part"));
         }
         let counter = self.counter(session_id)?;
-        let prepared = prepare_parts(&counter, parts)?;
+        let redactor = self.redactor_for(session_id)?;
+        let mut redacted = Vec::new();
+        let parts = redact_parts(parts, redactor.as_deref(), &mut redacted);
+        let prepared = prepare_parts(&counter, &parts)?;
         let tokens = message_tokens(&prepared);
         let id = new_id("msg");
         let (seq, position, version) = transact(
@@ -251,6 +286,7 @@ impl Store {
                 if let Some(event) = event {
                     event.insert(tx, session_id, &[("message_id", &id)])?;
                 }
+                record_redaction(tx, session_id, &id, &redacted)?;
                 Ok((seq, position, version))
             },
         )?;
@@ -271,6 +307,7 @@ impl Store {
             seq,
             token_count: tokens,
             part_ids: prepared.into_iter().map(|p| p.id).collect(),
+            redacted,
         })
     }
 
@@ -335,7 +372,10 @@ impl Store {
             ));
         }
         let counter = self.counter(&session_id)?;
-        let prepared = prepare_parts(&counter, parts)?;
+        let redactor = self.redactor_for(&session_id)?;
+        let mut redacted = Vec::new();
+        let parts = redact_parts(parts, redactor.as_deref(), &mut redacted);
+        let prepared = prepare_parts(&counter, &parts)?;
         let tokens = message_tokens(&prepared);
         let closing = Closing {
             session_id: &session_id,
@@ -349,6 +389,7 @@ impl Store {
             if let Some(event) = event {
                 event.insert(tx, &session_id, &[("message_id", message_id)])?;
             }
+            record_redaction(tx, &session_id, message_id, &redacted)?;
             Ok(placed)
         })?;
         if let Some((position, version)) = placed {
@@ -367,6 +408,7 @@ impl Store {
             seq,
             token_count: tokens,
             part_ids: prepared.into_iter().map(|p| p.id).collect(),
+            redacted,
         })
     }
 

@@ -7,6 +7,7 @@ pub(crate) mod events;
 pub(crate) mod load;
 pub(crate) mod media;
 pub(crate) mod messages;
+pub(crate) mod redaction;
 pub(crate) mod sessions;
 pub(crate) mod streams;
 pub(crate) mod tools;

@@ -8,8 +8,9 @@ use crate::db::id_list::join_ids;
 use crate::error::{Error, Result};
 use crate::history::events::WriteEvent;
 use crate::history::messages::{
-    append_parts, bump_item_tokens, insert_tool_output, LIGHT_WRITE_BYTES,
+    append_parts, bump_item_tokens, insert_tool_output, record_redaction, LIGHT_WRITE_BYTES,
 };
+use crate::history::redaction::{redact_parts, redact_text};
 use crate::parts::{check_content, Part, ToolCallPart, ToolStatus};
 use crate::recall::index::{bound_backlog, move_backlog, queue_part};
 use crate::store::Store;
@@ -156,6 +157,12 @@ impl Store {
             crate::db::gate::refuse_slow_work_when_not_waiting("counting a large tool result")?;
         }
         let counter = self.counter(session_id)?;
+        let redactor = self.redactor_for(session_id)?;
+        let mut redacted = Vec::new();
+        let clean_output = output.map(|text| redact_text(text, redactor.as_deref(), &mut redacted));
+        let clean_error = error.map(|text| redact_text(text, redactor.as_deref(), &mut redacted));
+        let (output, error) = (clean_output.as_deref(), clean_error.as_deref());
+        let media = redact_parts(&media, redactor.as_deref(), &mut redacted);
         let (message_id, delta, version) =
             transact(&self.conn, &self.writer, Some(session_id), |tx| {
                 let call = open_call(tx, session_id, call_id)?;
@@ -222,6 +229,7 @@ impl Store {
                 if let Some(event) = event {
                     event.insert(tx, session_id, &[])?;
                 }
+                record_redaction(tx, session_id, &call.message_id, &redacted)?;
                 Ok((call.message_id.clone(), delta, version))
             })?;
         match version {

@@ -11,6 +11,7 @@ use super::reasoning::Reasoning;
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
 use crate::model::chat::ToolCall;
+use crate::redact::{Finding, Redactor};
 use crate::tokens::TokenCounter;
 
 /// One kind of message part: how it is validated, stored, carried to and from
@@ -66,6 +67,39 @@ pub trait PartKind {
     fn pruned_marker(_data: &Self::Data, _part_id: &str, _file_ids: &[String]) -> Option<String> {
         None
     }
+    /// The part with the secrets in its readable text replaced by markers, or
+    /// `None` when it held none (nothing is copied then); what was replaced is
+    /// added to `found`. A kind without free text keeps this default.
+    fn redacted(
+        _data: &Self::Data,
+        _redactor: &Redactor,
+        _found: &mut Vec<Finding>,
+    ) -> Option<Self::Data> {
+        None
+    }
+}
+
+/// `text` with its secrets replaced, or `None` when it held none; the findings
+/// are added to `found`.
+pub fn redacted_text(text: &str, redactor: &Redactor, found: &mut Vec<Finding>) -> Option<String> {
+    let redacted = redactor.redact(text);
+    match redacted.text {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(text) => {
+            crate::redact::merge(found, &redacted.found);
+            Some(text)
+        }
+    }
+}
+
+/// [`redacted_text`] over an optional text: `Some(new)` when it changed.
+pub fn redacted_option(
+    text: Option<&str>,
+    redactor: &Redactor,
+    found: &mut Vec<Finding>,
+) -> Option<Option<String>> {
+    text.and_then(|text| redacted_text(text, redactor, found))
+        .map(Some)
 }
 
 /// A kind's search text as SQL, per dialect; `None` reads the stored body.

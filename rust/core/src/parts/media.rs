@@ -17,11 +17,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::checks::{check_content, check_identifier};
-use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
+use super::kind::{redacted_text, Columns, PartKind, Rendered, SearchSql, StoredColumns};
 use super::media_sniff::{normalized_type, sniff, Sniffed};
 use super::wire::{WireSink, WireSource};
 use crate::error::{Error, Result};
 use crate::model::chat::AttachmentKind;
+use crate::redact::{Finding, Redactor};
 use crate::tokens::TokenCounter;
 
 /// Hex digits of the SHA-256 in a reference id, as in a file id.
@@ -271,6 +272,15 @@ fn one_line(text: &str) -> String {
 pub struct MediaKind;
 
 impl PartKind for MediaKind {
+    /// The caption, the one text a caller wrote about the image or document.
+    fn redacted(media: &Media, redactor: &Redactor, found: &mut Vec<Finding>) -> Option<Media> {
+        let caption = redacted_text(media.caption.as_deref()?, redactor, found)?;
+        Some(Media {
+            caption: Some(caption),
+            ..media.clone()
+        })
+    }
+
     type Data = Media;
     const NAME: &'static str = "media";
     const SEARCH_SQL: SearchSql = SearchSql {

@@ -29,7 +29,10 @@ use std::borrow::Cow;
 pub use arguments::{is_json_object, MAX_ARGUMENT_DEPTH};
 pub use checks::{check_content, check_identifier, Role, MAX_PART_BYTES};
 pub use file_ref::{file_ref_block, FileRef, FileRefKind};
-pub use kind::{Columns, MediaBytes, PartKind, Rendered, SearchSql, StoredColumns};
+pub use kind::{
+    redacted_option, redacted_text, Columns, MediaBytes, PartKind, Rendered, SearchSql,
+    StoredColumns,
+};
 pub use media::{
     check_media_bytes, is_media_id, kind_name, merge_media_line, merge_reference_footer, Media,
     MediaInput, MediaKind, MEDIA_ID_HEX,
@@ -99,6 +102,19 @@ macro_rules! declare_parts {
             #[must_use]
             pub fn tokens(&self, counter: &TokenCounter) -> (usize, usize) {
                 match self { $(Part::$variant(data) => <$kind>::tokens(data, counter)),+ }
+            }
+
+            /// The part with the secrets of its readable text replaced by markers,
+            /// or `None` when it held none; what was replaced is added to `found`.
+            #[must_use]
+            pub fn redacted(
+                &self,
+                redactor: &crate::redact::Redactor,
+                found: &mut Vec<crate::redact::Finding>,
+            ) -> Option<Part> {
+                match self {
+                    $(Part::$variant(data) => <$kind>::redacted(data, redactor, found).map(Part::$variant)),+
+                }
             }
 
             /// Whether the part's tokens count toward its message's cost in the view.

@@ -15,10 +15,11 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::checks::{check_content, check_identifier};
-use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
+use super::kind::{redacted_text, Columns, PartKind, Rendered, SearchSql, StoredColumns};
 use super::wire::{WireSink, WireSource};
 use crate::error::{Error, Result};
 use crate::model::chat::{BlockKind, ReasoningBlock};
+use crate::redact::{Finding, Redactor};
 use crate::tokens::TokenCounter;
 
 /// Framing of one block sent back (its entry in `thinking_blocks`).
@@ -117,6 +118,22 @@ fn call_signature(payload: &str) -> Option<CallSignature> {
 pub struct ReasoningKind;
 
 impl PartKind for ReasoningKind {
+    /// The readable text only: the provider's payload is sent back byte for byte,
+    /// and a signed one refused once changed (docs/GOVERNANCE.md says what that
+    /// leaves on the disk).
+    fn redacted(
+        reasoning: &Reasoning,
+        redactor: &Redactor,
+        found: &mut Vec<Finding>,
+    ) -> Option<Reasoning> {
+        let text = redacted_text(reasoning.text.as_deref()?, redactor, found)?;
+        Some(Reasoning {
+            provider: reasoning.provider.clone(),
+            text: Some(text),
+            payload: reasoning.payload.clone(),
+        })
+    }
+
     type Data = Reasoning;
     const NAME: &'static str = "reasoning";
     // The readable text only: never a signature or redacted data.

@@ -3,11 +3,12 @@
 use std::borrow::Cow;
 
 use super::checks::check_content;
-use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
+use super::kind::{redacted_text, Columns, PartKind, Rendered, SearchSql, StoredColumns};
 use super::wire::{WireSink, WireSource};
 use crate::error::Result;
 use crate::fileids::extract_file_ids;
 use crate::model::chat::empty_text;
+use crate::redact::{Finding, Redactor};
 use crate::tokens::TokenCounter;
 
 /// The `text` kind: its data is the text itself, stored as the body.
@@ -71,5 +72,9 @@ impl PartKind for TextKind {
 
     fn said(text: &String) -> Option<&str> {
         Some(text)
+    }
+
+    fn redacted(text: &String, redactor: &Redactor, found: &mut Vec<Finding>) -> Option<String> {
+        redacted_text(text, redactor, found)
     }
 }

@@ -7,11 +7,14 @@ use std::fmt::Write as _;
 
 use super::arguments::is_json_object;
 use super::checks::{check_content, check_identifier};
-use super::kind::{Columns, PartKind, Rendered, SearchSql, StoredColumns};
+use super::kind::{
+    redacted_option, redacted_text, Columns, PartKind, Rendered, SearchSql, StoredColumns,
+};
 use super::wire::{WireSink, WireSource};
 use crate::error::{Error, Result};
 use crate::fileids::extract_file_ids;
 use crate::model::chat::{non_empty, truncate_chars, ToolCall};
+use crate::redact::{Finding, Redactor};
 use crate::tokens::TokenCounter;
 
 /// Framing of one tool call: the `tool_calls` entry plus the `tool` message.
@@ -229,6 +232,69 @@ impl PartKind for ToolKind {
 
     fn pruned_marker(tool: &ToolCallPart, part_id: &str, file_ids: &[String]) -> Option<String> {
         Some(tombstone_marker(&tool.name, part_id, file_ids))
+    }
+
+    fn redacted(
+        tool: &ToolCallPart,
+        redactor: &Redactor,
+        found: &mut Vec<Finding>,
+    ) -> Option<ToolCallPart> {
+        let input = redacted_arguments(&tool.input, redactor, found);
+        let output = redacted_option(tool.output.as_deref(), redactor, found);
+        let error = redacted_option(tool.error.as_deref(), redactor, found);
+        if input.is_none() && output.is_none() && error.is_none() {
+            return None;
+        }
+        Some(ToolCallPart {
+            name: tool.name.clone(),
+            call_id: tool.call_id.clone(),
+            input: input.unwrap_or_else(|| tool.input.clone()),
+            output: output.unwrap_or_else(|| tool.output.clone()),
+            status: tool.status,
+            error: error.unwrap_or_else(|| tool.error.clone()),
+        })
+    }
+}
+
+/// A call's arguments with their secrets replaced. A marker holds no quote or
+/// backslash, so replacing a secret inside a JSON string keeps the text JSON;
+/// should a match have reached across a string's end, each string value is
+/// redacted alone instead and the object written again.
+fn redacted_arguments(
+    input: &str,
+    redactor: &Redactor,
+    found: &mut Vec<Finding>,
+) -> Option<String> {
+    let mut attempt = Vec::new();
+    let text = redacted_text(input, redactor, &mut attempt)?;
+    let was_json = serde_json::from_str::<serde::de::IgnoredAny>(input).is_ok();
+    if !was_json || serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+        crate::redact::merge(found, &attempt);
+        return Some(text);
+    }
+    let mut value: serde_json::Value = serde_json::from_str(input).ok()?;
+    redact_strings(&mut value, redactor, found);
+    Some(value.to_string())
+}
+
+fn redact_strings(value: &mut serde_json::Value, redactor: &Redactor, found: &mut Vec<Finding>) {
+    match value {
+        serde_json::Value::String(text) => {
+            if let Some(clean) = redacted_text(text, redactor, found) {
+                *text = clean;
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                redact_strings(item, redactor, found);
+            }
+        }
+        serde_json::Value::Object(members) => {
+            for item in members.values_mut() {
+                redact_strings(item, redactor, found);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -165,6 +165,8 @@ pub struct Store {
     pub(crate) leases: HashMap<String, String>,
     /// What requests send inline of a view's images and documents.
     pub(crate) media_policy: crate::history::media::MediaPolicy,
+    /// How each session's writes are redacted (see `history/redaction.rs`).
+    pub(crate) redaction: crate::history::redaction::Redaction,
 }
 
 impl Store {
@@ -273,6 +275,7 @@ impl Store {
             conn,
             path: path.to_string(),
             sessions: HashMap::new(),
+            redaction: crate::history::redaction::Redaction::default(),
             views: view::ViewCache::default(),
             reader: None,
             reader_failed: false,

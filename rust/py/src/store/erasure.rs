@@ -40,6 +40,22 @@ impl Store {
         Ok(receipt.into())
     }
 
+    /// Sets how `session_id`'s writes through this store are redacted: off, or by
+    /// the built-in rules (unless `defaults` is false) and `rules` (`(kind,
+    /// pattern)` pairs).
+    fn configure_redaction(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        enabled: bool,
+        defaults: bool,
+        rules: Vec<(String, String)>,
+    ) -> PyResult<()> {
+        self.with(py, |store| {
+            store.configure_redaction(session_id, enabled, defaults, &rules)
+        })
+    }
+
     /// Every erasure receipt, oldest first.
     fn erasure_receipts(&self, py: Python<'_>) -> PyResult<Vec<ErasureReceipt>> {
         let receipts = self.with(py, |store| store.erasure_receipts())?;

@@ -190,14 +190,24 @@ impl Store {
 
 result_class! {
     eq;
-    /// A message just written: its id, place in the session, tokens and part ids.
+    /// A message just written: its id, place in the session, tokens and part ids,
+    /// and the secrets replaced before it was stored (`(kind, count)` pairs).
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub struct AppendResult {
         id: String,
         seq: i64,
         token_count: i64,
         part_ids: Vec<String>,
+        redacted: Vec<(String, i64)>,
     }
+}
+
+/// A write's findings as `(kind, count)` pairs.
+fn findings(found: &[lossless_core::redact::Finding]) -> Vec<(String, i64)> {
+    found
+        .iter()
+        .map(|finding| (finding.kind.to_string(), finding.count as i64))
+        .collect()
 }
 
 impl From<core_store::AppendResult> for AppendResult {
@@ -206,6 +216,7 @@ impl From<core_store::AppendResult> for AppendResult {
             id: result.id,
             seq: result.seq,
             token_count: result.token_count,
+            redacted: findings(&result.redacted),
             part_ids: result.part_ids,
         }
     }
@@ -222,6 +233,7 @@ result_class! {
         token_count: i64,
         part_ids: Vec<String>,
         view_tokens: i64,
+        redacted: Vec<(String, i64)>,
     }
 }
 
@@ -231,6 +243,7 @@ impl From<(core_store::AppendResult, i64)> for TurnAppendResult {
             id: result.id,
             seq: result.seq,
             token_count: result.token_count,
+            redacted: findings(&result.redacted),
             part_ids: result.part_ids,
             view_tokens,
         }

@@ -49,8 +49,16 @@ END
 $$;
 ";
 
-/// Erasure receipts, subjects and retention rules (SQLite version 14).
+/// Erasure receipts, subjects, retention rules and the database's keys (SQLite
+/// version 14). The redaction key is 32 bytes from two random UUIDs (244 random
+/// bits), hashed: the server's own strong random source without `pgcrypto`.
 pub(super) const GOVERNANCE: &str = r#"
+CREATE TABLE store_keys (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    key  BYTEA NOT NULL
+);
+INSERT INTO store_keys (name, key) VALUES
+    ('redaction', sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')));
 CREATE TABLE erasure_receipts (
     id          TEXT COLLATE "C" PRIMARY KEY,
     target_kind TEXT COLLATE "C" NOT NULL CHECK (target_kind IN ('session', 'message', 'subject')),
@@ -81,7 +89,7 @@ CREATE TABLE retention_rules (
 /// through an erasure: their delete trigger does not ask the function.
 pub(super) fn governance_triggers() -> String {
     let mut sql = String::new();
-    for table in ["session_subjects", "retention_rules"] {
+    for table in ["session_subjects", "retention_rules", "store_keys"] {
         sql.push_str(&append_only_triggers(table, None));
     }
     sql + &format!(
