@@ -19,6 +19,7 @@ pub(crate) mod maps;
 pub mod model;
 pub mod parts;
 pub mod recall;
+pub mod redact;
 pub mod store;
 pub mod sync;
 mod threads;

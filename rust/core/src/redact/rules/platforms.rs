@@ -1,0 +1,248 @@
+//! Vendored rules: forges, package registries and chat platforms.
+//!
+//! Copied from the gitleaks default configuration (`config/gitleaks.toml`, commit
+//! `b58d3f102cf3a2c84cb7f923d05c25c9b1aed84b`), MIT licence, in `LICENSE-gitleaks` beside this file. Each entry keeps its
+//! gitleaks id, keywords, pattern and entropy threshold; changes are marked
+//! "Adapted" with the reason.
+
+use super::{rule, Spec};
+
+/// Forge and package registry tokens.
+pub(super) const FORGES: &[Spec] = &[
+    rule(
+        "github-pat",
+        "github-token",
+        &["ghp_"],
+        r"ghp_[0-9a-zA-Z]{36}",
+    )
+    .entropy(3.0),
+    rule(
+        "github-fine-grained-pat",
+        "github-token",
+        &["github_pat_"],
+        r"github_pat_\w{82}",
+    )
+    .entropy(3.0),
+    rule(
+        "github-oauth",
+        "github-token",
+        &["gho_"],
+        r"gho_[0-9a-zA-Z]{36}",
+    )
+    .entropy(3.0),
+    rule(
+        "github-app-token",
+        "github-token",
+        &["ghu_", "ghs_"],
+        r"(?:ghu|ghs)_[0-9a-zA-Z]{36}",
+    )
+    .entropy(3.0),
+    rule(
+        "github-refresh-token",
+        "github-token",
+        &["ghr_"],
+        r"ghr_[0-9a-zA-Z]{36}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-pat",
+        "gitlab-token",
+        &["glpat-"],
+        r"glpat-[\w-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-pat-routable",
+        "gitlab-token",
+        &["glpat-"],
+        r"\bglpat-[0-9a-zA-Z_-]{27,300}\.[0-9a-z]{2}[0-9a-z]{7}\b",
+    )
+    .entropy(4.0),
+    rule(
+        "gitlab-ptt",
+        "gitlab-token",
+        &["glptt-"],
+        r"glptt-[0-9a-f]{40}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-rrt",
+        "gitlab-token",
+        &["gr1348941"],
+        r"GR1348941[\w-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-runner-authentication-token",
+        "gitlab-token",
+        &["glrt-"],
+        r"glrt-[0-9a-zA-Z_\-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-runner-authentication-token-routable",
+        "gitlab-token",
+        &["glrt-"],
+        r"\bglrt-t\d_[0-9a-zA-Z_\-]{27,300}\.[0-9a-z]{2}[0-9a-z]{7}\b",
+    )
+    .entropy(4.0),
+    rule(
+        "gitlab-deploy-token",
+        "gitlab-token",
+        &["gldt-"],
+        r"gldt-[0-9a-zA-Z_\-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-feed-token",
+        "gitlab-token",
+        &["glft-"],
+        r"glft-[0-9a-zA-Z_\-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-incoming-mail-token",
+        "gitlab-token",
+        &["glimt-"],
+        r"glimt-[0-9a-zA-Z_\-]{25}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-kubernetes-agent-token",
+        "gitlab-token",
+        &["glagent-"],
+        r"glagent-[0-9a-zA-Z_\-]{50}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-oauth-app-secret",
+        "gitlab-token",
+        &["gloas-"],
+        r"gloas-[0-9a-zA-Z_\-]{64}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-scim-token",
+        "gitlab-token",
+        &["glsoat-"],
+        r"glsoat-[0-9a-zA-Z_\-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-cicd-job-token",
+        "gitlab-token",
+        &["glcbt-"],
+        r"glcbt-[0-9a-zA-Z]{1,5}_[0-9a-zA-Z_-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "gitlab-feature-flag-client-token",
+        "gitlab-token",
+        &["glffct-"],
+        r"glffct-[0-9a-zA-Z_\-]{20}",
+    )
+    .entropy(3.0),
+    rule(
+        "npm-access-token",
+        "npm-token",
+        &["npm_"],
+        r#"(?i)\b(npm_[a-z0-9]{36})(?:[\x60'"\s;]|\\[nr]|$)"#,
+    )
+    .entropy(2.0),
+    rule(
+        "pypi-upload-token",
+        "pypi-token",
+        &["pypi-ageichlwas5vcmc"],
+        r"pypi-AgEIcHlwaS5vcmc[\w-]{50,1000}",
+    )
+    .entropy(3.0),
+    rule(
+        "rubygems-api-token",
+        "rubygems-token",
+        &["rubygems_"],
+        r#"\b(rubygems_[a-f0-9]{48})(?:[\x60'"\s;]|\\[nr]|$)"#,
+    )
+    .entropy(2.0),
+    rule(
+        "clojars-api-token",
+        "clojars-token",
+        &["clojars_"],
+        r"(?i)CLOJARS_[a-z0-9]{60}",
+    )
+    .entropy(2.0),
+];
+
+/// Chat platform tokens and webhook URLs.
+pub(super) const CHAT: &[Spec] = &[
+    rule(
+        "slack-bot-token",
+        "slack-token",
+        &["xoxb"],
+        r"xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]*",
+    )
+    .entropy(3.0),
+    rule(
+        "slack-user-token",
+        "slack-token",
+        &["xoxp-", "xoxe-"],
+        r"xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}",
+    )
+    .entropy(2.0),
+    rule(
+        "slack-app-token",
+        "slack-token",
+        &["xapp"],
+        r"(?i)xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+",
+    )
+    .entropy(2.0),
+    rule(
+        "slack-config-access-token",
+        "slack-token",
+        &["xoxe.xoxb-", "xoxe.xoxp-"],
+        r"(?i)xoxe.xox[bp]-\d-[A-Z0-9]{163,166}",
+    )
+    .entropy(2.0),
+    rule(
+        "slack-config-refresh-token",
+        "slack-token",
+        &["xoxe-"],
+        r"(?i)xoxe-\d-[A-Z0-9]{146}",
+    )
+    .entropy(2.0),
+    rule(
+        "slack-legacy-bot-token",
+        "slack-token",
+        &["xoxb"],
+        r"xoxb-[0-9]{8,14}-[a-zA-Z0-9]{18,26}",
+    )
+    .entropy(2.0),
+    rule(
+        "slack-legacy-token",
+        "slack-token",
+        &["xoxo", "xoxs"],
+        r"xox[os]-\d+-\d+-\d+-[a-fA-F\d]+",
+    )
+    .entropy(2.0),
+    rule(
+        "slack-legacy-workspace-token",
+        "slack-token",
+        &["xoxa", "xoxr"],
+        r"xox[ar]-(?:\d-)?[0-9a-zA-Z]{8,48}",
+    )
+    .entropy(2.0),
+    rule(
+        "slack-webhook-url",
+        "slack-webhook-url",
+        &["hooks.slack.com"],
+        // Adapted: the dots are escaped, and only the path after the host is the secret.
+        r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/]{43,56})",
+    ),
+    rule(
+        "microsoft-teams-webhook",
+        "teams-webhook-url",
+        &["webhook.office.com", "webhookb2", "incomingwebhook"],
+        // Adapted: the repeated groups no longer capture, and only the path after the
+        // host is the secret.
+        r"https://[a-z0-9]+\.webhook\.office\.com/(webhookb2/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}@[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}/IncomingWebhook/[a-z0-9]{32}/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12})",
+    ),
+];
