@@ -910,7 +910,7 @@ def test_session_results_are_typed_and_still_read_by_name(store: Store) -> None:
 
 def test_turn_results_are_typed_and_still_read_by_name(store: Store, sid: str) -> None:
     appended = store.append(sid, "user", ["first", "second"])
-    assert list(appended.keys()) == ["id", "seq", "token_count", "part_ids"]
+    assert list(appended.keys()) == ["id", "seq", "token_count", "part_ids", "redacted"]
     assert (appended["id"], appended["seq"], appended.get("seq")) == (appended.id, 1, 1)
     assert len(appended.part_ids) == 2 and appended.token_count > 0
     assert appended.get("view_tokens", "absent") == "absent"
@@ -923,6 +923,7 @@ def test_turn_results_are_typed_and_still_read_by_name(store: Store, sid: str) -
         "token_count": turn.token_count,
         "part_ids": turn.part_ids,
         "view_tokens": store.view_stats(sid).tokens,
+        "redacted": [],
     }
     first, second = store.history(sid)
     assert list(first.keys()) == [

@@ -9,7 +9,8 @@ use crate::db::backend::{args, Conn};
 
 use crate::db::gate::transact;
 use crate::error::{Error, Result};
-use crate::history::messages::{close_message, prepare_parts, Closing, Usage};
+use crate::history::messages::{close_message, prepare_parts, record_redaction, Closing, Usage};
+use crate::history::redaction::{redact_parts, redact_text};
 use crate::ids::now_ms;
 use crate::parts::{check_content, Part};
 use crate::store::Store;
@@ -45,6 +46,19 @@ impl Store {
             check_content("text", text)?;
         }
         let chars = appended.map_or(0, |text| text.chars().count() as i64);
+        // The checkpointed text goes through the session's redactor like the reply
+        // it becomes; a secret split across two checkpoints is caught when the
+        // reply is finished (and the checkpoints deleted).
+        let session: Option<String> = self
+            .conn
+            .prepare_cached("SELECT session_id FROM stream_checkpoints WHERE message_id = ?1")?
+            .query_opt(args![message_id], |row| row.get(0))?;
+        let redactor = match &session {
+            Some(session) => self.redactor_for(session)?,
+            None => None,
+        };
+        let clean = appended.map(|text| redact_text(text, redactor.as_deref(), &mut Vec::new()));
+        let appended = clean.as_deref();
         transact(&self.conn, &self.writer, None, |tx| {
             let changed = tx
                 .prepare_cached(
@@ -94,6 +108,7 @@ impl Store {
     /// were closed.
     pub fn flag_interrupted(&mut self, session_id: &str, message_ids: &[String]) -> Result<usize> {
         let counter = self.counter(session_id)?;
+        let redactor = self.redactor_for(session_id)?;
         let usage = Usage {
             finish_reason: Some(INTERRUPTED.to_string()),
             ..Usage::default()
@@ -109,6 +124,8 @@ impl Store {
                 } else {
                     vec![Part::Text(text)]
                 };
+                let mut redacted = Vec::new();
+                let parts = redact_parts(&parts, redactor.as_deref(), &mut redacted);
                 let prepared = prepare_parts(&counter, &parts)?;
                 let closing = Closing {
                     session_id,
@@ -118,6 +135,7 @@ impl Store {
                     usage: &usage,
                 };
                 close_message(tx, &closing, &prepared)?;
+                record_redaction(tx, session_id, message_id, &redacted)?;
                 closed += 1;
             }
             Ok(closed)
