@@ -35,6 +35,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "SummaryNotFoundError",
+    "TlsError",
     "TranscriptError",
     "UnknownModelError",
 ]
@@ -117,6 +118,13 @@ class StoreError(LosslessError):
 class AccessDeniedError(StoreError, PermissionError):
     """The database server refused the credentials, or the role may not use the
     database. The message names the URL without its password. Also a ``PermissionError``."""
+
+
+class TlsError(StoreError):
+    """The connection to the PostgreSQL server could not be secured as the URL's
+    ``sslmode`` asks: the server offers no TLS, or its certificate does not verify
+    (an issuer not in ``sslrootcert``, a certificate for another host name). The
+    message names the URL without its password; no credentials were sent."""
 
 
 class DatabaseNotFoundError(StoreError, FileNotFoundError):

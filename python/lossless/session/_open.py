@@ -65,7 +65,7 @@ async def shared_session_parts(
     if isinstance(db, _native.Store):
         store = db
     else:
-        store = await open_store(db, config, encryption_key)
+        store = await _open_store(db, config, encryption_key=encryption_key)
     return SharedSessionParts(
         store=store,
         compaction_store=await _second_store(store, config),
@@ -108,9 +108,10 @@ async def _compaction_window(config: Config, limits: ModelLimits) -> int:
         return limits.context_limit
 
 
-async def open_store(
+async def _open_store(
     db: str | os.PathLike[str] | _native.Store,
     config: Config,
+    *,
     encryption_key: EncryptionKey | None = None,
 ) -> _native.Store:
     """A new connection to ``db``: a path or URL, opened with ``encryption_key`` (see
@@ -141,7 +142,7 @@ async def _second_store(store: _native.Store, config: Config) -> _native.Store:
     connection takes over most of the write-ahead log's checkpoints."""
     if store.path == ":memory:":
         return store
-    compaction_store = await open_store(store, config)
+    compaction_store = await _open_store(store, config)
     store.set_checkpoint_pages(_TURN_CHECKPOINT_PAGES)
     return compaction_store
 

@@ -40,11 +40,11 @@ from lossless.session._open import (
     _close_all,
     _close_gone_streams,
     _compaction_window,
+    _open_store,
     _opened_by_session,
     _second_store,
     _weakly,
     flush_search_index,
-    open_store,
     session_for_key,
     shared_session_parts,
 )
@@ -297,7 +297,7 @@ class Session(Syncing):
         """:meth:`load`; with ``expected`` (model, system prompt or None), a session
         stored otherwise is refused before anything is written or published. ``db``
         may be an open native store: its database is opened again, with its key."""
-        store = await open_store(db, config or Config(), encryption_key)
+        store = await _open_store(db, config or Config(), encryption_key=encryption_key)
         row = store.get_session(session_id)
         if expected is not None:
             _check_stored(row, session_id, *expected)

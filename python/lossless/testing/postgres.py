@@ -11,6 +11,19 @@ database owned by the application's role::
     with PostgresCluster() as cluster:
         url = cluster.url(cluster.create_database())
 
+With ``tls=True`` the server takes TCP connections over TLS only (``ssl = on``, and
+``hostssl`` lines alone in ``pg_hba.conf``), with a certificate for ``localhost``
+signed by a certificate authority made for it (:func:`make_certificates`, with the
+``openssl`` command); :attr:`PostgresCluster.tls` names the files::
+
+    with PostgresCluster(tls=True) as cluster:
+        url = cluster.url(
+            cluster.create_database(),
+            host="localhost",
+            sslmode="verify-full",
+            sslrootcert=str(cluster.tls.ca_cert),
+        )
+
 The binaries are found through ``LOSSLESS_PG_BINDIR``, then ``pg_config --bindir``,
 then Debian's ``/usr/lib/postgresql/<version>/bin``. ``initdb`` refuses to run as
 root, so under root the server runs as the ``postgres`` system user (or ``nobody``).
@@ -29,11 +42,19 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Self
+from urllib.parse import quote
 
-__all__ = ["PostgresCluster", "PostgresUnavailableError", "find_bindir"]
+__all__ = [
+    "PostgresCluster",
+    "PostgresUnavailableError",
+    "TlsFiles",
+    "find_bindir",
+    "make_certificates",
+]
 
 _ADMIN = "lossless_admin"
 _USER = "lossless"
@@ -81,6 +102,85 @@ def _bindir_candidates() -> list[Path]:
     return candidates
 
 
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """A certificate authority, and a server's and a client's certificates it signed,
+    as PEM files."""
+
+    ca_cert: Path
+    ca_key: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+def make_certificates(
+    directory: Path, *, hostname: str = "localhost", client: str = _USER
+) -> TlsFiles:
+    """Makes, in ``directory``, a certificate authority, a server certificate for
+    ``hostname`` alone (its only subject alternative name) and a client certificate
+    for the role ``client`` (its common name), valid for two days. Elliptic-curve
+    keys (P-256): made in milliseconds."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = TlsFiles(
+        ca_cert=directory / "ca.crt",
+        ca_key=directory / "ca.key",
+        server_cert=directory / "server.crt",
+        server_key=directory / "server.key",
+        client_cert=directory / "client.crt",
+        client_key=directory / "client.key",
+    )
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _openssl(
+        ["req", "-x509", *key, "-keyout", str(files.ca_key), "-out", str(files.ca_cert)],
+        ["-days", "2", "-subj", f"/CN=lossless test CA {secrets.token_hex(4)}"],
+        ["-addext", "basicConstraints=critical,CA:TRUE"],
+        ["-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+    )
+    signed = (
+        (files.server_cert, files.server_key, hostname, f"DNS:{hostname}", "serverAuth"),
+        (files.client_cert, files.client_key, client, None, "clientAuth"),
+    )
+    for cert, private, name, alt_name, usage in signed:
+        request = cert.with_suffix(".csr")
+        _openssl(
+            ["req", *key, "-keyout", str(private), "-out", str(request)],
+            ["-subj", f"/CN={name}"],
+        )
+        extensions = cert.with_suffix(".ext")
+        extensions.write_text(
+            (f"subjectAltName = {alt_name}\n" if alt_name else "")
+            + "basicConstraints = CA:FALSE\n"
+            + "keyUsage = critical, digitalSignature, keyEncipherment\n"
+            + f"extendedKeyUsage = {usage}\n",
+            encoding="utf-8",
+        )
+        _openssl(
+            ["x509", "-req", "-in", str(request), "-CA", str(files.ca_cert)],
+            ["-CAkey", str(files.ca_key), "-CAcreateserial", "-days", "2"],
+            ["-extfile", str(extensions), "-out", str(cert)],
+        )
+    for path in (files.ca_key, files.server_key, files.client_key):
+        path.chmod(0o600)
+    return files
+
+
+def _openssl(*args: Sequence[str]) -> None:
+    command = shutil.which("openssl")
+    if command is None:
+        raise PostgresUnavailableError("the openssl command makes the test certificates")
+    done = subprocess.run(
+        [command, *(arg for group in args for arg in group)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=_COMMAND_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise PostgresUnavailableError(f"openssl failed: {done.stderr.strip()}")
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -110,10 +210,16 @@ class PostgresCluster:
     user = _USER
     """The application's role: it owns the databases made for tests, and logs in with
     :attr:`password` only."""
+    client_cert_database = "tls_client_cert"
+    """On a cluster with ``tls=True``, the database (create it) the application's role
+    reaches only with its client certificate (``sslcert``, ``sslkey``: the files of
+    :attr:`tls`) besides its password."""
 
-    def __init__(self, *, bindir: Path | None = None) -> None:
+    def __init__(self, *, bindir: Path | None = None, tls: bool = False) -> None:
         self.bindir = bindir if bindir is not None else find_bindir()
         self.password = secrets.token_hex(12)
+        self._tls = tls
+        self._tls_files: TlsFiles | None = None
         self.port = 0
         self._root: Path | None = None
         self._run_as = _server_user()
@@ -139,6 +245,8 @@ class PostgresCluster:
                     *("--no-locale", "--no-sync", "--no-instructions"),
                 ],
             )
+            if self._tls:
+                self._make_certificates()
             self._configure()
             self._watch()
             self._start_server()
@@ -194,11 +302,31 @@ class PostgresCluster:
         """The directory of the server's Unix socket (``.s.PGSQL.<port>``)."""
         return self.root / "socket"
 
-    def url(self, database: str, *, password: str | None = None) -> str:
-        """The application role's URL of ``database`` over TCP on 127.0.0.1, with its
-        password (or ``password`` instead, to try a wrong one)."""
+    @property
+    def tls(self) -> TlsFiles:
+        """The certificate files of a cluster started with ``tls=True``."""
+        if self._tls_files is None:
+            raise PostgresUnavailableError("the cluster was not started with tls=True")
+        return self._tls_files
+
+    def url(
+        self,
+        database: str,
+        *,
+        password: str | None = None,
+        host: str = "127.0.0.1",
+        **params: str,
+    ) -> str:
+        """The application role's URL of ``database`` over TCP, with its password (or
+        ``password`` instead, to try a wrong one) and query ``params`` (``sslmode``,
+        ``sslrootcert``). A ``host`` other than 127.0.0.1 is the name TLS checks the
+        certificate against; the connection still goes to 127.0.0.1 (``hostaddr``)."""
         secret = self.password if password is None else password
-        return f"postgresql://{_USER}:{secret}@127.0.0.1:{self.port}/{database}"
+        if host != "127.0.0.1":
+            params = {"hostaddr": "127.0.0.1", **params}
+        query = "&".join(f"{key}={quote(value, safe='/')}" for key, value in params.items())
+        url = f"postgresql://{_USER}:{secret}@{host}:{self.port}/{database}"
+        return f"{url}?{query}" if query else url
 
     def admin_url(self, database: str) -> str:
         """The superuser's URL of ``database`` over the Unix socket (trusted)."""
@@ -261,16 +389,44 @@ class PostgresCluster:
             "max_connections": "200",
             "log_min_messages": "warning",
         }
+        if self._tls_files is not None:
+            settings["ssl"] = "on"
+            settings["ssl_cert_file"] = f"'{self._tls_files.server_cert}'"
+            settings["ssl_key_file"] = f"'{self._tls_files.server_key}'"
+            settings["ssl_ca_file"] = f"'{self._tls_files.ca_cert}'"
         with (self.data_dir / "postgresql.conf").open("a", encoding="utf-8") as conf:
             conf.writelines(f"{key} = {value}\n" for key, value in settings.items())
-        # First match wins: the application's role always gives its password.
+        # First match wins: the application's role always gives its password. With
+        # TLS, TCP connections without it match no line: the server refuses them.
+        tcp = "hostssl" if self._tls_files is not None else "host"
+        certified = (
+            f"hostssl {self.client_cert_database} {_USER} 127.0.0.1/32 scram-sha-256 "
+            "clientcert=verify-full\n"
+            if self._tls_files is not None
+            else ""
+        )
         hba = (
-            f"local all {_USER} scram-sha-256\n"
-            f"host all {_USER} 127.0.0.1/32 scram-sha-256\n"
+            certified + f"local all {_USER} scram-sha-256\n"
+            f"{tcp} all {_USER} 127.0.0.1/32 scram-sha-256\n"
             "local all all trust\n"
-            "host all all 127.0.0.1/32 trust\n"
+            f"{tcp} all all 127.0.0.1/32 trust\n"
         )
         (self.data_dir / "pg_hba.conf").write_text(hba, encoding="utf-8")
+
+    def _make_certificates(self) -> None:
+        """The CA and the server's certificate, the key readable by the server's user
+        alone (the server refuses a key others may read)."""
+        files = make_certificates(self.root / "tls")
+        if self._run_as is not None:
+            entry = pwd.getpwnam(self._run_as)
+            for path in (
+                files.server_cert.parent,
+                files.server_cert,
+                files.server_key,
+                files.ca_cert,
+            ):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+        self._tls_files = files
 
     def _start_server(self) -> None:
         # A port free now may be taken before the server binds it: try a few.

@@ -76,6 +76,11 @@ pub enum Error {
     /// database. `path` is the server's URL without its password.
     #[error("{path}: access denied: {reason}")]
     AccessDenied { path: String, reason: String },
+    /// The connection to the database server could not be secured as its URL's
+    /// `sslmode` asks: the server offers no TLS, or its certificate does not verify
+    /// (an unknown issuer, another host name). `path` is the URL without its password.
+    #[error("{path}: TLS: {reason}")]
+    Tls { path: String, reason: String },
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(String),
@@ -133,6 +138,10 @@ impl Error {
             },
             Error::DatabaseNotFound { path: at } => Error::DatabaseNotFound { path: named(at) },
             Error::AccessDenied { path: at, reason } => Error::AccessDenied {
+                path: named(at),
+                reason,
+            },
+            Error::Tls { path: at, reason } => Error::Tls {
                 path: named(at),
                 reason,
             },

@@ -23,6 +23,7 @@ fn class_name(err: &Error) -> &'static str {
         Error::Conflict(_) => "CompactionBusyError",
         Error::AlreadySucceeded(_) => "MapConflictError",
         Error::AccessDenied { .. } => "AccessDeniedError",
+        Error::Tls { .. } => "TlsError",
         // A panic in the core is a bug, but its call ran in a transaction that was
         // rolled back: to the caller it is a store call that failed and left nothing.
         Error::CannotOpen { .. }

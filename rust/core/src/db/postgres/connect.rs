@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use postgres::config::Host;
 use postgres::error::SqlState;
-use postgres::{Client, NoTls};
+use postgres::Client;
 
+use super::tls::{self, SslMode};
 use super::url::redact;
 use crate::error::{Error, IMMUTABLE_MARKER};
 
@@ -13,13 +15,15 @@ use crate::error::{Error, IMMUTABLE_MARKER};
 /// an address that drops packets must not hang a worker.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Opens a connection to the database at `url` (plain TCP or a Unix socket: TLS is
-/// for a later version). Refusals come back typed: an unreachable server or a
-/// missing database as [`Error::CannotOpen`], refused credentials as
-/// [`Error::AccessDenied`].
+/// Opens a connection to the database at `url`, over TCP (with TLS as its
+/// `sslmode` asks: see `tls.rs`) or a Unix socket. Refusals come back typed: an
+/// unreachable server or a missing database as [`Error::CannotOpen`], refused
+/// credentials as [`Error::AccessDenied`], a TLS handshake or certificate that
+/// fails as [`Error::Tls`].
 pub fn connect(url: &str) -> Result<Client, Error> {
     let shown = redact(url);
-    let mut config: postgres::Config = url.parse().map_err(|err: postgres::Error| {
+    let (plain_url, mut settings) = tls::split(url, &shown)?;
+    let mut config: postgres::Config = plain_url.parse().map_err(|err: postgres::Error| {
         Error::invalid("db", format!("{shown}: not a PostgreSQL URL: {err}"))
     })?;
     if config.get_connect_timeout().is_none() {
@@ -28,22 +32,94 @@ pub fn connect(url: &str) -> Result<Client, Error> {
     if config.get_application_name().is_none() {
         config.application_name("lossless");
     }
-    config
-        .connect(NoTls)
-        .map_err(|err| connect_error(&err, &shown))
+    // As libpq: a Unix socket is local, and the server never speaks TLS on it.
+    let hosts = config.get_hosts();
+    if !hosts.is_empty() && hosts.iter().all(|host| matches!(host, Host::Unix(_))) {
+        settings.mode = SslMode::Disable;
+    }
+    let connector = settings.connector(&shown)?;
+    config.ssl_mode(settings.mode.client_mode());
+    match config.connect(connector.clone()) {
+        // `allow`: plain first, TLS only once the server has refused plain.
+        Err(err) if settings.mode == SslMode::Allow && refused_plain(&err) => config
+            .ssl_mode(postgres::config::SslMode::Require)
+            .connect(connector),
+        done => done,
+    }
+    .map_err(|err| connect_error(&err, &shown, settings.mode))
 }
 
-/// A failed connection attempt: the server's own refusals keep their type; anything
-/// else (refused, timed out, no such host or socket) is a server that cannot be
-/// reached.
-fn connect_error(err: &postgres::Error, shown: &str) -> Error {
+/// Whether the server refused a connection because it came without TLS: its
+/// `pg_hba.conf` has no line for it (`hostssl` lines only).
+fn refused_plain(err: &postgres::Error) -> bool {
+    err.as_db_error().is_some_and(|db| {
+        *db.code() == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+            && db.message().contains("no encryption")
+    })
+}
+
+/// A failed connection attempt: the server's own refusals keep their type, a
+/// failed TLS handshake is [`Error::Tls`]; anything else (refused, timed out, no
+/// such host or socket) is a server that cannot be reached.
+fn connect_error(err: &postgres::Error, shown: &str, mode: SslMode) -> Error {
+    if tls_source(err) {
+        return Error::Tls {
+            path: shown.to_string(),
+            reason: tls_reason(&describe(err)),
+        };
+    }
     match from_postgres(err) {
         Error::Io { reason, .. } | Error::Postgres(reason) => Error::CannotOpen {
             path: shown.to_string(),
             reason,
         },
+        Error::AccessDenied { reason, .. } if mode == SslMode::Disable && refused_plain(err) => {
+            Error::AccessDenied {
+                path: shown.to_string(),
+                reason: format!(
+                    "{reason}; the server takes this connection over TLS only: \
+                     set sslmode=verify-full (or require)"
+                ),
+            }
+        }
         other => other.with_path(shown),
     }
+}
+
+/// A failed handshake said plainly: OpenSSL's verdict on the server's certificate
+/// (the last part of its message) and what it means, or the message as it is.
+fn tls_reason(text: &str) -> String {
+    if !text.contains("certificate verify failed") {
+        return text.to_string();
+    }
+    let verdict = text.rsplit(": ").next().unwrap_or(text).trim();
+    let meaning = if verdict.contains("mismatch") {
+        " (it does not name the URL's host, which sslmode=verify-full checks)"
+    } else if verdict.contains("issuer") || verdict.contains("self-signed") {
+        " (its issuer is not a root of sslrootcert)"
+    } else {
+        ""
+    };
+    format!("the server's certificate does not verify: {verdict}{meaning}")
+}
+
+/// Whether the client failed while setting up TLS: the handshake, the server's
+/// certificate, or a server that offers no TLS where it was required.
+fn tls_source(err: &postgres::Error) -> bool {
+    if err
+        .to_string()
+        .starts_with("error performing TLS handshake")
+    {
+        return true;
+    }
+    let mut cause = std::error::Error::source(err);
+    while let Some(inner) = cause {
+        if inner.is::<openssl::ssl::Error>() || inner.is::<openssl::error::ErrorStack>() {
+            return true;
+        }
+        cause = inner.source();
+    }
+    false
 }
 
 /// Maps a client error to the core's error; the caller adds the URL with

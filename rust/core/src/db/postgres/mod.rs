@@ -11,6 +11,7 @@ pub mod fts;
 pub mod lease;
 mod migrate;
 pub mod schema;
+pub mod tls;
 pub mod url;
 
 pub use connect::{connect, error_at, from_postgres, named};

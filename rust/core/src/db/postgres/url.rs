@@ -21,7 +21,8 @@ pub fn is_postgres_url(db: &str) -> bool {
 }
 
 /// `url` with its password hidden: in the user information (`user:secret@`) and in
-/// a `password=` query parameter. Text that is not a URL is returned as it is.
+/// a `password=` query parameter (and libpq's `sslpassword=`, a client key's).
+/// Text that is not a URL is returned as it is.
 #[must_use]
 pub fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://").map(|at| at + 3) else {
@@ -59,12 +60,15 @@ fn redact_query(url: &str) -> String {
     out
 }
 
-/// Where the next `password=` parameter (after a `?` or `&`) starts in `text`.
+/// Where the next `password=` parameter (after a `?` or `&`, or after `ssl` that
+/// follows one) starts in `text`: the value follows its `password=`.
 fn find_password_parameter(text: &str) -> Option<usize> {
     let lower = text.to_ascii_lowercase();
+    let starts_parameter = |at: usize| at > 0 && matches!(text.as_bytes()[at - 1], b'?' | b'&');
     let mut from = 0;
     while let Some(found) = lower[from..].find("password=").map(|at| from + at) {
-        if found > 0 && matches!(text.as_bytes()[found - 1], b'?' | b'&') {
+        let after_ssl = found >= 3 && &lower[found - 3..found] == "ssl";
+        if starts_parameter(found) || (after_ssl && starts_parameter(found - 3)) {
             return Some(found);
         }
         from = found + 1;
@@ -101,6 +105,10 @@ mod tests {
             "postgresql:///db?host=/run/pg&password=***&user=app"
         );
         assert_eq!(redact("not a url"), "not a url");
+        assert_eq!(
+            redact("postgresql://h/db?sslmode=verify-full&sslpassword=k3y&sslkey=c.key"),
+            "postgresql://h/db?sslmode=verify-full&sslpassword=***&sslkey=c.key"
+        );
     }
 
     #[test]
