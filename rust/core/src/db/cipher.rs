@@ -4,7 +4,7 @@
 //! The key is a raw 256-bit key, handed to SQLCipher as `x'<64 hex digits>'`: it
 //! is used as it is, with no key derivation at each connection (a passphrase
 //! would cost PBKDF2-HMAC-SHA512 with 256,000 iterations on every connection the
-//! store opens; see docs/decisions-crypto.md). SQLCipher 4's defaults apply:
+//! store opens; see decisions 262–268 in docs/DECISIONS.md). SQLCipher 4's defaults apply:
 //! AES-256-CBC per 4 KiB page, an HMAC-SHA512 per page, a random salt per file.
 //!
 //! SQLite reports a wrong key, a missing one and a key for a plain file alike
