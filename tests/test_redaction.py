@@ -27,7 +27,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 MARKER = re.compile(r"\[redacted:([a-z0-9-]+):([0-9a-f]{8})\]")
 
 
-def _random(rng: random.Random, length: int, alphabet: str = string.ascii_letters + string.digits) -> str:
+ALPHANUMERIC = string.ascii_letters + string.digits
+
+
+def _random(rng: random.Random, length: int, alphabet: str = ALPHANUMERIC) -> str:
     return "".join(rng.choice(alphabet) for _ in range(length))
 
 
@@ -40,7 +43,7 @@ def _openai_key(rng: random.Random) -> str:
 
 
 def _private_key(rng: random.Random) -> str:
-    body = "\n".join(_random(rng, 64, string.ascii_letters + string.digits + "+/") for _ in range(6))
+    body = "\n".join(_random(rng, 64, ALPHANUMERIC + "+/") for _ in range(6))
     return f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"
 
 
@@ -97,7 +100,7 @@ async def test_secrets_are_replaced_before_they_are_stored(
         assert not grep(token, db=s) and grep("OPENAI_API_KEY", db=s)
         events = [e for e in s.store.events(s.id) if e.name == "secrets_redacted"]
         assert len(events) == 3 and all(token not in e.payload_json for e in events)
-        assert [e.payload["kinds"] for e in seen][0] == {"github-token": 1, "private-key": 1}
+        assert next(e.payload["kinds"] for e in seen) == {"github-token": 1, "private-key": 1}
     if isinstance(db, Path):
         data = _file_bytes(db)
         for secret in (token, key):
@@ -125,7 +128,7 @@ async def test_a_session_may_turn_redaction_off_or_add_its_own_rules(
         result = await s.record("user", f"EMP-654321 pushed with {token}")
         assert result.redacted == {"employee-id": 1} and token in _texts(s)
     bad = config_for(redaction=RedactionConfig(rules=(("Bad Kind", "x"),)))
-    with pytest.raises(InvalidInputError, match="redaction.rules"):
+    with pytest.raises(InvalidInputError, match=r"redaction\.rules"):
         async with Session.open(model=TEST_MODEL, db=db, config=bad):
             pass
 
@@ -135,8 +138,7 @@ async def test_ordinary_text_is_stored_byte_for_byte(
 ) -> None:
     texts = [
         "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the payout client",
-        "request id 123e4567-e89b-12d3-a456-426614174000, digest sha256:"
-        + "ab" * 32,
+        "request id 123e4567-e89b-12d3-a456-426614174000, digest sha256:" + "ab" * 32,
         'config = {"max_tokens": 4096, "password": "changeme", "api_key": "${API_KEY}"}',
         "The keeper logs every ship; the token bucket refills each second.",
     ]
