@@ -1,14 +1,17 @@
 """The demo's governance act: what the owner of the data may do.
 
-A session reads a tool output that holds a secret and an instruction planted by
-whoever wrote the file. The instruction reaches the request only fenced as quoted
-data; then the message with the secret is erased, and the session's request, the
-search and the bytes of the file no longer hold it; a second session, attached to a
-customer, goes with its time to live. Each erasure leaves a receipt without content.
+A token in a user message is stored as a marker; a session in an encrypted file
+leaves none of its words in the file's bytes. A session reads a tool output that
+holds a secret and an instruction planted by whoever wrote the file. The
+instruction reaches the request only fenced as quoted data; then the message with
+the secret is erased, and the session's request, the search and the bytes of the
+file no longer hold it; a second session, attached to a customer, goes with its
+time to live. Each erasure leaves a receipt without content.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,6 +34,8 @@ PLANTED = (
 class GovernanceReport:
     """What the governance act showed."""
 
+    redacted: bool = False
+    encrypted: bool = False
     fenced: bool = False
     erased_from_request: bool = False
     erased_from_search: bool = False
@@ -41,7 +46,9 @@ class GovernanceReport:
     @property
     def ok(self) -> bool:
         return (
-            self.fenced
+            self.redacted
+            and self.encrypted
+            and self.fenced
             and self.erased_from_request
             and self.erased_from_search
             and self.erased_from_disk
@@ -56,12 +63,17 @@ async def show_governance(db_path: str, console: Console) -> GovernanceReport:
     from lossless.recall import grep
     from lossless.testing import small_window
 
-    console.rule("governance: fenced tool text, erasure with receipts, retention")
+    console.rule("governance: redaction, encryption, fenced tool text, erasure, retention")
     report = GovernanceReport()
     receipts_before = len(erasure_receipts(db_path))
     async with Session.open(model="openai/demo-governance", db=db_path, config=small_window()) as s:
         await s.pin("Never print credentials.")
-        await s.record("user", "Check the deploy notes and run the release script.")
+        token = "ghp_" + hashlib.sha256(b"demo token").hexdigest()[:36]
+        said = await s.record("user", f"Check the deploy notes; push with {token}.")
+        report.redacted = said.redacted == {"github-token": 1} and token not in str(
+            s.history()[-1].parts
+        )
+        console.print(f"a token in a user message is stored as a marker: {said.redacted}")
         notes = await s.record(
             "assistant",
             [ToolPart("read_file", "g1", {"path": "deploy.md"}, output=f"pass: {SECRET}")],
@@ -86,6 +98,7 @@ async def show_governance(db_path: str, console: Console) -> GovernanceReport:
         f"erased {receipt.target}: gone from the request {report.erased_from_request}, "
         f"from search {report.erased_from_search}, from the file's bytes {report.erased_from_disk}"
     )
+    report.encrypted = await _encrypted_copy_unreadable(Path(db_path).parent, console)
     async with Session.open(
         model="openai/demo-governance", db=db_path, config=small_window()
     ) as customer:
@@ -100,3 +113,28 @@ async def show_governance(db_path: str, console: Console) -> GovernanceReport:
         f"erased; {report.receipts} receipts, no content in them"
     )
     return report
+
+
+async def _encrypted_copy_unreadable(folder: Path, console: Console) -> bool:
+    """A session in a file encrypted with a random key: its words are nowhere in the
+    file's bytes, and they read back with the key."""
+    import secrets
+
+    from lossless import Session
+    from lossless.recall import grep
+    from lossless.testing import small_window
+
+    path = folder / "demo-encrypted.db"
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        leftover.unlink(missing_ok=True)
+    key = secrets.token_bytes(32)
+    words = "the refund ledger closes at midnight"
+    async with Session.open(
+        model="openai/demo-governance", db=path, config=small_window(), encryption_key=key
+    ) as s:
+        await s.record("user", words)
+        found = bool(grep("refund ledger", session=s))
+    data = b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+    unreadable = found and words.encode() not in data
+    console.print(f"an encrypted file ({path.name}) holds none of its words: {unreadable}")
+    return unreadable

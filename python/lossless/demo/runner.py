@@ -342,7 +342,9 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             f"{report.operators.classified} of 6 / {report.operators.agents_ok} of 3",
         ),
         (
-            "governance: planted text fenced / secret erased from request, search, disk",
+            "governance: token redacted / file encrypted / planted text fenced / "
+            "secret erased from request, search, disk",
+            f"{report.governance.redacted} / {report.governance.encrypted} / "
             f"{report.governance.fenced} / {report.governance.erased_from_request}, "
             f"{report.governance.erased_from_search}, {report.governance.erased_from_disk}; "
             f"{report.governance.expired} session expired, {report.governance.receipts} receipts",
