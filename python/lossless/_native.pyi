@@ -87,6 +87,7 @@ __all__ = [
     "create_child_session",
     "create_map",
     "encoding_for_model",
+    "enable_postgres_tenants",
     "encrypt_database",
     "export_file",
     "extract_file_ids",
@@ -1518,6 +1519,10 @@ class Store:
     def stats(self) -> StoreStats: ...
 
 # -- PostgreSQL (rust/py/src/postgres.rs) ------------------------------------------
+
+def enable_postgres_tenants(url: str) -> None:
+    """Creates or upgrades the schema at ``url`` and turns row-level security by
+    tenant on for it."""
 
 def prepare_postgres(url: str) -> int:
     """Creates or upgrades the lossless schema at a postgresql:// URL; returns its version."""

@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from lossless import _native
 from lossless.encryption import EncryptionKey, encrypt_database, key_source, resolve_key
@@ -41,9 +42,11 @@ __all__ = [
     "TurnAppendResult",
     "ViewStats",
     "database_path",
+    "enable_tenants",
     "encrypt_database",
     "open_native",
     "prepare_postgres",
+    "tenant_url",
 ]
 
 # The store's results: each read by attribute, and by name as the dicts they were
@@ -175,6 +178,43 @@ def prepare_postgres(url: str) -> int:
     if not isinstance(url, str):
         raise InvalidInputError(f"url: expected a postgresql:// URL, got {type(url).__name__}")
     return _native.prepare_postgres(url)
+
+
+def enable_tenants(url: str) -> None:
+    """Turn row-level security by tenant on for the PostgreSQL database at ``url``
+    (its schema created or upgraded first). Run it once, as the tables' owner.
+
+    From then on every row belongs to the tenant of the connection that wrote it
+    (:func:`tenant_url`), and a connection reads, writes and erases only its own
+    tenant's rows, raw queries included: the server enforces it. A superuser, or a
+    role with ``BYPASSRLS``, is not held by it; connect as an ordinary role.
+    """
+    if not isinstance(url, str) or not is_postgres_url(url):
+        raise InvalidInputError("url: expected a postgresql:// URL")
+    _native.enable_postgres_tenants(url)
+
+
+_TENANT = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
+
+
+def tenant_url(url: str, tenant: str) -> str:
+    """``url`` for a store of ``tenant``: the tenant goes in the connection's
+    ``options`` (``-c lossless.tenant=...``), so every connection opened from it,
+    a session's second one and the MCP server's included, is the tenant's.
+
+    A tenant is 1 to 128 letters, digits and ``_ . : @ -``."""
+    if not is_postgres_url(url):
+        raise InvalidInputError(
+            "url: tenants are a PostgreSQL feature; expected a postgresql:// URL"
+        )
+    if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
+        raise InvalidInputError(
+            f"tenant: expected 1 to 128 letters, digits or _ . : @ -, got {tenant!r}"
+        )
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "options"]
+    query.append(("options", f"-c lossless.tenant={tenant}"))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
 
 class Store:

@@ -80,6 +80,13 @@ fn the_schema_has_every_table_and_column_of_the_sqlite_one() {
     // SQLite's erasure grant is a transaction's setting here (`lossless.erasing`).
     let mut theirs = sqlite_tables();
     assert!(theirs.remove("erasure_grants").is_some());
+    // Each tenant table's own: the tenant of its rows.
+    assert!(index.contains("tenant"));
+    for table in pg::schema::TENANT_TABLES {
+        if let Some(columns) = ours.get_mut(table) {
+            assert!(columns.remove("tenant"), "{table} has a tenant");
+        }
+    }
     assert_eq!(ours, theirs);
 }
 

@@ -91,6 +91,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<arena_rows::ViewItemRow>()?;
     module.add_function(wrap_pyfunction!(arena::normalize_usage, module)?)?;
     module.add_function(wrap_pyfunction!(postgres::prepare_postgres, module)?)?;
+    module.add_function(wrap_pyfunction!(postgres::enable_postgres_tenants, module)?)?;
     module.add_function(wrap_pyfunction!(encryption::encrypt_database, module)?)?;
     module.add_class::<span::Span>()?;
     module.add_class::<prefix::ItemUnits>()?;

@@ -32,7 +32,7 @@ impl Default for MediaPolicy {
 pub(crate) fn insert_media(tx: &Conn, bytes: &MediaBytes<'_>) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO media (media_id, media_type, byte_size, data, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (media_id) DO NOTHING",
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
     )?
     .execute(args![
         bytes.media_id,

@@ -68,10 +68,11 @@ fn lineage_step() -> String {
 /// function that lets an erasure's deletes through.
 fn governance_step() -> String {
     format!(
-        "{}{}{}",
+        "{}{}{}{}",
         schema::REFUSE,
         schema::GOVERNANCE,
-        schema::governance_triggers()
+        schema::governance_triggers(),
+        schema::tenant_columns()
     )
 }
 
@@ -205,6 +206,7 @@ fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
         schema::GOVERNANCE,
         &schema::triggers(),
         &schema::governance_triggers(),
+        &schema::tenant_columns(),
     ] {
         tx.batch_execute(step).map_err(named)?;
     }

@@ -11,6 +11,7 @@ pub mod fts;
 pub mod lease;
 mod migrate;
 pub mod schema;
+pub mod tenants;
 pub mod tls;
 pub mod url;
 
@@ -41,6 +42,11 @@ impl Database {
         let mut client = connect(url)?;
         migrate(&mut client, &shown)?;
         Ok(Self { client, shown })
+    }
+
+    /// Turns row-level security by tenant on for this database (see `tenants`).
+    pub fn enable_tenants(&mut self) -> Result<()> {
+        tenants::enable(&mut self.client, &self.shown)
     }
 
     /// The URL of the database, without its password.

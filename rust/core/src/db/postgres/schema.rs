@@ -85,6 +85,102 @@ CREATE TABLE retention_rules (
 );
 "#;
 
+/// The tables whose rows belong to a tenant (as of version 14): every table but the
+/// version row, the languages the index holds (no content) and the database's keys
+/// (one fingerprint key for the file, so no tenant can read another's markers
+/// anyway).
+pub const TENANT_TABLES: [&str; 29] = [
+    "sessions",
+    "messages",
+    "context_items",
+    "file_refs",
+    "events",
+    "compaction_leases",
+    "parts",
+    "tool_outputs",
+    "summaries",
+    "summary_sources",
+    "stream_checkpoints",
+    "stream_chunks",
+    "arena_entries",
+    "arena_state",
+    "file_contents",
+    "file_chunks",
+    "map_runs",
+    "map_inputs",
+    "map_outcomes",
+    "session_parents",
+    "media",
+    "session_keys",
+    "session_forks",
+    "sync_inputs",
+    "search_backlog",
+    "search_index",
+    "erasure_receipts",
+    "session_subjects",
+    "retention_rules",
+];
+
+/// The tenant of a connection: `lossless.tenant` (set in the URL's `options`), or
+/// none (the empty tenant) when it is not set.
+const TENANT_FUNCTION: &str = r"
+CREATE OR REPLACE FUNCTION lossless_tenant() RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT COALESCE(current_setting('lossless.tenant', true), '')
+$$;
+";
+
+/// Keys that content or a caller's name decides, so two tenants may hold the same
+/// one: each is unique per tenant.
+const TENANT_KEYS: [(&str, &str, &str); 6] = [
+    (
+        "session_keys",
+        "session_keys_pkey",
+        "PRIMARY KEY (tenant, key, ord)",
+    ),
+    ("media", "media_media_id_key", "UNIQUE (tenant, media_id)"),
+    (
+        "file_refs",
+        "file_refs_pkey",
+        "PRIMARY KEY (tenant, file_id)",
+    ),
+    (
+        "file_contents",
+        "file_contents_pkey",
+        "PRIMARY KEY (tenant, file_id)",
+    ),
+    (
+        "file_chunks",
+        "file_chunks_file_id_ord_key",
+        "UNIQUE (tenant, file_id, ord)",
+    ),
+    (
+        "retention_rules",
+        "retention_rules_pkey",
+        "PRIMARY KEY (tenant, target_kind, target, ord)",
+    ),
+];
+
+/// Version 14's tenant column on every tenant table (the connection's tenant by
+/// default, so no insert names it) and the per-tenant keys. Row-level security is
+/// turned on separately (`tenants::enable`): without it the column costs a few
+/// bytes a row and nothing else.
+pub(super) fn tenant_columns() -> String {
+    let mut sql = TENANT_FUNCTION.to_string();
+    for table in TENANT_TABLES {
+        sql.push_str(&format!(
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS tenant TEXT COLLATE \"C\" NOT NULL
+                 DEFAULT lossless_tenant();\n"
+        ));
+    }
+    for (table, constraint, key) in TENANT_KEYS {
+        sql.push_str(&format!(
+            "ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {constraint},
+                 ADD CONSTRAINT {constraint} {key};\n"
+        ));
+    }
+    sql
+}
+
 /// The append-only triggers of the version 14 tables. Receipts are kept even
 /// through an erasure: their delete trigger does not ask the function.
 pub(super) fn governance_triggers() -> String {
