@@ -22,6 +22,8 @@
 //!   do: ids are ordered by their bytes, whatever the database's default collation.
 //! - The schema version is a row of `lossless_schema`, not `PRAGMA user_version`.
 
+use std::fmt::Write as _;
+
 /// The schema version these tables are: the SQLite schema's, whose tables they
 /// translate (a test compares the two).
 pub const SCHEMA_VERSION: i64 = 14;
@@ -167,16 +169,18 @@ const TENANT_KEYS: [(&str, &str, &str); 6] = [
 pub(super) fn tenant_columns() -> String {
     let mut sql = TENANT_FUNCTION.to_string();
     for table in TENANT_TABLES {
-        sql.push_str(&format!(
+        let _ = writeln!(
+            sql,
             "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS tenant TEXT COLLATE \"C\" NOT NULL
-                 DEFAULT lossless_tenant();\n"
-        ));
+                 DEFAULT lossless_tenant();"
+        );
     }
     for (table, constraint, key) in TENANT_KEYS {
-        sql.push_str(&format!(
+        let _ = writeln!(
+            sql,
             "ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {constraint},
-                 ADD CONSTRAINT {constraint} {key};\n"
-        ));
+                 ADD CONSTRAINT {constraint} {key};"
+        );
     }
     sql
 }

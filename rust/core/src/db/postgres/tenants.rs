@@ -7,6 +7,8 @@
 //! server's, not the library's. `FORCE` makes it hold for the tables' owner too;
 //! only a superuser or a role with `BYPASSRLS` passes it.
 
+use std::fmt::Write as _;
+
 use super::connect::error_at;
 use super::schema::TENANT_TABLES;
 use crate::error::Result;
@@ -16,13 +18,14 @@ use crate::error::Result;
 pub fn enable(client: &mut postgres::Client, shown: &str) -> Result<()> {
     let mut sql = String::from("BEGIN;\n");
     for table in TENANT_TABLES {
-        sql.push_str(&format!(
+        let _ = writeln!(
+            sql,
             "ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
              ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
              DROP POLICY IF EXISTS lossless_tenant ON {table};
              CREATE POLICY lossless_tenant ON {table}
-                 USING (tenant = lossless_tenant()) WITH CHECK (tenant = lossless_tenant());\n"
-        ));
+                 USING (tenant = lossless_tenant()) WITH CHECK (tenant = lossless_tenant());"
+        );
     }
     sql.push_str("COMMIT;");
     client
