@@ -148,3 +148,24 @@ async def test_ordinary_text_is_stored_byte_for_byte(
             assert result.redacted == {}, text
         stored = [str(m.parts[0].text) for m in s.history()]  # type: ignore[union-attr]
         assert stored == texts
+
+
+async def test_a_large_file_is_stored_with_its_secrets_replaced_and_its_lines_in_place(
+    config_for: Callable[..., Config], db: Path | str, tmp_path: Path
+) -> None:
+    rng = random.Random(33)
+    token = _github_token(rng)
+    lines = [f"value_{n} = {n}  # plain line of the settings module" for n in range(4_000)]
+    lines[2_500] = f'GITHUB_TOKEN = "{token}"'
+    path = tmp_path / "settings.py"
+    path.write_text("\n".join(lines) + "\n")
+    async with Session.open(model=TEST_MODEL, db=db, config=config_for()) as s:
+        added = await s.add_file(path)
+        assert added.stored and added.part is not None
+        file_id = added.part.file_id
+        whole = await s.read_file(file_id)
+        assert token not in whole and "[redacted:github-token:" in whole
+        assert whole.count("\n") == len(lines)
+        line = await s.read_file(file_id, lines=(2_501, 2_501))
+        assert line.startswith('GITHUB_TOKEN = "[redacted:github-token:')
+        assert await s.read_file(file_id, lines=(2_502, 2_502)) == lines[2_501] + "\n"

@@ -5,3 +5,4 @@
 pub mod fileids;
 pub mod filescan;
 pub(crate) mod records;
+mod redacted_chunks;

@@ -1,5 +1,6 @@
-//! Files kept whole: the original bytes of a large file, compressed in chunks of
-//! [`CHUNK_BYTES`], beside its reference row (`file_refs`), all written in one
+//! Files kept whole: the bytes of a large file (its text redacted, see
+//! `redacted_chunks.rs`), compressed in chunks of at most [`CHUNK_BYTES`] ending on
+//! line ends, beside its reference row (`file_refs`), all written in one
 //! transaction and read back whole or by line range.
 
 use std::io::Write;
@@ -9,6 +10,7 @@ use crate::db::backend::args;
 
 use crate::db::gate::Write as WriteTx;
 use crate::error::{Error, Result};
+use crate::files::redacted_chunks::RedactedChunks;
 use crate::filescan::{for_each_chunk, open_regular, Scanner, CHUNK_BYTES};
 use crate::ids::now_ms;
 use crate::parts::{check_content, check_identifier};
@@ -90,6 +92,7 @@ impl Store {
             return Ok((found, false));
         }
         let file = open_regular(new.source)?;
+        let redactor = self.default_redactor()?;
         let write = WriteTx::begin(&self.conn, &self.writer)?;
         // Another process may have stored the same content while this one waited.
         let stored_before: bool = write.query_row(
@@ -100,7 +103,7 @@ impl Store {
         if stored_before {
             drop(write);
         } else {
-            write_chunks_and_rows(&write, file, &file_id, new)?;
+            write_chunks_and_rows(&write, file, &file_id, new, redactor.as_deref())?;
             write.commit()?;
         }
         let record = self
@@ -229,6 +232,7 @@ fn write_chunks_and_rows(
     file: std::fs::File,
     file_id: &str,
     new: &NewFile<'_>,
+    redactor: Option<&crate::redact::Redactor>,
 ) -> Result<()> {
     let mut scanner = Scanner::new();
     let mut compressor = zstd::bulk::Compressor::new(ZSTD_LEVEL)
@@ -238,22 +242,27 @@ fn write_chunks_and_rows(
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
     let (mut ord, mut stored) = (0_i64, 0_i64);
-    for_each_chunk(file, &mut scanner, |chunk, newlines_before| {
+    let mut store_piece = |piece: &[u8], newlines_before: u64| {
         let data = compressor
-            .compress(chunk)
+            .compress(piece)
             .map_err(|err| Error::Internal(format!("zstd: {err}")))?;
         insert.execute(args![
             file_id,
             ord,
             newlines_before as i64,
-            chunk.len() as i64,
+            piece.len() as i64,
             data
         ])?;
         ord += 1;
         stored += data.len() as i64;
         Ok(())
+    };
+    // The stored text is the redacted one: its size and lines are what reads see.
+    let mut pieces = RedactedChunks::new(redactor);
+    for_each_chunk(file, &mut scanner, |chunk, _| {
+        pieces.push(chunk, &mut store_piece)
     })?;
-    let ends = scanner.ends_with_newline();
+    let (stored_size, stored_lines, _) = pieces.finish(&mut store_piece)?;
     let scan = scanner.finish();
     if scan.sha256 != new.sha256 {
         return Err(Error::invalid(
@@ -273,8 +282,8 @@ fn write_chunks_and_rows(
          VALUES (?1, ?2, ?3, 'zstd', ?4, ?5, ?6)",
         args![
             file_id,
-            scan.bytes as i64,
-            scan.lines(ends) as i64,
+            stored_size as i64,
+            stored_lines as i64,
             ord,
             stored,
             scan.utf8 && !scan.has_nul

@@ -74,6 +74,15 @@ impl Store {
         Ok(self.redaction.default.clone())
     }
 
+    /// The redactor of writes no session owns (files kept whole): the built-in
+    /// rules.
+    pub(crate) fn default_redactor(&mut self) -> Result<Option<Arc<Redactor>>> {
+        if self.read_only {
+            return Ok(None);
+        }
+        self.redactor_for("")
+    }
+
     /// The database's fingerprint key, read once.
     fn redaction_key(&mut self) -> Result<[u8; 32]> {
         if let Some(key) = self.redaction.key {
