@@ -36,8 +36,11 @@ pub(crate) fn builtin() -> &'static Builtin {
 /// Where a keyword occurs in a text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Hit {
+    /// Where the keyword starts.
     pub start: usize,
+    /// Where it ends.
     pub end: usize,
+    /// Which keyword it is.
     keyword: u32,
 }
 
