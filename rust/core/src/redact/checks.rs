@@ -96,18 +96,31 @@ pub(crate) fn assignment_value_is_secret(value: &str, quoted: bool) -> bool {
     if bytes.len() < MIN_VALUE_LEN || is_placeholder(value) {
         return false;
     }
-    // Letters alone read as a word, a type or an identifier (`str`, `Optional`,
-    // `self.password`, `db_password`), digits alone as a count or an id.
-    let wordlike = bytes
-        .iter()
-        .all(|&b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'.' | b'-'));
     let number = bytes.iter().all(u8::is_ascii_digit);
     // A path or a URL names where a secret is, not the secret.
     let located = matches!(first_two(bytes), [b'/', _] | [b'.' | b'~', b'/'])
         || value.starts_with("../")
         || value.contains("://");
     let spaced = bytes.iter().any(u8::is_ascii_whitespace);
-    !(wordlike || number || located || spaced || (!quoted && is_code(value)))
+    !(is_wordlike(value) || number || located || spaced || (!quoted && is_code(value)))
+}
+
+/// Words and identifiers rather than a secret (`Optional`, `SecretString`,
+/// `self.password`, `DB_PASSWORD`, `getApiKey`): letters in parts joined by `_`,
+/// `.` or `-`, each part lowercase, uppercase, or camel case (no two capitals in a
+/// row, ending lowercase). A random string of letters is rarely any of these.
+fn is_wordlike(value: &str) -> bool {
+    value.split(['_', '.', '-']).all(|part| {
+        let bytes = part.as_bytes();
+        let letters = bytes.iter().all(u8::is_ascii_alphabetic);
+        let lower = bytes.iter().all(u8::is_ascii_lowercase);
+        let upper = bytes.iter().all(u8::is_ascii_uppercase);
+        let camel = !bytes
+            .windows(2)
+            .any(|pair| pair.iter().all(u8::is_ascii_uppercase))
+            && bytes.last().is_some_and(u8::is_ascii_lowercase);
+        letters && (lower || upper || camel)
+    })
 }
 
 fn first_two(bytes: &[u8]) -> [u8; 2] {
@@ -117,18 +130,11 @@ fn first_two(bytes: &[u8]) -> [u8; 2] {
     ]
 }
 
-/// An unquoted value that is an expression rather than a literal: a call, an
-/// index, a generic type, a path (`String::new`), a reference or dereference, a
-/// YAML tag, or a dotted name (`os.environ`, `settings.SECRET_KEY2`).
+/// An unquoted value that is an expression rather than a literal: a path
+/// (`std::env::VAR`) or a dotted name (`os.environ`, `settings.SECRET_KEY2`). The
+/// pattern itself leaves out calls, indexes, generic types and references.
 fn is_code(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    if matches!(bytes.first(), Some(b'&' | b'*' | b'@' | b'!')) || value.contains("::") {
-        return true;
-    }
-    if bytes
-        .iter()
-        .any(|b| matches!(b, b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>'))
-    {
+    if value.contains("::") {
         return true;
     }
     value.contains('.')
@@ -215,11 +221,7 @@ mod tests {
     fn code_and_words_are_not_secret_values() {
         for (value, quoted) in [
             ("os.environ", false),
-            ("get_password()", false),
-            ("tokens[0]", false),
-            ("Option<String>", false),
-            ("String::new()", false),
-            ("&self.token", false),
+            ("std::env::VAR2", false),
             ("settings.SECRET_KEY2", false),
             ("Optional", false),
             ("128000", false),
@@ -230,6 +232,9 @@ mod tests {
             assert!(!assignment_value_is_secret(value, quoted), "{value:?}");
         }
         assert!(assignment_value_is_secret("hunter22", false));
+        assert!(assignment_value_is_secret("jkbNTwQovltdsfHofrPN", false));
+        assert!(!assignment_value_is_secret("getApiKey", false));
+        assert!(!assignment_value_is_secret("SecretString", false));
         assert!(assignment_value_is_secret("s3cr3t(pw)", true));
     }
 

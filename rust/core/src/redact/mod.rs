@@ -10,8 +10,8 @@
 //!
 //! The built-in rules are a vendored selection of the gitleaks rules plus two of the
 //! project's own (`rules`). A case-insensitive automaton of the rules' keywords
-//! runs over the text first, and only the rules whose keyword occurs run, in a
-//! window around it: a text without a keyword comes back borrowed.
+//! runs over the text first, and only the rules whose keyword occurs run, at or
+//! around it: a text without a keyword comes back borrowed.
 //!
 //! A redactor is built once (per database key) and shared: it is `Send + Sync`, and
 //! the compiled built-in rules are shared by every redactor of the process.
@@ -24,6 +24,7 @@ mod scan;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -153,50 +154,69 @@ impl Redactor {
     ///
     /// Redacting the result again changes nothing: the replacement is repeated
     /// until no rule finds anything more, as a marker can change what a rule sees
-    /// next to it (a word boundary where a secret ended in a letter).
+    /// next to it (a word boundary where a secret ended in a letter). The rounds
+    /// after the first reuse the first one's keywords rather than scan again.
     #[must_use]
     pub fn redact<'a>(&self, text: &'a str) -> Redacted<'a> {
-        let chosen = scan::find(text, self.builtin, &self.custom);
+        let mut hits = self
+            .builtin
+            .map(|builtin| builtin.prefilter.hits(text, 0..text.len()))
+            .unwrap_or_default();
+        let mut chosen = scan::find(text, &hits, self.builtin, &self.custom);
         if chosen.is_empty() {
             return Redacted {
                 text: Cow::Borrowed(text),
                 found: Vec::new(),
             };
         }
+        hits.sort_unstable();
         let mut found = Vec::new();
-        let mut out = self.replace(text, &chosen, &mut found);
+        let mut current = Cow::Borrowed(text);
         // Every round replaces at least one byte that is not in a marker by a
         // marker, so the rounds end.
-        loop {
-            let more = scan::find(&out, self.builtin, &self.custom);
-            if more.is_empty() {
-                break;
+        while !chosen.is_empty() {
+            let (out, markers) = self.replace(&current, &chosen, &mut found);
+            if let Some(builtin) = self.builtin {
+                let replaced: Vec<_> = chosen.iter().map(|c| c.span.clone()).collect();
+                hits = builtin
+                    .prefilter
+                    .moved_hits(&hits, &replaced, &out, &markers);
             }
-            out = self.replace(&out, &more, &mut found);
+            chosen = scan::find(&out, &hits, self.builtin, &self.custom);
+            current = Cow::Owned(out);
         }
         Redacted {
-            text: Cow::Owned(out),
+            text: current,
             found,
         }
     }
 
-    /// `text` with `chosen` (in order, disjoint) replaced by their markers.
-    fn replace(&self, text: &str, chosen: &[Candidate], found: &mut Vec<Finding>) -> String {
+    /// `text` with `chosen` (in order, disjoint) replaced by their markers, and
+    /// where the markers are.
+    fn replace(
+        &self,
+        text: &str,
+        chosen: &[Candidate],
+        found: &mut Vec<Finding>,
+    ) -> (String, Vec<Range<usize>>) {
         let mut out = String::with_capacity(text.len() + chosen.len() * 32);
+        let mut markers = Vec::with_capacity(chosen.len());
         let mut at = 0;
         for candidate in chosen {
             let span = candidate.span.clone();
             out.push_str(&text[at..span.start]);
+            let start = out.len();
             self.fingerprints.write_marker(
                 &mut out,
                 &candidate.kind,
                 text[span.clone()].as_bytes(),
             );
+            markers.push(start..out.len());
             add(found, &candidate.kind, 1);
             at = span.end;
         }
         out.push_str(&text[at..]);
-        out
+        (out, markers)
     }
 }
 

@@ -7,17 +7,18 @@ use std::sync::Arc;
 use regex_automata::meta::Regex;
 use regex_automata::util::captures::Captures;
 use regex_automata::util::syntax;
-use regex_automata::Input;
+use regex_automata::{Anchored, Input};
 
 use super::checks::{
     assignment_kind, assignment_name, assignment_value_is_secret, entropy, url_password_is_secret,
     NameSays,
 };
-use super::rules::{Check, Spec};
+use super::rules::{Check, Guard, Placement, Spec};
 use crate::error::{Error, Result};
 
-/// How far around a keyword a rule with an unbounded pattern is searched. A match
-/// cut by the window is searched again to the end of the text (see [`Rule::find`]).
+/// How far from a keyword a rule with an unbounded pattern is searched. A match
+/// cut short by its window is searched again up to the end of the text (see
+/// [`Rule::search`]).
 const UNBOUNDED_REACH: usize = 4096;
 
 /// In `secret-assignment`, the group of an unquoted value (groups 1 and 2 are the
@@ -35,14 +36,39 @@ pub(crate) struct Candidate {
     pub kind: Arc<str>,
 }
 
+/// Where a compiled rule is searched around a keyword (see [`Placement`]).
+pub(crate) enum Around {
+    /// One anchored search where the keyword starts.
+    Start,
+    /// The window of its reach on both sides of the keyword.
+    Inside,
+    /// Where [`Guard`] says.
+    Guarded {
+        guard: Guard,
+        /// The guard's pattern.
+        test: Regex,
+    },
+}
+
+/// Which matches of a window a search takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The one that starts where the window starts.
+    AtStart,
+    /// All, one after another.
+    All,
+}
+
 /// A rule ready to search.
 pub(crate) struct Rule {
     /// The gitleaks id, the project's own id, or the kind of a caller's rule.
     pub id: Box<str>,
     /// The kind its markers name, unless the check names another.
     pub kind: Arc<str>,
-    /// How many bytes before and after a keyword a match can reach.
+    /// How many bytes a match can reach from a keyword, either way.
     pub reach: usize,
+    /// Where it is searched around a keyword.
+    pub around: Around,
     regex: Regex,
     allow: Option<Regex>,
     check: Check,
@@ -63,10 +89,19 @@ impl Rule {
             .unwrap_or_else(|err| panic!("rule {}: {err}", spec.id))
             .properties()
             .maximum_len();
+        let around = match spec.placement {
+            Placement::Start => Around::Start,
+            Placement::Inside => Around::Inside,
+            Placement::Guarded(guard) => Around::Guarded {
+                guard,
+                test: compile(guard.pattern),
+            },
+        };
         Rule {
             id: spec.id.into(),
             kind: spec.kind.into(),
             reach: spec.reach.or(bound).unwrap_or(UNBOUNDED_REACH),
+            around,
             regex: compile(spec.pattern),
             allow: spec.allow.map(compile),
             check: spec.check,
@@ -90,42 +125,132 @@ impl Rule {
             id: kind.into(),
             kind: kind.into(),
             reach: usize::MAX,
+            around: Around::Inside,
             regex,
             allow: None,
             check: Check::None,
         })
     }
 
+    /// Pushes the secret of the match that starts at `start`, if any, onto `out`.
+    pub(crate) fn find_at(&self, text: &str, start: usize, order: u32, out: &mut Vec<Candidate>) {
+        let end = start.saturating_add(self.reach).min(text.len());
+        self.search(text, start..end, Mode::AtStart, order, out);
+    }
+
     /// Pushes the secrets this rule finds in `window` of `text` onto `out`.
-    /// Look-around (`\b`, `$`) sees the text outside the window.
-    pub(crate) fn find(
+    pub(crate) fn find_in(
         &self,
         text: &str,
         window: Range<usize>,
         order: u32,
         out: &mut Vec<Candidate>,
     ) {
+        self.search(text, window, Mode::All, order, out);
+    }
+
+    /// For a guarded rule, pushes the secret of the first match that starts in the
+    /// lead or margin before the keyword at `hit` onto `out`, if the guard lets
+    /// the keyword through.
+    pub(crate) fn find_guarded(
+        &self,
+        text: &str,
+        hit: Range<usize>,
+        order: u32,
+        out: &mut Vec<Candidate>,
+    ) {
+        let Around::Guarded { guard, test } = &self.around else {
+            return;
+        };
         let hay = text.as_bytes();
-        let mut caps = self.regex.create_captures();
+        let input = Input::new(hay).range(hit.end..).anchored(Anchored::Yes);
+        let Some(passed) = test.search(&input) else {
+            return;
+        };
+        let is_lead = |b: &u8| b.is_ascii_alphanumeric() || guard.lead_bytes.as_bytes().contains(b);
+        let lead = hay[..hit.start]
+            .iter()
+            .rev()
+            .take(guard.lead_max)
+            .take_while(|b| is_lead(b))
+            .count();
+        let lead_start = hit.start - lead;
+        let end = passed.end().saturating_add(guard.tail).min(hay.len());
+        // An anchored search at each place a match can start: in the margin, or
+        // where a word starts in the lead. The first that matches is the one.
+        for start in lead_start.saturating_sub(guard.margin)..=hit.start {
+            let inside_word = start > lead_start && hay[start - 1].is_ascii_alphanumeric();
+            if !inside_word && self.search(text, start..end, Mode::AtStart, order, out) {
+                break;
+            }
+        }
+    }
+
+    /// The search behind the `find` methods; whether it matched at all.
+    /// Look-around (`\b`, `$`) sees the text outside the window.
+    fn search(
+        &self,
+        text: &str,
+        window: Range<usize>,
+        mode: Mode,
+        order: u32,
+        out: &mut Vec<Candidate>,
+    ) -> bool {
+        let regex = &self.regex;
+        let hay = text.as_bytes();
+        let anchored = if mode == Mode::AtStart {
+            Anchored::Yes
+        } else {
+            Anchored::No
+        };
+        // Made on the first match: most searches find none.
+        let mut caps = None;
+        let mut matched = false;
         let mut at = window.start;
         let mut end = window.end;
         while at < end {
-            self.regex
-                .search_captures(&Input::new(hay).range(at..end), &mut caps);
-            let Some(found) = caps.get_match() else {
+            let input = Input::new(hay).range(at..end).anchored(anchored);
+            let Some(found) = regex.search(&input) else {
                 break;
             };
+            matched = true;
             if found.end() == end && end < hay.len() {
                 // The window may have cut the match short: search on to the end.
                 end = hay.len();
                 continue;
             }
-            if let Some(candidate) = self.candidate(text, &caps, order) {
-                out.push(candidate);
+            let candidate = if self.turned_away(&hay[found.range()]) {
+                None
+            } else {
+                // The groups, found again on the match alone (as the meta regex
+                // does), after the cheap test above.
+                let caps = caps.get_or_insert_with(|| regex.create_captures());
+                let exact = Input::new(hay).range(found.range()).anchored(Anchored::Yes);
+                regex.search_captures(&exact, caps);
+                self.candidate(text, caps, order)
+            };
+            if mode == Mode::AtStart {
+                out.extend(candidate);
+                break;
             }
-            at = found.end().max(found.start() + 1);
+            // A match that is not a secret does not hide the matches that start
+            // inside it (a quoted sentence holding a `KEY=value`).
+            at = if candidate.is_some() {
+                found.end().max(found.start() + 1)
+            } else {
+                found.start() + 1
+            };
+            out.extend(candidate);
             end = end.min(window.end.max(at));
         }
+        matched
+    }
+
+    /// Whether a match is no secret whatever its groups: a variable whose name
+    /// says it holds none (a page token).
+    fn turned_away(&self, matched: &[u8]) -> bool {
+        self.check == Check::Assignment
+            && assignment_kind(assignment_name(matched)) == NameSays::NoSecret
     }
 
     /// The secret of one match, if it passes the rule's allowlist and check.
@@ -151,7 +276,7 @@ impl Rule {
                 if !assignment_value_is_secret(secret, group != UNQUOTED_GROUP) {
                     return None;
                 }
-                match assignment_kind(assignment_name(&text.as_bytes()[whole.start..span.start])) {
+                match assignment_kind(assignment_name(&text.as_bytes()[whole])) {
                     NameSays::NoSecret => return None,
                     NameSays::Secret => self.kind.clone(),
                     NameSays::SecretOf(kind) => Arc::from(kind),

@@ -1,15 +1,15 @@
 //! Finding the secrets of a text: one case-insensitive automaton of every rule's
-//! keywords finds where rules can match, each rule runs only in the windows around
-//! its keywords, and overlapping finds are settled.
+//! keywords finds where rules can match, each rule runs only there, and
+//! overlapping finds are settled.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::marker::marker_spans;
-use super::rule::{Candidate, Rule};
+use super::rule::{Around, Candidate, Rule};
 use super::rules;
 
 /// The built-in rules, compiled once per process and shared by every redactor:
@@ -17,7 +17,8 @@ use super::rules;
 pub(crate) struct Builtin {
     /// In table order.
     pub rules: Vec<Rule>,
-    prefilter: Prefilter,
+    /// Their keywords.
+    pub prefilter: Prefilter,
 }
 
 /// The built-in rules.
@@ -32,11 +33,24 @@ pub(crate) fn builtin() -> &'static Builtin {
     })
 }
 
+/// Where a keyword occurs in a text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Hit {
+    /// Where the keyword starts.
+    pub start: usize,
+    /// Where it ends.
+    pub end: usize,
+    /// Which keyword it is.
+    keyword: u32,
+}
+
 /// The keywords of every rule in one automaton, and which rules each belongs to.
-struct Prefilter {
+pub(crate) struct Prefilter {
     automaton: AhoCorasick,
     /// By keyword, the indices of the rules that have it.
     rules_of: Vec<Vec<u32>>,
+    /// The length of the longest keyword.
+    longest: usize,
 }
 
 impl Prefilter {
@@ -56,62 +70,100 @@ impl Prefilter {
                 rules_of[at].push(rule as u32);
             }
         }
-        // Overlapping matches, so that a keyword inside another (`xoxb` in
-        // `xoxe.xoxb-`) still wakes its rules.
+        // Every occurrence of every keyword (overlapping matches), so that the set
+        // of hits depends on the bytes around each alone, and a keyword inside
+        // another (`xoxb` in `xoxe.xoxb-`) still wakes its rules. A DFA: with case
+        // insensitivity and a hundred keywords no prefilter applies, and it is the
+        // fastest automaton byte for byte.
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(&keywords)
             .expect("the keywords are few and short");
         Prefilter {
             automaton,
             rules_of,
+            longest: keywords.iter().map(|k| k.len()).max().unwrap_or(0),
         }
     }
 
-    /// By rule, the merged windows around its keywords in `text`; empty, without
-    /// allocating, when no keyword occurs.
-    fn windows(&self, text: &str, rules: &[Rule]) -> Vec<Vec<Range<usize>>> {
-        let mut windows: Vec<Vec<Range<usize>>> = Vec::new();
-        for hit in self.automaton.find_overlapping_iter(text) {
-            if windows.is_empty() {
-                windows.resize_with(rules.len(), Vec::new);
+    /// Every keyword in `range` of `text`, in the order of their ends; empty,
+    /// without allocating, when none occurs.
+    pub(crate) fn hits(&self, text: &str, range: Range<usize>) -> Vec<Hit> {
+        let input = aho_corasick::Input::new(text).range(range);
+        self.automaton
+            .find_overlapping_iter(input)
+            .map(|found| Hit {
+                start: found.start(),
+                end: found.end(),
+                keyword: found.pattern().as_u32(),
+            })
+            .collect()
+    }
+
+    /// The hits of `text` after `replaced` (in order, disjoint) became the markers
+    /// at `markers` in `out`, computed without scanning all of `out`: the hits
+    /// clear of the replaced spans move with the text, and the hits that overlap a
+    /// marker are looked for around it. The result is what [`Prefilter::hits`]
+    /// over `out` gives, in another order.
+    pub(crate) fn moved_hits(
+        &self,
+        hits: &[Hit],
+        replaced: &[Range<usize>],
+        out: &str,
+        markers: &[Range<usize>],
+    ) -> Vec<Hit> {
+        let mut moved = Vec::with_capacity(hits.len());
+        let mut next = 0;
+        let mut shift: isize = 0;
+        for hit in hits {
+            while next < replaced.len() && replaced[next].end <= hit.start {
+                shift += markers[next].len() as isize - replaced[next].len() as isize;
+                next += 1;
             }
-            for &rule in &self.rules_of[hit.pattern().as_usize()] {
-                let reach = rules[rule as usize].reach;
-                let window = hit.end().saturating_sub(reach)
-                    ..hit.start().saturating_add(reach).min(text.len());
-                add_window(&mut windows[rule as usize], window);
+            if next < replaced.len() && replaced[next].start < hit.end {
+                continue;
             }
+            let at = |offset: usize| offset.checked_add_signed(shift).expect("within the text");
+            moved.push(Hit {
+                start: at(hit.start),
+                end: at(hit.end),
+                ..*hit
+            });
         }
-        windows
+        let reach = self.longest.saturating_sub(1);
+        for marker in markers {
+            let around = marker.start.saturating_sub(reach)..(marker.end + reach).min(out.len());
+            moved.extend(
+                self.hits(out, around)
+                    .into_iter()
+                    .filter(|hit| hit.start < marker.end && hit.end > marker.start),
+            );
+        }
+        // A hit across two neighbouring markers is found from both.
+        moved.sort_unstable();
+        moved.dedup();
+        moved
     }
 }
 
-/// Adds `window` to a rule's windows, merged with the last one where they touch.
-/// Hits come in the order of their ends, so the windows' starts never go back.
-fn add_window(windows: &mut Vec<Range<usize>>, window: Range<usize>) {
-    match windows.last_mut() {
-        Some(last) if window.start <= last.end => last.end = last.end.max(window.end),
-        _ => windows.push(window),
-    }
-}
-
-/// The secrets to redact in `text`, in order, none overlapping another or a marker.
-pub(crate) fn find(text: &str, builtin: Option<&Builtin>, custom: &[Rule]) -> Vec<Candidate> {
+/// The secrets to redact in `text`, whose keywords are at `hits`, in order, none
+/// overlapping another or a marker.
+pub(crate) fn find(
+    text: &str,
+    hits: &[Hit],
+    builtin: Option<&Builtin>,
+    custom: &[Rule],
+) -> Vec<Candidate> {
     let mut found = Vec::new();
     let mut first_custom = 0;
     if let Some(builtin) = builtin {
-        let windows = builtin.prefilter.windows(text, &builtin.rules);
-        for (order, (rule, rule_windows)) in builtin.rules.iter().zip(&windows).enumerate() {
-            for window in rule_windows {
-                rule.find(text, window.clone(), order as u32, &mut found);
-            }
-        }
+        search_around(text, hits, builtin, &mut found);
         first_custom = builtin.rules.len();
     }
     for (order, rule) in custom.iter().enumerate() {
-        rule.find(
+        rule.find_in(
             text,
             0..text.len(),
             (first_custom + order) as u32,
@@ -119,6 +171,35 @@ pub(crate) fn find(text: &str, builtin: Option<&Builtin>, custom: &[Rule]) -> Ve
         );
     }
     settle(text, found)
+}
+
+/// Runs the built-in rules where their keywords are: at each keyword for the rules
+/// that know where it sits in a match, in the merged windows around the keywords
+/// for the others. The result does not depend on the order of `hits`.
+fn search_around(text: &str, hits: &[Hit], builtin: &Builtin, found: &mut Vec<Candidate>) {
+    let mut windows: Vec<(u32, Range<usize>)> = Vec::new();
+    for hit in hits {
+        for &order in &builtin.prefilter.rules_of[hit.keyword as usize] {
+            let rule = &builtin.rules[order as usize];
+            match &rule.around {
+                Around::Start => rule.find_at(text, hit.start, order, found),
+                Around::Guarded { .. } => rule.find_guarded(text, hit.start..hit.end, order, found),
+                Around::Inside => {
+                    let start = hit.end.saturating_sub(rule.reach);
+                    let end = hit.start.saturating_add(rule.reach).min(text.len());
+                    windows.push((order, start..end));
+                }
+            }
+        }
+    }
+    windows.sort_unstable_by_key(|(order, window)| (*order, window.start));
+    let mut windows = windows.into_iter().peekable();
+    while let Some((order, mut window)) = windows.next() {
+        while let Some((_, next)) = windows.next_if(|(o, w)| *o == order && w.start <= window.end) {
+            window.end = window.end.max(next.end);
+        }
+        builtin.rules[order as usize].find_in(text, window, order, found);
+    }
 }
 
 /// Keeps, of overlapping candidates, the longest, then the earliest, then the one

@@ -25,6 +25,40 @@ pub(crate) enum Check {
     Assignment,
 }
 
+/// Where a rule's keyword sits in its matches, which decides where it is searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Every match starts where one of the keywords starts, as in most vendored
+    /// rules (`ghp_`, `xoxb`): one anchored search at each keyword.
+    Start,
+    /// A keyword can be anywhere in a match: the window of the pattern's reach on
+    /// both sides of it is searched.
+    Inside,
+    /// A keyword is at a known place in a short match, and a cheap test after it
+    /// turns most keywords away (a `token` not followed by `=` or `:`).
+    Guarded(Guard),
+}
+
+/// How a guarded rule is searched around a keyword: only where the guard,
+/// anchored where the keyword ends, matches; then with an anchored search at each
+/// place a match can start (in the `margin` before the run of lead bytes that ends
+/// at the keyword, or where a word starts in that run), up to `tail` bytes past
+/// the guard's match, until one matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Guard {
+    /// Besides ASCII letters and digits, the bytes that can come before the keyword
+    /// in a match (the rest of a name, a scheme).
+    pub lead_bytes: &'static str,
+    /// The most lead bytes a match can have.
+    pub lead_max: usize,
+    /// The bytes a match can start with before its lead (a bounding byte, quotes).
+    pub margin: usize,
+    /// The pattern that must match where the keyword ends.
+    pub pattern: &'static str,
+    /// How far past the guard's match a match can end.
+    pub tail: usize,
+}
+
 /// One rule as written in the tables.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Spec {
@@ -45,9 +79,12 @@ pub(crate) struct Spec {
     /// How far around a keyword a match can reach, where the pattern's own bound is
     /// missing or too large to be useful.
     pub reach: Option<usize>,
+    /// Where the keyword sits in a match.
+    pub placement: Placement,
 }
 
-/// A rule with no check, no allowlist and the pattern's own reach.
+/// A rule whose matches start at a keyword, with no check, no allowlist and the
+/// pattern's own reach.
 pub(crate) const fn rule(
     id: &'static str,
     kind: &'static str,
@@ -62,6 +99,7 @@ pub(crate) const fn rule(
         check: Check::None,
         allow: None,
         reach: None,
+        placement: Placement::Start,
     }
 }
 
@@ -83,6 +121,22 @@ impl Spec {
     pub(crate) const fn allow(self, pattern: &'static str) -> Spec {
         Spec {
             allow: Some(pattern),
+            ..self
+        }
+    }
+
+    /// With its keywords anywhere in a match.
+    pub(crate) const fn inside(self) -> Spec {
+        Spec {
+            placement: Placement::Inside,
+            ..self
+        }
+    }
+
+    /// With its keywords where `guard` says.
+    pub(crate) const fn guarded(self, guard: Guard) -> Spec {
+        Spec {
+            placement: Placement::Guarded(guard),
             ..self
         }
     }

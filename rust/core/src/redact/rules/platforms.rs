@@ -236,7 +236,8 @@ pub(super) const CHAT: &[Spec] = &[
         &["hooks.slack.com"],
         // Adapted: the dots are escaped, and only the path after the host is the secret.
         r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/]{43,56})",
-    ),
+    )
+    .inside(),
     rule(
         "microsoft-teams-webhook",
         "teams-webhook-url",
@@ -244,5 +245,6 @@ pub(super) const CHAT: &[Spec] = &[
         // Adapted: the repeated groups no longer capture, and only the path after the
         // host is the secret.
         r"https://[a-z0-9]+\.webhook\.office\.com/(webhookb2/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}@[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}/IncomingWebhook/[a-z0-9]{32}/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12})",
-    ),
+    )
+    .inside(),
 ];

@@ -15,7 +15,8 @@ pub(super) const AI_PROVIDERS: &[Spec] = &[
         &["t3blbkfj"],
         r#"\b(sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})(?:[\x60'"\s;]|\\[nr]|$)"#,
     )
-    .entropy(3.0),
+    .entropy(3.0)
+    .inside(),
     rule(
         "anthropic-api-key",
         "anthropic-api-key",
@@ -116,7 +117,8 @@ pub(super) const CLOUD: &[Spec] = &[
         &["atlasv1"],
         r"(?i)[a-z0-9]{14}\.(?-i:atlasv1)\.[a-z0-9\-_=]{60,70}",
     )
-    .entropy(3.5),
+    .entropy(3.5)
+    .inside(),
     rule(
         "vault-service-token",
         "vault-token",

@@ -148,6 +148,52 @@ fn a_marker_beside_a_secret_does_not_hide_it() {
 }
 
 #[test]
+fn secrets_at_the_edges_and_in_escaped_json_are_found() {
+    let mut g = fakes::Gen(11);
+    let github = fakes::fake("github-pat", &mut g).text;
+    let key = fakes::fake("private-key", &mut g).text;
+    let escaped = key.replace('\n', "\\n");
+    for text in [
+        github.clone(),
+        format!("{github}\n{github}"),
+        format!("{{\"output\": \"{escaped}\\n\"}}"),
+    ] {
+        let out = redactor().redact(&text);
+        assert!(!out.text.contains(&github), "{}", out.text);
+        assert!(!out.text.contains("PRIVATE KEY-----\\n"), "{}", out.text);
+        assert!(!out.found.is_empty());
+    }
+}
+
+#[test]
+fn guarded_rules_find_their_start() {
+    let value = ["Zq7", "-w2Lp", "9x"].concat();
+    for (text, kind) in [
+        (
+            format!("git+ssh://deploy:{value}@git.internal/repo.git"),
+            "url-password",
+        ),
+        (format!("x-scheme://:{value}@host"), "url-password"),
+        (
+            format!("{{\"db_password\":\"{value}\"}}"),
+            "secret-assignment",
+        ),
+        (format!("\tSECRET_TOKEN = {value};"), "secret-assignment"),
+        (format!("clientSecret: '{value}'"), "secret-assignment"),
+    ] {
+        let out = redactor().redact(&text);
+        assert_eq!(
+            out.text,
+            text.replace(&value, &marker(kind, &value)),
+            "{text}"
+        );
+    }
+    // A name is at most 61 bytes before its secret word.
+    let long = format!("{}_PASSWORD={value}", "A".repeat(70));
+    assert!(matches!(redactor().redact(&long).text, Cow::Borrowed(_)));
+}
+
+#[test]
 fn custom_rules_are_checked_and_run() {
     let mut redactor = Redactor::new(&KEY, RuleSet::None);
     let invalid = |result: Result<()>, field: &str| {

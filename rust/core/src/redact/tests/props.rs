@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use super::fakes::{fake, Gen};
 use super::{marker, redactor};
-use crate::redact::{rules, Redactor, RuleSet};
+use crate::redact::{rules, scan, Redactor, RuleSet};
 
 const WORDS: &[&str] = &[
     "the", "model", "reads", "a", "file", "token", "password", "key", "secret", "=", ":", "\"",
@@ -111,5 +111,27 @@ proptest! {
         let ours = redactor().redact(&token).text.into_owned();
         let theirs = Redactor::new(&key, RuleSet::Defaults).redact(&token).text.into_owned();
         prop_assert_ne!(ours, theirs);
+    }
+}
+
+proptest! {
+    #[test]
+    fn moved_hits_are_the_hits_of_the_new_text(
+        pieces in prop::collection::vec((filler(), planted(), prop::sample::select(SEPARATORS)), 1..4),
+    ) {
+        let text: String = pieces
+            .iter()
+            .flat_map(|(filler, (fake, _), sep)| [filler.as_str(), sep, fake.as_str()])
+            .collect();
+        let builtin = scan::builtin();
+        let mut hits = builtin.prefilter.hits(&text, 0..text.len());
+        hits.sort_unstable();
+        let chosen = scan::find(&text, &hits, Some(builtin), &[]);
+        let (out, markers) = redactor().replace(&text, &chosen, &mut Vec::new());
+        let replaced: Vec<_> = chosen.iter().map(|c| c.span.clone()).collect();
+        let moved = builtin.prefilter.moved_hits(&hits, &replaced, &out, &markers);
+        let mut fresh = builtin.prefilter.hits(&out, 0..out.len());
+        fresh.sort_unstable();
+        prop_assert_eq!(moved, fresh);
     }
 }
