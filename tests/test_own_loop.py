@@ -255,6 +255,46 @@ def _steps(draw: st.DrawFn) -> list[tuple[str, int]]:
     ],
     window=640,
 )
+# Failures whose tags and text cost more than planned, then a pin, at a tiny window.
+@example(
+    steps=[
+        ("user", 1),
+        ("user", 271),
+        ("user", 221),
+        ("user", 1),
+        ("user", 1),
+        ("user", 200),
+        ("user", 261),
+        ("user", 98),
+        ("user", 99),
+        ("user", 5),
+        ("user", 336),
+        ("user", 234),
+        ("failure", 58),
+        ("user", 368),
+        ("user", 1),
+        ("user", 311),
+        ("user", 130),
+        ("user", 156),
+        ("user", 1),
+        ("user", 270),
+        ("user", 390),
+        ("user", 1),
+        ("user", 1),
+        ("failure", 1),
+        ("user", 1),
+        ("call", 1),
+        ("call", 112),
+        ("user", 1),
+        ("user", 1),
+        ("user", 1),
+        ("pin", 1),
+        ("user", 1),
+        ("user", 1),
+        ("failure", 246),
+    ],
+    window=640,
+)
 def test_every_request_keeps_the_promises(
     server: LocalLLMServer, tmp_path_factory: pytest.TempPathFactory, steps: Any, window: int
 ) -> None:

@@ -155,6 +155,13 @@ impl Store {
                     None => remove(tx, session_id, &mut seq, &mut live, write.zone, &write.key)?,
                     Some(text) => {
                         let text = redact_text(text, redactor.as_deref(), &mut redacted);
+                        // Text from tools and retrieval is fenced as written, so its
+                        // count is what the request will carry.
+                        let text = if write.zone.is_untrusted() {
+                            std::borrow::Cow::Owned(super::render::fenced(&text).into_owned())
+                        } else {
+                            text
+                        };
                         // Surrounding whitespace is not content: it would cost tokens
                         // and make two writes of one text differ.
                         let (text, tokens, cut_from) =
