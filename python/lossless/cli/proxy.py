@@ -4,6 +4,7 @@ client that sends its whole history every time."""
 from __future__ import annotations
 
 import contextlib
+import signal
 from typing import Annotated
 
 import typer
@@ -63,11 +64,16 @@ def proxy(
     )
 
     async def serve() -> None:
-        async with server:
-            stdout_console().print(
-                f"lossless proxy on {server.url} -> {upstream} (sessions in {settings(ctx).db})"
-            )
-            await anyio.sleep_forever()
+        # The first SIGINT or SIGTERM ends the serving loop as a normal return, so
+        # the sessions close in order; a KeyboardInterrupt raised wherever the main
+        # task happened to be could land inside that closing.
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with server:
+                stdout_console().print(
+                    f"lossless proxy on {server.url} -> {upstream} (sessions in {settings(ctx).db})"
+                )
+                async for _ in signals:
+                    break
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve)
