@@ -393,6 +393,23 @@ class ArenaConfig(_Section):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     enabled: bool = True
+    ledger: bool = Field(
+        default=True,
+        description=(
+            "Keep the session ledger: rules, constraints, facts, decisions, preferences, "
+            "goals and the tools' records, read from what compaction takes out of the view."
+        ),
+    )
+    ledger_tokens: int = Field(
+        default=1_024,
+        ge=0,
+        description="Tokens the ledger's stable part (rules to preferences) may take in `truth`.",
+    )
+    ledger_work_tokens: int = Field(
+        default=384,
+        ge=0,
+        description="Tokens its work in progress (goals to files) may take in `task_state`.",
+    )
     injection_cap_tokens: int = Field(
         default=4_096,
         ge=0,
@@ -473,7 +490,13 @@ class ArenaConfig(_Section):
         """The zone's cap; external recall's is 0 while it is off."""
         if zone == "rag_external" and not (self.external_recall or self.recall_port):
             return 0
-        return self.caps.get(zone, _DEFAULT_CAPS[zone])
+        return self.caps.get(zone, _DEFAULT_CAPS[zone]) + self.ledger_cap(zone)
+
+    def ledger_cap(self, zone: ZoneName) -> int:
+        """The share of the zone's cap the ledger brings (0 without it)."""
+        if not self.ledger:
+            return 0
+        return {"truth": self.ledger_tokens, "task_state": self.ledger_work_tokens}.get(zone, 0)
 
     def floor(self, zone: ZoneName) -> int:
         return self.floors.get(zone, 0) if self.cap(zone) > 0 else 0

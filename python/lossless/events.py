@@ -27,6 +27,7 @@ class EventName(StrEnum):
     SESSION_CLOSED = "session_closed"
     SESSION_FORKED = "session_forked"
     SECRETS_REDACTED = "secrets_redacted"
+    LEDGER_UPDATED = "ledger_updated"
     MESSAGE_CREATED = "message_created"
     TOOL_UPDATED = "tool_updated"
     STREAM_INCOMPLETE = "stream_incomplete"

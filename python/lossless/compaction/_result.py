@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from lossless.ledger import LedgerUpdate
 
 __all__ = ["CompactionResult", "Status"]
 
@@ -33,3 +36,6 @@ class CompactionResult:
     # serve after this compaction (what follows the first place it changed); None
     # when it changed nothing or no request was sent yet.
     invalidated_tokens: int | None = None
+    # What reading the messages this compaction took out of the view did to the
+    # session's ledger; None when it committed nothing or the ledger is off.
+    ledger: LedgerUpdate | None = None

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from lossless import _native
+from lossless import _native, ledger
 from lossless._background import Spawner
 from lossless.compaction._result import CompactionResult
 from lossless.compaction._round import FirstSteps, RoundWork
@@ -20,6 +20,7 @@ from lossless.compaction.levels import Summariser
 from lossless.config import Config
 from lossless.errors import CompactionBusyError
 from lossless.events import Event, EventBus, EventName
+from lossless.ledger import LedgerUpdate
 from lossless.models import Budget
 
 __all__ = ["CompactionEngine", "CompactionResult"]
@@ -211,6 +212,8 @@ class CompactionEngine:
             result.reason = (
                 "an unexpected error stopped the round; what it had not committed was dropped"
             )
+        if result.summary_ids:
+            result.ledger = await self._absorb_ledger()
         result.duration_s = time.perf_counter() - started
         try:
             result.tokens_after = await self._view_tokens() if after is None else after
@@ -222,6 +225,31 @@ class CompactionEngine:
         self.last_result = result
         await self._publish_result(result)
         return result
+
+    async def _absorb_ledger(self) -> LedgerUpdate | None:
+        """Reads the messages the round took out of the view into the ledger. A
+        failure leaves the ledger as it was; the next round reads them (it starts
+        where the stored mark says)."""
+        arena = self._config.arena
+        if not (arena.enabled and arena.ledger):
+            return None
+        try:
+            update = await self._call(ledger.absorb, self._store, self._session_id, arena)
+        except Exception:
+            log.warning("could not update the ledger of %s", self._session_id, exc_info=True)
+            return None
+        if update.added or update.removed:
+            await self._bus.apublish(
+                EventName.LEDGER_UPDATED,
+                self._session_id,
+                via=self._store,
+                added=update.added,
+                changed=update.changed,
+                stable_tokens=update.stable_tokens,
+                volatile_tokens=update.volatile_tokens,
+                left_out=update.left_out,
+            )
+        return update
 
     def _invalidated(self) -> int | None:
         try:

@@ -7,7 +7,6 @@ budget with background compaction.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import weakref
 from collections import deque
@@ -29,6 +28,7 @@ from lossless.config import Config
 from lossless.encryption import EncryptionKey, resolve_key
 from lossless.errors import NotFoundError
 from lossless.events import EventBus, EventName
+from lossless.ledger import PIN_PREFIX, Ledger, ledger_subject
 
 if TYPE_CHECKING:
     from lossless.files import FileHandleResult
@@ -524,12 +524,26 @@ class Session(Syncing):
     async def pin(self, text: str, *, key: str | None = None, priority: Priority = "high") -> str:
         """Pin a fact: it goes into the system message of every request (the
         ``truth`` zone) and survives every compaction. Returns its key (given, or
-        made from the text); pinning again under a key replaces the fact."""
-        if key is None and isinstance(text, str):
-            key = "pin:" + hashlib.sha256(text.encode()).hexdigest()[:12]
+        made from the text's subject: a new value of the same fact replaces it, as
+        pinning again under a key does). Pinned facts are the ledger's rules."""
+        if key is None and isinstance(text, str) and text.strip():
+            # Keyed by its subject, so a new value of the same fact replaces it.
+            key = PIN_PREFIX + ledger_subject(text)
         await self.arena.add("truth", key, text, priority=priority)
         assert key is not None
         return key
+
+    @property
+    def ledger(self) -> Ledger:
+        """The session's ledger: the rules, constraints, facts, decisions,
+        preferences, goals and records compaction keeps in every request."""
+        return Ledger(
+            self.store,
+            self.id,
+            self.config.arena,
+            pins=self.arena.entries,
+            unpin=self.unpin,
+        )
 
     async def unpin(self, key: str) -> bool:
         """Take a pinned fact out; whether it was pinned. Only a pinned fact: an entry

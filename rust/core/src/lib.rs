@@ -14,6 +14,7 @@ pub mod files;
 pub mod formats;
 pub mod history;
 pub mod ids;
+pub mod ledger;
 pub mod lineage;
 pub(crate) mod maps;
 pub mod model;

@@ -61,6 +61,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::ForkRow>()?;
     module.add_class::<store::ErasureReceipt>()?;
     module.add_class::<store::RetentionRuleRow>()?;
+    module.add_class::<store::LedgerItemRow>()?;
+    module.add_class::<store::LedgerUpdateResult>()?;
+    module.add_function(wrap_pyfunction!(store::ledger_subject, module)?)?;
     module.add_function(wrap_pyfunction!(sync::sync_chain, module)?)?;
     module.add_class::<files::FileScan>()?;
     module.add_class::<files::FileRecord>()?;

@@ -408,3 +408,42 @@ fn read_live(conn: &Conn, session_id: &str) -> Result<Vec<Entry>> {
     }
     Ok(entries)
 }
+
+/// Sets the entry of `key` in `zone` to `text` (or removes it, with `None`) inside
+/// the caller's transaction, unless it already holds that: a block another part of
+/// the store keeps (the ledger) rides on the arena's rows, caps and rendering.
+/// Returns whether a row was written.
+pub(crate) fn put_entry(
+    tx: &Conn,
+    session_id: &str,
+    (zone, key, source): (Zone, &str, &str),
+    text: Option<(&str, i64)>,
+) -> Result<bool> {
+    let live: Option<(String, bool)> = tx
+        .prepare_cached(
+            "SELECT text, removed FROM arena_entries
+             WHERE session_id = ?1 AND zone = ?2 AND key = ?3 ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_opt(args![session_id, zone.as_str(), key], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+    let live = live.filter(|(_, removed)| !removed).map(|(text, _)| text);
+    if live.as_deref() == text.map(|(text, _)| text) {
+        return Ok(false);
+    }
+    let (text, tokens) = text.unwrap_or_default();
+    let entry = Entry {
+        seq: newest_seq(tx, session_id)? + 1,
+        zone,
+        key: key.to_string(),
+        source: source.to_string(),
+        priority: Priority::Critical,
+        text: text.to_string(),
+        tokens,
+        full_tokens: tokens,
+        once: false,
+        external: false,
+    };
+    insert(tx, session_id, &entry, text.is_empty())?;
+    Ok(true)
+}

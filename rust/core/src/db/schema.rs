@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 const TABLES: &str = r"
 CREATE TABLE sessions (
@@ -702,6 +702,46 @@ CREATE TRIGGER IF NOT EXISTS retention_rules_fixed BEFORE UPDATE ON retention_ru
 BEGIN SELECT RAISE(ABORT, 'lossless: append-only: retention rules cannot be changed'); END;
 ";
 
+/// The session ledger (as of version 15): every value of every subject ever
+/// written, append-only (the newest row of a subject is its live value; a `removed`
+/// row takes it out), and how far each session's messages have been read into it,
+/// which is bookkeeping, not content.
+const LEDGER: &str = r"
+CREATE TABLE IF NOT EXISTS ledger_items (
+    session_id  TEXT NOT NULL REFERENCES sessions(id),
+    ord         INTEGER NOT NULL,
+    id          TEXT NOT NULL UNIQUE,
+    kind        TEXT NOT NULL CHECK (kind IN ('rule', 'constraint', 'fact', 'decision',
+                                              'preference', 'goal', 'state', 'error',
+                                              'command', 'file')),
+    subject     TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    removed     INTEGER NOT NULL DEFAULT 0,
+    changed     INTEGER NOT NULL DEFAULT 0,
+    origin      TEXT NOT NULL CHECK (origin IN ('extracted', 'model', 'caller')),
+    msg_seq     INTEGER NOT NULL,
+    message_ids TEXT,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (session_id, ord)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ledger_items_by_subject ON ledger_items (session_id, subject, ord);
+CREATE TABLE IF NOT EXISTS ledger_marks (
+    session_id   TEXT PRIMARY KEY REFERENCES sessions(id),
+    absorbed_seq INTEGER NOT NULL,
+    stable_cap   INTEGER NOT NULL,
+    volatile_cap INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS ledger_items_no_replace BEFORE INSERT ON ledger_items
+WHEN EXISTS (SELECT 1 FROM ledger_items WHERE session_id = NEW.session_id AND ord = NEW.ord)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: a stored ledger item cannot be replaced'); END;
+CREATE TRIGGER IF NOT EXISTS ledger_items_no_delete BEFORE DELETE ON ledger_items
+WHEN NOT EXISTS (SELECT 1 FROM erasure_grants)
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: ledger items cannot be deleted'); END;
+CREATE TRIGGER IF NOT EXISTS ledger_items_fixed BEFORE UPDATE ON ledger_items
+BEGIN SELECT RAISE(ABORT, 'lossless: append-only: ledger items cannot be changed'); END;
+";
+
 /// Before version 14 the delete triggers refused every delete: they are made again
 /// with the erasure grant's condition.
 fn drop_ungated_delete_triggers(tx: &rusqlite::Transaction<'_>) -> Result<()> {
@@ -765,6 +805,7 @@ pub fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
             drop_ungated_delete_triggers(&tx)?;
         }
         tx.execute_batch(GOVERNANCE)?;
+        tx.execute_batch(LEDGER)?;
         tx.execute_batch(FTS_SECURE_DELETE)?;
         add_files_and_maps(&tx)?;
         tx.execute_batch(MEDIA)?;

@@ -111,6 +111,12 @@ impl Store {
             self.arena.forget(session);
             self.sessions.remove(session);
         }
+        // The ledgers that lost items are rendered again (their old texts went with
+        // the erasure); a failure leaves a ledger out of the request until its next
+        // write, never an erased text in it.
+        for session in &erased.touched_sessions {
+            let _ = self.refresh_ledger(session);
+        }
         receipt.scrubbed = scrub::after_erasure(&self.conn);
         Ok(receipt)
     }

@@ -40,8 +40,10 @@ const DEPENDENT_ROWS: [(&str, &str); 6] = [
 
 /// The tables keyed by session, in an order the foreign keys allow; the session
 /// row goes last.
-const SESSION_TABLES: [&str; 16] = [
+const SESSION_TABLES: [&str; 18] = [
     "stream_checkpoints",
+    "ledger_items",
+    "ledger_marks",
     "map_runs WHERE parent_id",
     "context_items",
     "events",

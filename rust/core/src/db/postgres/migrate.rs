@@ -14,7 +14,7 @@ pub const MIGRATION_LOCK: i64 = 0x6c6f_7373_6c65_7373; // "lossless"
 /// Migrations from each older PostgreSQL schema version, in order: `(from, sql)`.
 /// The PostgreSQL backend starts at version 8; a release that changes the SQLite
 /// schema adds its step here under the same version number.
-fn steps() -> [(i64, String); 6] {
+fn steps() -> [(i64, String); 7] {
     [
         // Version 9: what an arena entry's text counted before it was cut at write time.
         (
@@ -50,6 +50,8 @@ fn steps() -> [(i64, String); 6] {
         // Version 13: session names, forks and handed-over histories.
         (12, lineage_step()),
         (13, governance_step()),
+        // Version 15: the session ledger.
+        (14, ledger_step()),
     ]
 }
 
@@ -72,6 +74,16 @@ fn governance_step() -> String {
         schema::REFUSE,
         schema::GOVERNANCE,
         schema::governance_triggers(),
+        schema::tenant_columns()
+    )
+}
+
+/// Version 15: the session ledger, its append-only triggers and tenant columns.
+fn ledger_step() -> String {
+    format!(
+        "{}{}{}",
+        schema::LEDGER,
+        schema::append_only_triggers("ledger_items", None),
         schema::tenant_columns()
     )
 }
@@ -204,6 +216,7 @@ fn create(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
         schema::MEDIA,
         schema::LINEAGE,
         schema::GOVERNANCE,
+        schema::LEDGER,
         &schema::triggers(),
         &schema::governance_triggers(),
         &schema::tenant_columns(),

@@ -91,7 +91,7 @@ CREATE TABLE retention_rules (
 /// version row, the languages the index holds (no content) and the database's keys
 /// (one fingerprint key for the file, so no tenant can read another's markers
 /// anyway).
-pub const TENANT_TABLES: [&str; 29] = [
+pub const TENANT_TABLES: [&str; 31] = [
     "sessions",
     "messages",
     "context_items",
@@ -121,6 +121,8 @@ pub const TENANT_TABLES: [&str; 29] = [
     "erasure_receipts",
     "session_subjects",
     "retention_rules",
+    "ledger_items",
+    "ledger_marks",
 ];
 
 /// The tenant of a connection: `lossless.tenant` (set in the URL's `options`), or
@@ -202,6 +204,34 @@ pub(super) fn governance_triggers() -> String {
         crate::error::IMMUTABLE_MARKER
     )
 }
+
+/// The session ledger (SQLite version 15).
+pub(super) const LEDGER: &str = r#"
+CREATE TABLE IF NOT EXISTS ledger_items (
+    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    ord         BIGINT NOT NULL,
+    id          TEXT COLLATE "C" NOT NULL UNIQUE,
+    kind        TEXT COLLATE "C" NOT NULL CHECK (kind IN ('rule', 'constraint', 'fact',
+                    'decision', 'preference', 'goal', 'state', 'error', 'command', 'file')),
+    subject     TEXT COLLATE "C" NOT NULL,
+    text        TEXT COLLATE "C" NOT NULL,
+    removed     BIGINT NOT NULL DEFAULT 0,
+    changed     BIGINT NOT NULL DEFAULT 0,
+    origin      TEXT COLLATE "C" NOT NULL CHECK (origin IN ('extracted', 'model', 'caller')),
+    msg_seq     BIGINT NOT NULL,
+    message_ids TEXT COLLATE "C",
+    created_at  BIGINT NOT NULL,
+    PRIMARY KEY (session_id, ord)
+);
+CREATE INDEX IF NOT EXISTS ledger_items_by_subject ON ledger_items (session_id, subject, ord);
+CREATE TABLE IF NOT EXISTS ledger_marks (
+    session_id   TEXT COLLATE "C" PRIMARY KEY REFERENCES sessions(id),
+    absorbed_seq BIGINT NOT NULL,
+    stable_cap   BIGINT NOT NULL,
+    volatile_cap BIGINT NOT NULL,
+    updated_at   BIGINT NOT NULL
+);
+"#;
 
 const TABLES: &str = r#"
 CREATE TABLE sessions (
@@ -548,7 +578,7 @@ pub(super) const CONDITIONAL_UPDATES: [(&str, &str, &str); 4] = [
 ];
 
 /// Tables whose rows are never changed nor deleted once written.
-pub(super) const FIXED_TABLES: [&str; 15] = [
+pub(super) const FIXED_TABLES: [&str; 16] = [
     "tool_outputs",
     "summary_sources",
     "file_refs",
@@ -564,6 +594,7 @@ pub(super) const FIXED_TABLES: [&str; 15] = [
     "session_keys",
     "session_forks",
     "sync_inputs",
+    "ledger_items",
 ];
 
 /// Whether `table`'s rows are append-only (its triggers refuse deletes, and updates

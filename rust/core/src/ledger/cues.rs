@@ -1,0 +1,221 @@
+//! The words that tell what a sentence is. Matched on lowercased words; phrases are
+//! runs of words. English first, then the cue words of the other languages the
+//! search stems most (German, French, Spanish, Italian, Portuguese, Dutch).
+
+/// Words that make a sentence a rule wherever they stand: obligations,
+/// prohibitions and their absolutes.
+pub(super) const RULE_WORDS: &[&str] = &[
+    // English
+    "must", "mustn't", "never", "always", "only", "avoid", "don't", "dont", "don\u{2019}t",
+    "cannot", "can't", "shouldn't", "should", "shall", "required", "requires", "require",
+    "mandatory", "forbidden", "prohibited", "refrain", "ensure", "needs", "banned",
+    "disallowed", "strictly", "nobody",
+    // German
+    "nie", "niemals", "immer", "muss", "müssen", "nur", "verboten",
+    // French
+    "jamais", "toujours", "doit", "doivent", "interdit", "seulement", "uniquement",
+    // Spanish, Portuguese, Italian
+    "nunca", "siempre", "debe", "deben", "prohibido", "solo", "sólo", "sempre", "deve",
+    "proibido", "mai", "vietato", "soltanto",
+    // Dutch
+    "nooit", "altijd", "moet", "moeten", "verboden", "alleen",
+];
+
+/// Runs of words that make a sentence a rule.
+pub(super) const RULE_PHRASES: &[&[&str]] = &[
+    &["do", "not"],
+    &["does", "not"],
+    &["is", "not", "allowed"],
+    &["are", "not", "allowed"],
+    &["not", "allowed"],
+    &["not", "permitted"],
+    &["under", "no", "circumstances"],
+    &["at", "no", "time"],
+    &["make", "sure"],
+    &["be", "sure"],
+    &["remember", "to"],
+    &["need", "to"],
+    &["have", "to"],
+    &["has", "to"],
+    &["no", "exceptions"],
+    &["at", "all", "times"],
+    &["stop", "and"],
+    &["off", "limits"],
+    &["no", "longer"],
+];
+
+/// Verbs that, first in a sentence, make it an instruction ("Stop and escalate to
+/// the on-call engineer", "Route refunds through the billing queue").
+pub(super) const IMPERATIVE_VERBS: &[&str] = &[
+    "add", "alert", "answer", "apply", "archive", "ask", "attach", "avoid", "back", "block",
+    "book", "bump", "call", "cancel", "cap", "cc", "change", "charge", "check", "cite",
+    "clean", "close", "commit", "confirm", "contact", "copy", "create", "cut", "defer",
+    "delete", "deploy", "disable", "document", "double-check", "downgrade", "drop", "email",
+    "enable", "encrypt", "escalate", "exclude", "export", "file", "fill", "flag", "follow",
+    "forward", "freeze", "get", "give", "go", "hand", "hold", "ignore", "include", "inform",
+    "install", "keep", "label", "leave", "let", "limit", "list", "lock", "log", "mark",
+    "mention", "merge", "message", "migrate", "move", "name", "notify", "open", "page",
+    "pause", "pay", "pin", "ping", "post", "prefer", "prefix", "print", "prioritize",
+    "prioritise", "publish", "push", "put", "quote", "raise", "read", "record", "redact",
+    "refer", "refund", "reject", "release", "remove", "rename", "reply", "report",
+    "request", "reserve", "respond", "restart", "restore", "retry", "return", "review",
+    "revert", "roll", "rotate", "route", "run", "save", "schedule", "send", "set", "ship",
+    "show", "sign", "skip", "sort", "spend", "split", "start", "stay", "stick", "stop",
+    "store", "submit", "summarise", "summarize", "switch", "tag", "take", "tell", "test",
+    "text", "treat", "turn", "update", "upgrade", "upload", "use", "verify", "wait", "warn",
+    "wrap", "write",
+];
+
+/// Words that make an instruction standing rather than one-off ("every", "any").
+pub(super) const ABSOLUTES: &[&str] = &[
+    "every", "each", "any", "all", "whenever", "anything", "anyone", "everything",
+    "jede", "jeden", "alle", "chaque", "tous", "toutes", "cada", "todos", "todas", "ogni",
+    "tutti", "elke",
+];
+
+/// Words that open an instruction's condition ("If the build fails, ...").
+pub(super) const CONDITIONS: &[&str] = &[
+    "if", "when", "whenever", "unless", "before", "after", "once", "until", "while",
+    "wenn", "falls", "si", "quand", "cuando", "se", "quando", "als",
+];
+
+/// Words of limits: with a value, a rule or a fact is a hard constraint.
+pub(super) const LIMIT_WORDS: &[&str] = &[
+    "cap", "capped", "limit", "limits", "limited", "max", "maximum", "min", "minimum",
+    "exceed", "exceeds", "exceeding", "budget", "deadline", "due", "quota", "ceiling",
+    "threshold", "most", "least", "within", "under", "over", "below", "above", "no later",
+    "allowance", "allotted", "cutoff", "cut-off", "timeout", "sla", "rate", "per",
+    "höchstens", "mindestens", "maximal", "limite", "plafond", "máximo", "mínimo",
+    "massimo", "minimo",
+];
+
+/// Words that make a sentence a decision.
+pub(super) const DECISION_WORDS: &[&str] = &[
+    "decided", "decide", "decision", "chose", "chosen", "choose", "opted", "settled",
+    "agreed", "picked", "selected", "instead", "going", "switched", "switching",
+    "beschlossen", "entschieden", "décidé", "decidido", "deciso", "besloten",
+];
+
+/// Runs of words that make a sentence a decision.
+pub(super) const DECISION_PHRASES: &[&[&str]] = &[
+    &["go", "with"],
+    &["going", "with"],
+    &["let's", "use"],
+    &["we'll", "use"],
+    &["we", "will", "use"],
+    &["we", "use"],
+    &["we're", "using"],
+    &["we", "are", "using"],
+    &["i'll", "use"],
+    &["switch", "to"],
+    &["rather", "than"],
+];
+
+/// Words that make a sentence a goal.
+pub(super) const GOAL_WORDS: &[&str] = &[
+    "goal", "goals", "objective", "objectives", "aim", "mission", "purpose", "deliverable",
+    "milestone", "ziel", "objectif", "objetivo", "obiettivo", "doel",
+];
+
+/// Runs of words that make a sentence a goal.
+pub(super) const GOAL_PHRASES: &[&[&str]] = &[
+    &["want", "you", "to"],
+    &["need", "you", "to"],
+    &["like", "you", "to"],
+    &["your", "task"],
+    &["the", "task", "is"],
+    &["we're", "trying", "to"],
+    &["we", "are", "trying", "to"],
+    &["end", "result"],
+    &["by", "the", "end"],
+    &["so", "that", "we"],
+];
+
+/// Words that make a sentence a preference.
+pub(super) const PREFERENCE_WORDS: &[&str] = &[
+    "prefer", "prefers", "preferred", "preference", "preferably", "rather", "favourite",
+    "favorite", "dislike", "bevorzuge", "lieber", "préfère",
+    "prefiero", "preferisco", "prefiro", "liever",
+];
+
+/// Runs of words that make a sentence a preference.
+pub(super) const PREFERENCE_PHRASES: &[&[&str]] = &[
+    &["i", "like"],
+    &["i", "love"],
+    &["i", "hate"],
+    &["we", "like"],
+    &["i'd", "rather"],
+    &["i", "would", "rather"],
+];
+
+/// Words of how answers look: an instruction about them is a preference.
+pub(super) const STYLE_WORDS: &[&str] = &[
+    "reply", "replies", "respond", "responses", "answer", "answers", "tone", "format",
+    "formatting", "concise", "brief", "short", "shorter", "verbose", "detailed", "bullet",
+    "bullets", "markdown", "spelling", "emoji", "emojis", "formal", "informal", "casual",
+    "language", "style", "summaries", "wording", "voice",
+];
+
+/// What links a subject to its value ("X is V", "X changed to V").
+pub(super) const COPULAS: &[&[&str]] = &[
+    &["has", "changed", "to"],
+    &["changed", "to"],
+    &["moved", "to"],
+    &["was", "changed", "to"],
+    &["is", "set", "to"],
+    &["is", "now"],
+    &["are", "now"],
+    &["is"],
+    &["are"],
+    &["was"],
+    &["were"],
+    &["equals"],
+    &["becomes"],
+    &["ist"],
+    &["sind"],
+    &["est"],
+    &["sont"],
+    &["es"],
+    &["son"],
+    &["è"],
+    &["é"],
+    &["is", "nu"],
+];
+
+/// Words that open a sentence without saying anything about it.
+pub(super) const LEADERS: &[&str] = &[
+    "update", "updated", "actually", "correction", "note", "fyi", "important", "reminder",
+    "also", "and", "so", "now", "ok", "okay", "please", "btw", "just", "again", "ps",
+    "heads-up", "oh", "new", "change", "changed", "edit", "plus", "but", "then",
+];
+
+/// Words a subject is made without: they do not tell two subjects apart.
+pub(super) const SUBJECT_STOPWORDS: &[&str] = &[
+    "the", "a", "an", "our", "my", "your", "their", "its", "this", "that", "these", "those",
+    "new", "current", "currently", "updated", "latest", "old", "previous", "now", "still",
+    "actually", "please", "just", "really", "again", "also", "instead", "anymore",
+    "from", "on", "total", "of", "for", "to", "in", "at", "by", "be", "is", "are", "was",
+    "were", "will", "with", "and", "or", "it", "we", "you", "i", "der", "die", "das", "le",
+    "la", "les", "el", "los", "las", "il", "lo", "o", "de", "het", "een",
+];
+
+/// Pronouns that point back to the sentence before ("Never exceed it.").
+pub(super) const ANAPHORS: &[&str] = &["it", "this", "that", "them", "these", "those", "es", "le"];
+
+/// Whether `words` holds `phrase` as a run.
+pub(super) fn has_phrase(words: &[String], phrase: &[&str]) -> bool {
+    phrase.len() <= words.len()
+        && words
+            .windows(phrase.len())
+            .any(|run| run.iter().zip(phrase).all(|(word, cue)| word == cue))
+}
+
+/// Whether `words` open with `phrase`.
+pub(super) fn starts_with_phrase(words: &[String], phrase: &[&str]) -> bool {
+    phrase.len() <= words.len() && words.iter().zip(phrase).all(|(word, cue)| word == cue)
+}
+
+/// Whether any of `words` is in `list`.
+pub(super) fn has_any(words: &[String], list: &[&str]) -> bool {
+    words.iter().any(|word| list.contains(&word.as_str()))
+}
