@@ -92,7 +92,7 @@ pub(super) const LIMIT_WORDS: &[&str] = &[
 /// Words that make a sentence a decision.
 pub(super) const DECISION_WORDS: &[&str] = &[
     "decided", "decide", "decision", "chose", "chosen", "choose", "opted", "settled",
-    "agreed", "picked", "selected", "instead", "going", "switched", "switching",
+    "agreed", "picked", "selected", "instead", "going", "switched", "switching", "settle",
     "beschlossen", "entschieden", "décidé", "decidido", "deciso", "besloten",
 ];
 
@@ -109,6 +109,27 @@ pub(super) const DECISION_PHRASES: &[&[&str]] = &[
     &["i'll", "use"],
     &["switch", "to"],
     &["rather", "than"],
+    &["final", "call"],
+    &["we", "pin"],
+    &["we'll", "go"],
+    &["we", "go", "with"],
+];
+
+/// Words that say a value is new: its sentence replaces the item it names.
+pub(super) const RESTATE_WORDS: &[&str] = &[
+    "instead", "correction", "update", "updated", "changed", "change", "replaces",
+    "replaced", "anymore", "revised", "moved", "switched",
+];
+
+/// Runs of words that say a value is new.
+pub(super) const RESTATE_PHRASES: &[&[&str]] = &[
+    &["is", "now"],
+    &["are", "now"],
+    &["now", "is"],
+    &["no", "longer"],
+    &["from", "now", "on"],
+    &["heads", "up"],
+    &["switch", "to"],
 ];
 
 /// Words that make a sentence a goal.
@@ -145,6 +166,8 @@ pub(super) const PREFERENCE_PHRASES: &[&[&str]] = &[
     &["i", "hate"],
     &["we", "like"],
     &["i'd", "rather"],
+    &["i'd", "like"],
+    &["i", "would", "like"],
     &["i", "would", "rather"],
 ];
 

@@ -8,7 +8,8 @@
 use super::cues::{
     has_any, has_phrase, ABSOLUTES, ANAPHORS, CONDITIONS, COPULAS, DECISION_PHRASES,
     DECISION_WORDS, GOAL_PHRASES, GOAL_WORDS, IMPERATIVE_VERBS, LIMIT_WORDS,
-    PREFERENCE_PHRASES, PREFERENCE_WORDS, RULE_PHRASES, RULE_WORDS, STYLE_WORDS,
+    PREFERENCE_PHRASES, PREFERENCE_WORDS, RESTATE_PHRASES, RESTATE_WORDS, RULE_PHRASES,
+    RULE_WORDS, STYLE_WORDS,
 };
 use super::sentences::sentences;
 use super::subject::{has_value, leaders, subject_of, words, Word};
@@ -92,26 +93,31 @@ fn joined_kind(before: Kind, rule: Kind) -> Kind {
     }
 }
 
-/// "use X instead of Y" replaces the item holding Y; "use X instead", the newest
-/// item it mostly repeats.
+/// "use X instead of Y" replaces the item holding Y; "the Z changed to X", "use X
+/// instead for the Z" or "Z is now X" replace the item whose subject Z names.
 fn mark_replacement(words: &[Word<'_>], item: &mut Found) {
-    let lower: Vec<&str> = words.iter().map(|word| word.lower.as_str()).collect();
+    let lower: Vec<String> = words.iter().map(|word| word.lower.clone()).collect();
+    item.restates = has_any(&lower, RESTATE_WORDS)
+        || RESTATE_PHRASES.iter().any(|phrase| has_phrase(&lower, phrase));
     let Some(at) = lower
         .iter()
-        .position(|word| *word == "instead" || *word == "rather")
+        .position(|word| word == "instead" || word == "rather")
     else {
         return;
     };
-    let named = words[at + 1..]
+    let after = &words[at + 1..];
+    let named: Vec<&str> = after
         .iter()
         .skip_while(|word| matches!(word.lower.as_str(), "of" | "than" | "the" | "a"))
         .take_while(|word| word.value)
         .map(|word| word.raw)
-        .collect::<Vec<_>>();
-    if named.is_empty() {
-        item.instead = lower[at] == "instead";
-    } else {
+        .collect();
+    if !named.is_empty() && matches!(after.first().map(|w| w.lower.as_str()), Some("of" | "than")) {
         item.replaces = Some(named.join(" "));
+    } else if after.first().is_some_and(|word| word.lower == "for") {
+        // "use X instead for the protected branch": the subject is what follows.
+        let rest: Vec<&str> = after[1..].iter().map(|word| word.raw).collect();
+        item.subject = subject_of(&rest.join(" "));
     }
 }
 

@@ -3,11 +3,13 @@
 
 use std::collections::HashMap;
 
+use super::subject::words;
 use super::{Found, Item, Kind};
 
-/// Share of a "use X instead" sentence's subject words an earlier item must hold
-/// for the sentence to replace it.
-const INSTEAD_OVERLAP: f64 = 0.6;
+/// Share of a restatement's subject words an earlier item's subject must hold for
+/// the restatement to replace it ("the protected branch changed to X" replaces
+/// "Never push to the branch Y").
+const RESTATED_OVERLAP: f64 = 0.5;
 
 /// A new value of a subject, to be stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,11 +56,18 @@ pub fn merge(live: &[Item], found: &[Found]) -> Vec<Change> {
             continue;
         }
         let kind = before.map_or(item.kind, |before| before.kind.stronger(item.kind));
+        let text = match before {
+            Some(before) if item.restates => updated_text(&before.text, &item.text),
+            _ => item.text.clone(),
+        };
+        if before.is_some_and(|before| before.text == text) {
+            continue;
+        }
         let changed = before.is_some() && (kind.is_stable() || kind == Kind::Goal);
         changes.push(Change {
             kind,
             subject: subject.clone(),
-            text: item.text.clone(),
+            text: text.clone(),
             seq: item.seq,
             changed,
         });
@@ -67,7 +76,7 @@ pub fn merge(live: &[Item], found: &[Found]) -> Vec<Change> {
             subject,
             Current {
                 kind,
-                text: item.text.clone(),
+                text,
                 order,
             },
         );
@@ -81,28 +90,64 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
     if current.contains_key(&item.subject) {
         return item.subject.clone();
     }
-    let newest = |test: &dyn Fn(&str, &Current) -> bool| {
-        current
-            .iter()
-            .filter(|(subject, value)| value.kind.is_stable() && test(subject, value))
-            .max_by_key(|(_, value)| value.order)
-            .map(|(subject, _)| subject.clone())
-    };
+    let replaceable = |value: &Current| value.kind.is_stable() || value.kind == Kind::Goal;
     if let Some(replaced) = &item.replaces {
-        if let Some(subject) = newest(&|_, value| value.text.contains(replaced.as_str())) {
-            return subject;
+        let holder = current
+            .iter()
+            .filter(|(_, value)| replaceable(value) && value.text.contains(replaced.as_str()))
+            .max_by_key(|(_, value)| value.order);
+        if let Some((subject, _)) = holder {
+            return subject.clone();
         }
     }
-    if item.instead {
+    if item.restates {
         let words: Vec<&str> = item.subject.split(' ').collect();
         let overlap = |subject: &str| {
             let held: Vec<&str> = subject.split(' ').collect();
             let shared = words.iter().filter(|word| held.contains(word)).count();
             shared as f64 / words.len().max(1) as f64
         };
-        if let Some(subject) = newest(&|subject, _| overlap(subject) >= INSTEAD_OVERLAP) {
-            return subject;
+        let named = current
+            .iter()
+            .filter(|(_, value)| replaceable(value))
+            .map(|(subject, value)| (overlap(subject), value.order, subject))
+            .filter(|(share, ..)| *share >= RESTATED_OVERLAP)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        if let Some((.., subject)) = named {
+            return subject.clone();
         }
     }
     item.subject.clone()
+}
+
+/// The text of an item after a restatement: its own sentence with the new value in
+/// place of the old one ("Never push to the branch release-7" restated as "the
+/// protected branch changed to release-9"), so what the rule says stays; the
+/// restatement itself when either holds more than one value.
+fn updated_text(old: &str, restated: &str) -> String {
+    match (single_value(old), single_value(restated)) {
+        (Some(before), Some(after)) => old.replacen(&before, &after, 1),
+        _ => restated.to_string(),
+    }
+}
+
+/// The one value of `text` as written (a run of value words), if it holds one.
+fn single_value(text: &str) -> Option<String> {
+    let words = words(text);
+    let mut runs = words
+        .iter()
+        .enumerate()
+        .filter(|(at, word)| word.value && (*at == 0 || !words[at - 1].value))
+        .map(|(at, _)| at);
+    let start = runs.next()?;
+    if runs.next().is_some() {
+        return None;
+    }
+    let run: Vec<&str> = words[start..]
+        .iter()
+        .take_while(|word| word.value)
+        .map(|word| word.raw)
+        .collect();
+    let value = run.join(" ");
+    text.contains(&value).then_some(value)
 }

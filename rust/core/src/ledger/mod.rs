@@ -178,8 +178,9 @@ pub struct Found {
     pub seq: i64,
     /// A value this item says it replaces ("use X instead of Y": Y).
     pub replaces: Option<String>,
-    /// Replaces the newest live item it mostly repeats ("use X instead").
-    pub instead: bool,
+    /// States a new value ("changed to", "is now", "instead", "correction"): when
+    /// no live item has its subject, it replaces the one whose subject it names.
+    pub restates: bool,
     /// Only updates an item already live (an error resolved by a later success).
     pub only_if_live: bool,
 }
@@ -193,7 +194,7 @@ impl Found {
             text,
             seq,
             replaces: None,
-            instead: false,
+            restates: false,
             only_if_live: false,
         }
     }

@@ -229,9 +229,14 @@ impl Store {
     /// first: a fork's ancestors' rows up to the fork, then its own.
     fn lineage_rows(&self, conn: &Conn, session_id: &str, subject: Option<&str>) -> Result<Vec<LedgerRow>> {
         let lineage = self.lineage(session_id)?;
+        // PostgreSQL cannot tell the type of a parameter only compared with NULL.
+        let subject_filter = conn.dialect(
+            "(?3 IS NULL OR subject = ?3)",
+            "(?3::text IS NULL OR subject = ?3::text)",
+        );
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {ROW_COLUMNS} FROM ledger_items
-             WHERE session_id = ?1 AND msg_seq <= ?2 AND (?3 IS NULL OR subject = ?3)
+             WHERE session_id = ?1 AND msg_seq <= ?2 AND {subject_filter}
              ORDER BY ord"
         ))?;
         let mut rows = Vec::new();
@@ -255,16 +260,19 @@ impl Store {
     /// The parts the ledger reads of the messages at `low..=high`, in order.
     fn read_sources(&self, session_id: &str, low: i64, high: i64) -> Result<Vec<SourceRow>> {
         let lineage = self.lineage(session_id)?;
+        // Parameters are cast: PostgreSQL cannot tell their types in these positions.
         let tail = self.conn.dialect(
-            "substr(o.output, -?4)",
-            "right(o.output, ?4::int)",
+            "substr(o.output, -CAST(?4 AS INTEGER))",
+            "right(o.output, CAST(?4 AS INTEGER))",
         );
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT p.msg_seq, m.id, m.role, p.kind,
-                    substr(p.body, 1, CASE WHEN p.kind = 'text' THEN ?5 ELSE ?6 END),
-                    p.tool_name, p.tool_status, substr(p.tool_error, 1, ?7),
-                    (SELECT CASE WHEN length(o.output) <= 2 * ?4 THEN o.output
-                                 ELSE substr(o.output, 1, ?4) || ' ... ' || {tail} END
+                    substr(p.body, 1, CASE WHEN p.kind = 'text' THEN CAST(?5 AS INTEGER)
+                                           ELSE CAST(?6 AS INTEGER) END),
+                    p.tool_name, p.tool_status, substr(p.tool_error, 1, CAST(?7 AS INTEGER)),
+                    (SELECT CASE WHEN length(o.output) <= 2 * CAST(?4 AS INTEGER) THEN o.output
+                                 ELSE substr(o.output, 1, CAST(?4 AS INTEGER)) || ' ... ' || {tail}
+                            END
                      FROM tool_outputs o WHERE o.part_pk = p.pk)
              FROM parts p JOIN messages m ON m.session_id = p.session_id AND m.seq = p.msg_seq
              WHERE p.session_id = ?1 AND p.msg_seq BETWEEN ?2 AND ?3 AND p.kind IN ('text', 'tool')

@@ -259,3 +259,19 @@ fn parallel_facts_keep_their_own_subjects() {
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].subject, items[1].subject);
 }
+
+#[test]
+fn a_restatement_naming_its_subject_updates_the_rule_in_place() {
+    let found = extract(&[
+        user(1, "Never push to the branch release-7."),
+        user(2, "The staging host is stg-41.example.net."),
+        user(9, "Update: the protected branch changed to release-9."),
+        user(12, "Actually, use stg-77.example.net instead for the staging host."),
+    ]);
+    let items = live(&found);
+    let texts: Vec<&str> = items.iter().map(|item| item.text.as_str()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts.contains(&"Never push to the branch release-9."), "{texts:?}");
+    assert!(texts.contains(&"The staging host is stg-77.example.net."), "{texts:?}");
+    assert!(items.iter().any(|item| item.kind == Kind::Rule));
+}
