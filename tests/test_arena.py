@@ -273,7 +273,8 @@ async def test_external_hits_that_were_injected_are_written_back(
 async def test_the_controller_adapts_and_its_caps_persist(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
-    arena = ArenaConfig(caps={"truth": 64}, floors={}, warmup_turns=2)
+    # Without the ledger, whose own cap the truth zone would add.
+    arena = ArenaConfig(caps={"truth": 64}, floors={}, warmup_turns=2, ledger=False)
     async with Session.open(model=TEST_MODEL, db=db, config=config_for(arena=arena)) as s:
         adapted: list[Any] = []
         s.events.subscribe(adapted.append, EventName.ARENA_ZONE_ADAPTED)

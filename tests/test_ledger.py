@@ -174,7 +174,9 @@ async def test_over_its_cap_the_ledger_keeps_rules_and_says_what_it_left_out(
 ) -> None:
     config = _compacting(config_for, ledger_tokens=120)
     async with Session.open(model=TEST_MODEL, db=db, config=config) as s:
-        facts = " ".join(f"Server {n} runs at host-{n}.internal on port {8000 + n}." for n in range(30))
+        facts = " ".join(
+            f"Server {n} runs at host-{n}.internal on port {8000 + n}." for n in range(30)
+        )
         await s.record("user", f"Audit the fleet. {RULES[1]} {facts}")
         await _tool_run(s, 10)
         result = await s.compact()

@@ -88,10 +88,12 @@ async def test_a_planted_instruction_in_a_tool_output_is_recalled_only_as_fenced
         block = next(text for text in _contents(messages) if "<memory_recall" in text)
         assert "ninety days" in block and "Fridays is now allowed" in block
         _only_fenced(block)
-        # Nothing the library wrote on its own is in a zone of the system message.
+        # The system message's zones hold the caller's pins and the ledger, read
+        # from what people wrote: never the planted text.
         for entry in s.arena.entries():
             if entry.zone in ("identity", "truth"):
-                assert entry.source == "user", entry
+                assert entry.source in ("user", "ledger"), entry
+                assert "Fridays is now allowed" not in entry.text, entry
 
 
 async def test_a_failed_tool_whose_error_is_an_instruction_stays_in_the_fenced_zone(

@@ -51,6 +51,8 @@ __all__ = [
     "ForkRow",
     "GrepRow",
     "ItemUnits",
+    "LedgerItemRow",
+    "LedgerUpdateResult",
     "LexicalIndex",
     "MapOutcome",
     "MapRun",
@@ -95,6 +97,7 @@ __all__ = [
     "format_request",
     "image_tokens",
     "item_session",
+    "ledger_subject",
     "map_inputs",
     "map_outcomes",
     "map_run",
@@ -273,6 +276,60 @@ class SessionInfo(_ByName):
     def config_json(self) -> str: ...
     @property
     def system_prompt(self) -> str | None: ...
+
+@final
+class LedgerItemRow(_ByName):
+    """One value of a ledger subject: its ``kind``, ``text`` and ``origin``
+    (extracted, model or caller), whether it ``changed`` an earlier value or
+    ``removed`` the subject, where it came from (``seq``, ``message_ids``) and where
+    the subject was first seen (``first_seq``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def origin(self) -> str: ...
+    @property
+    def changed(self) -> bool: ...
+    @property
+    def removed(self) -> bool: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def ord(self) -> int: ...
+    @property
+    def message_ids(self) -> list[str]: ...
+
+@final
+class LedgerUpdateResult(_ByName):
+    """What a write to the ledger did: values ``added`` (of which ``changed``
+    replaced one), subjects ``removed``, whether the request's ledger text changed
+    (``rendered``), the tokens of its two parts, what was left out for room
+    (``(kind, count)`` pairs) and how far the messages have been read into it."""
+
+    @property
+    def added(self) -> int: ...
+    @property
+    def changed(self) -> int: ...
+    @property
+    def removed(self) -> int: ...
+    @property
+    def rendered(self) -> bool: ...
+    @property
+    def stable_tokens(self) -> int: ...
+    @property
+    def volatile_tokens(self) -> int: ...
+    @property
+    def left_out(self) -> list[tuple[str, int]]: ...
+    @property
+    def absorbed_seq(self) -> int: ...
 
 @final
 class ErasureReceipt(_ByName):
@@ -1183,6 +1240,29 @@ class Store:
         """How ``session_id`` joins its parent, or ``None`` when it is no fork."""
     def forks_of(self, parent_id: str) -> list[ForkRow]:
         """The forks of ``parent_id``, oldest first."""
+    def ledger_items(self, session_id: str) -> list[LedgerItemRow]:
+        """The live items of ``session_id``'s ledger, in the order they were written."""
+    def ledger_history(self, session_id: str, subject: str | None = None) -> list[LedgerItemRow]:
+        """Every stored value of ``session_id``'s ledger (of ``subject`` alone, when
+        given), oldest first, removals included."""
+    def ledger_edit(
+        self,
+        session_id: str,
+        edits: list[tuple[str, str, str, str]],
+        stable_cap: int,
+        volatile_cap: int,
+    ) -> LedgerUpdateResult:
+        """Applies ``edits`` (``("set", kind, subject, text)`` or ``("remove", "",
+        subject, "")``) in one transaction and renders the ledger again."""
+    def absorb_ledger(
+        self, session_id: str, stable_cap: int, volatile_cap: int
+    ) -> LedgerUpdateResult:
+        """Reads the messages compaction took out of the view since the last call
+        into the ledger and renders it again, in one transaction."""
+    def ledger_render(
+        self, session_id: str, stable_cap: int, volatile_cap: int
+    ) -> tuple[str, str, LedgerUpdateResult]:
+        """The ledger as the request carries it: ``(stable, volatile, counts)``."""
     def erase(self, kind: str, target: str, by: str, reason: str) -> ErasureReceipt:
         """Erases a ``session``, ``message`` or ``subject`` (``kind``) in one
         transaction; its receipt."""
@@ -1528,6 +1608,10 @@ def prepare_postgres(url: str) -> int:
     """Creates or upgrades the lossless schema at a postgresql:// URL; returns its version."""
 
 # -- encryption at rest (rust/py/src/encryption.rs) --------------------------------
+
+def ledger_subject(text: str) -> str:
+    """The subject the built-in rules give ``text``: what a later text must be
+    about to replace it in the ledger."""
 
 def encrypt_database(src: str, dst: str, key: bytes) -> None:
     """Writes an encrypted copy of the plain lossless database ``src`` to the new file

@@ -22,7 +22,14 @@ from lossless.arena._types import ArenaEntry
 from lossless.config import ArenaConfig
 from lossless.errors import InvalidInputError
 
-__all__ = ["Ledger", "LedgerItem", "LedgerKind", "LedgerUpdate", "ledger_subject"]
+__all__ = [
+    "Ledger",
+    "LedgerItem",
+    "LedgerKind",
+    "LedgerUpdate",
+    "ledger_caps",
+    "ledger_subject",
+]
 
 LedgerKind = Literal[
     "rule",
@@ -41,6 +48,19 @@ LedgerOrigin = Literal["extracted", "model", "caller", "pin"]
 KINDS: tuple[LedgerKind, ...] = get_args(LedgerKind)
 #: The key prefix of a pinned fact in the arena's ``truth`` zone.
 PIN_PREFIX = "pin:"
+#: At most these shares of the usable window go to the ledger's two parts: in a
+#: small window its caps shrink, so the history it sits beside still fits.
+STABLE_WINDOW_SHARE = 8
+VOLATILE_WINDOW_SHARE = 16
+
+
+def ledger_caps(config: ArenaConfig, usable: int) -> tuple[int, int]:
+    """The ledger's caps in a window of ``usable`` tokens: its configured caps, at
+    most an eighth (stable part) and a sixteenth (the rest) of the window."""
+    return (
+        min(config.ledger_tokens, usable // STABLE_WINDOW_SHARE),
+        min(config.ledger_work_tokens, usable // VOLATILE_WINDOW_SHARE),
+    )
 
 
 def ledger_subject(text: str) -> str:
@@ -132,20 +152,16 @@ class Ledger:
         self,
         store: _native.Store,
         session_id: str,
-        config: ArenaConfig,
+        caps: tuple[int, int],
         *,
         pins: Callable[[], list[ArenaEntry]],
         unpin: Callable[[str], Awaitable[bool]],
     ) -> None:
         self._store = store
         self._session_id = session_id
-        self._config = config
+        self._caps = caps
         self._pins = pins
         self._unpin = unpin
-
-    @property
-    def _caps(self) -> tuple[int, int]:
-        return self._config.ledger_tokens, self._config.ledger_work_tokens
 
     async def items(self, kind: LedgerKind | None = None) -> list[LedgerItem]:
         """The live items (of ``kind`` alone, when given): pinned facts first (as
@@ -159,9 +175,7 @@ class Ledger:
     async def history(self, subject: str | None = None) -> list[LedgerItem]:
         """Every stored value (of ``subject`` alone, when given), oldest first,
         removals included: what a subject was before it changed."""
-        rows = await anyio.to_thread.run_sync(
-            self._store.ledger_history, self._session_id, subject
-        )
+        rows = await anyio.to_thread.run_sync(self._store.ledger_history, self._session_id, subject)
         return [LedgerItem._of(row) for row in rows]
 
     async def add(
@@ -175,7 +189,9 @@ class Ledger:
         subject = _subject(subject) if subject is not None else ledger_subject(text)
         return await self._edit([("set", kind, subject, text.strip())])
 
-    async def correct(self, subject: str, text: str, *, kind: LedgerKind | None = None) -> LedgerUpdate:
+    async def correct(
+        self, subject: str, text: str, *, kind: LedgerKind | None = None
+    ) -> LedgerUpdate:
         """Gives the live item of ``subject`` a new text (and ``kind``, when given).
         Raises :class:`InvalidInputError` when no item of that subject is live."""
         subject = _subject(subject)
@@ -234,10 +250,10 @@ class Ledger:
         ]
 
 
-def absorb(store: _native.Store, session_id: str, config: ArenaConfig) -> LedgerUpdate:
-    """Reads what compaction took out of the view into the ledger (a native call:
-    run it in a worker thread)."""
-    row = store.absorb_ledger(session_id, config.ledger_tokens, config.ledger_work_tokens)
+def absorb(store: _native.Store, session_id: str, caps: tuple[int, int]) -> LedgerUpdate:
+    """Reads what compaction took out of the view into the ledger, rendered within
+    ``caps`` (a native call: run it in a worker thread)."""
+    row = store.absorb_ledger(session_id, *caps)
     return LedgerUpdate._of(row)
 
 

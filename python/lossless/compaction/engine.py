@@ -234,7 +234,8 @@ class CompactionEngine:
         if not (arena.enabled and arena.ledger):
             return None
         try:
-            update = await self._call(ledger.absorb, self._store, self._session_id, arena)
+            caps = ledger.ledger_caps(arena, self._budget().usable)
+            update = await self._call(ledger.absorb, self._store, self._session_id, caps)
         except Exception:
             log.warning("could not update the ledger of %s", self._session_id, exc_info=True)
             return None

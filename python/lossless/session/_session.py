@@ -28,7 +28,7 @@ from lossless.config import Config
 from lossless.encryption import EncryptionKey, resolve_key
 from lossless.errors import NotFoundError
 from lossless.events import EventBus, EventName
-from lossless.ledger import PIN_PREFIX, Ledger, ledger_subject
+from lossless.ledger import PIN_PREFIX, Ledger, ledger_caps
 
 if TYPE_CHECKING:
     from lossless.files import FileHandleResult
@@ -526,9 +526,10 @@ class Session(Syncing):
         ``truth`` zone) and survives every compaction. Returns its key (given, or
         made from the text's subject: a new value of the same fact replaces it, as
         pinning again under a key does). Pinned facts are the ledger's rules."""
-        if key is None and isinstance(text, str) and text.strip():
-            # Keyed by its subject, so a new value of the same fact replaces it.
-            key = PIN_PREFIX + ledger_subject(text)
+        if key is None:
+            # Keyed by its subject, so a new value of the same fact replaces it (a
+            # text that is no string is refused by the write, for what it is).
+            key = PIN_PREFIX + (_native.ledger_subject(text) if isinstance(text, str) else "")
         await self.arena.add("truth", key, text, priority=priority)
         assert key is not None
         return key
@@ -540,7 +541,7 @@ class Session(Syncing):
         return Ledger(
             self.store,
             self.id,
-            self.config.arena,
+            ledger_caps(self.config.arena, self.budget.usable),
             pins=self.arena.entries,
             unpin=self.unpin,
         )

@@ -76,7 +76,8 @@ pub(super) fn erase_run(
             args![reader, session, low, high],
         )?;
         erased.arena_entries += forget_untrusted_entries(tx, reader)?;
-        erased.arena_entries += crate::ledger::store::forget_erased(tx, reader, (session, low, high))?;
+        erased.arena_entries +=
+            crate::ledger::store::forget_erased(tx, reader, (session, low, high))?;
         tx.execute(
             "UPDATE sessions SET view_version = view_version + 1 WHERE id = ?1",
             args![reader],

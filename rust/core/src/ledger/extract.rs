@@ -7,9 +7,8 @@
 
 use super::cues::{
     has_any, has_phrase, ABSOLUTES, ANAPHORS, CONDITIONS, COPULAS, DECISION_PHRASES,
-    DECISION_WORDS, GOAL_PHRASES, GOAL_WORDS, IMPERATIVE_VERBS, LIMIT_WORDS,
-    PREFERENCE_PHRASES, PREFERENCE_WORDS, RESTATE_PHRASES, RESTATE_WORDS, RULE_PHRASES,
-    RULE_WORDS, STYLE_WORDS,
+    DECISION_WORDS, GOAL_PHRASES, GOAL_WORDS, IMPERATIVE_VERBS, LIMIT_WORDS, PREFERENCE_PHRASES,
+    PREFERENCE_WORDS, RESTATE_PHRASES, RESTATE_WORDS, RULE_PHRASES, RULE_WORDS, STYLE_WORDS,
 };
 use super::sentences::sentences;
 use super::subject::{has_value, leaders, subject_of, words, Word};
@@ -68,7 +67,12 @@ fn statements(message: &SourceMessage<'_>, speaker: Speaker, found: &mut Vec<Fou
                 previous = None;
                 continue;
             }
-            let mut item = Found::new(kind, subject_of(sentence), sentence.to_string(), message.seq);
+            let mut item = Found::new(
+                kind,
+                subject_of(sentence),
+                sentence.to_string(),
+                message.seq,
+            );
             mark_replacement(&words, &mut item);
             previous = Some((found.len(), sentence));
             found.push(item);
@@ -80,7 +84,9 @@ fn statements(message: &SourceMessage<'_>, speaker: Speaker, found: &mut Vec<Fou
 fn extends(previous: Option<(usize, &str)>, words: &[Word<'_>], kind: Kind) -> Option<usize> {
     let (at, _) = previous?;
     let points = words.len() <= MAX_POINTER_WORDS
-        && words.iter().any(|word| ANAPHORS.contains(&word.lower.as_str()))
+        && words
+            .iter()
+            .any(|word| ANAPHORS.contains(&word.lower.as_str()))
         && matches!(kind, Kind::Rule | Kind::Constraint);
     points.then_some(at)
 }
@@ -98,7 +104,9 @@ fn joined_kind(before: Kind, rule: Kind) -> Kind {
 fn mark_replacement(words: &[Word<'_>], item: &mut Found) {
     let lower: Vec<String> = words.iter().map(|word| word.lower.clone()).collect();
     item.restates = has_any(&lower, RESTATE_WORDS)
-        || RESTATE_PHRASES.iter().any(|phrase| has_phrase(&lower, phrase));
+        || RESTATE_PHRASES
+            .iter()
+            .any(|phrase| has_phrase(&lower, phrase));
     let Some(at) = lower
         .iter()
         .position(|word| word == "instead" || word == "rather")
@@ -127,7 +135,10 @@ fn classify(sentence: &str, words: &[Word<'_>], speaker: Speaker) -> Option<Kind
         return None;
     }
     let start = leaders(words).min(words.len());
-    let body: Vec<String> = words[start..].iter().map(|word| word.lower.clone()).collect();
+    let body: Vec<String> = words[start..]
+        .iter()
+        .map(|word| word.lower.clone())
+        .collect();
     let cues = Cues::of(&body, &words[start..]);
     match speaker {
         Speaker::Agent => cues.decided.then_some(Kind::Decision),
@@ -160,10 +171,15 @@ impl Cues {
             valued,
             styled,
             prefers: has_any(body, PREFERENCE_WORDS)
-                || PREFERENCE_PHRASES.iter().any(|phrase| has_phrase(body, phrase)),
+                || PREFERENCE_PHRASES
+                    .iter()
+                    .any(|phrase| has_phrase(body, phrase)),
             decided: has_any(body, DECISION_WORDS)
-                || DECISION_PHRASES.iter().any(|phrase| has_phrase(body, phrase)),
-            goal: has_any(body, GOAL_WORDS) || GOAL_PHRASES.iter().any(|phrase| has_phrase(body, phrase)),
+                || DECISION_PHRASES
+                    .iter()
+                    .any(|phrase| has_phrase(body, phrase)),
+            goal: has_any(body, GOAL_WORDS)
+                || GOAL_PHRASES.iter().any(|phrase| has_phrase(body, phrase)),
             stated: COPULAS.iter().any(|phrase| has_phrase(body, phrase))
                 || words.iter().any(|word| word.colon),
             words: body.len(),
@@ -200,9 +216,14 @@ impl Cues {
 fn standing_instruction(body: &[String], words: &[Word<'_>], valued: bool, styled: bool) -> bool {
     let first = body.first().map(String::as_str).unwrap_or_default();
     let conditioned = CONDITIONS.contains(&first);
-    let verb_first = IMPERATIVE_VERBS.contains(&first)
-        || (conditioned && verb_after_condition(body, words));
-    verb_first && (conditioned || has_any(body, CONDITIONS) || has_any(body, ABSOLUTES) || valued || styled)
+    let verb_first =
+        IMPERATIVE_VERBS.contains(&first) || (conditioned && verb_after_condition(body, words));
+    verb_first
+        && (conditioned
+            || has_any(body, CONDITIONS)
+            || has_any(body, ABSOLUTES)
+            || valued
+            || styled)
 }
 
 /// "If the deploy fails, stop and escalate": the word after the condition's comma
@@ -218,14 +239,18 @@ fn verb_after_condition(body: &[String], words: &[Word<'_>]) -> bool {
 
 /// The state of the work: the first statement of the newest text the agent wrote.
 fn newest_state(messages: &[SourceMessage<'_>]) -> Option<Found> {
-    let message = messages
-        .iter()
-        .rev()
-        .find(|message| message.role == "assistant" && message.texts.iter().any(|t| !t.trim().is_empty()))?;
+    let message = messages.iter().rev().find(|message| {
+        message.role == "assistant" && message.texts.iter().any(|t| !t.trim().is_empty())
+    })?;
     let sentence = message
         .texts
         .iter()
         .flat_map(|text| sentences(text))
         .find(|sentence| !sentence.ends_with('?') && words(sentence).len() >= MIN_STATE_WORDS)?;
-    Some(Found::new(Kind::State, "state".into(), sentence.to_string(), message.seq))
+    Some(Found::new(
+        Kind::State,
+        "state".into(),
+        sentence.to_string(),
+        message.seq,
+    ))
 }

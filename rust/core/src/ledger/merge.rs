@@ -72,14 +72,7 @@ pub fn merge(live: &[Item], found: &[Found]) -> Vec<Change> {
             changed,
         });
         let order = live.len() + offset;
-        current.insert(
-            subject,
-            Current {
-                kind,
-                text,
-                order,
-            },
-        );
+        current.insert(subject, Current { kind, text, order });
     }
     changes
 }

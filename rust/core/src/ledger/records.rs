@@ -15,26 +15,52 @@ const ERROR_BYTES: usize = 200;
 
 /// Fields of a tool's input that name a file.
 const PATH_FIELDS: &[&str] = &[
-    "path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path",
-    "destination", "dest",
+    "path",
+    "file_path",
+    "filepath",
+    "file",
+    "filename",
+    "target_file",
+    "notebook_path",
+    "destination",
+    "dest",
 ];
 /// Fields of a tool's input that hold a shell command.
 const COMMAND_FIELDS: &[&str] = &["command", "cmd", "script", "shell"];
 /// Words of a tool's name (or its editor command) that read a file.
-const READS: &[&str] = &["read", "view", "cat", "open", "get", "show", "load", "fetch", "head"];
+const READS: &[&str] = &[
+    "read", "view", "cat", "open", "get", "show", "load", "fetch", "head",
+];
 /// Words that make a file.
 const CREATES: &[&str] = &["create", "new", "touch", "mkdir"];
 /// Words that change a file.
 const WRITES: &[&str] = &[
-    "write", "save", "edit", "replace", "patch", "insert", "update", "append", "apply",
-    "modify", "delete", "remove", "rename", "move",
+    "write", "save", "edit", "replace", "patch", "insert", "update", "append", "apply", "modify",
+    "delete", "remove", "rename", "move",
 ];
 /// Words of a tool's name that run commands.
-const SHELLS: &[&str] = &["bash", "shell", "exec", "terminal", "run", "cmd", "sh", "powershell", "zsh", "command"];
+const SHELLS: &[&str] = &[
+    "bash",
+    "shell",
+    "exec",
+    "terminal",
+    "run",
+    "cmd",
+    "sh",
+    "powershell",
+    "zsh",
+    "command",
+];
 /// What an exit code follows in a command's output.
 const EXIT_MARKS: &[&str] = &[
-    "exit code", "exit status", "exited with code", "exited with", "returncode",
-    "return code", "exit_code", "rc=",
+    "exit code",
+    "exit status",
+    "exited with code",
+    "exited with",
+    "returncode",
+    "return code",
+    "exit_code",
+    "rc=",
 ];
 
 /// Adds the records of `message`'s tool calls to `found`.
@@ -79,11 +105,23 @@ fn errors(tool: &SourceTool<'_>, target: &str, failed: bool, seq: i64, found: &m
     let subject = format!("error:{target}");
     if failed {
         let detail = tool.error.or(tool.output).unwrap_or_default();
-        let line = detail.lines().find(|line| !line.trim().is_empty()).unwrap_or_default();
-        let text = format!("{} on {target}: {}", tool.name, cut(line.trim(), ERROR_BYTES));
+        let line = detail
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or_default();
+        let text = format!(
+            "{} on {target}: {}",
+            tool.name,
+            cut(line.trim(), ERROR_BYTES)
+        );
         found.push(Found::new(Kind::Error, subject, text, seq));
     } else if tool.status == "completed" {
-        let mut resolved = Found::new(Kind::Error, subject, format!("resolved: {} on {target}", tool.name), seq);
+        let mut resolved = Found::new(
+            Kind::Error,
+            subject,
+            format!("resolved: {} on {target}", tool.name),
+            seq,
+        );
         resolved.only_if_live = true;
         found.push(resolved);
     }
@@ -107,7 +145,9 @@ fn command_of(tool: &SourceTool<'_>, input: Option<&Value>) -> Option<String> {
 /// The file a tool touched and how: read, written or created.
 fn file_of(tool: &SourceTool<'_>, input: Option<&Value>) -> Option<(String, &'static str)> {
     let input = input?;
-    let path = PATH_FIELDS.iter().find_map(|name| input.get(*name)?.as_str())?;
+    let path = PATH_FIELDS
+        .iter()
+        .find_map(|name| input.get(*name)?.as_str())?;
     let path = path.trim();
     if path.is_empty() || path.contains('\n') {
         return None;

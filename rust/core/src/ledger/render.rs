@@ -43,7 +43,13 @@ pub fn render(
         items.iter().partition(|item| item.kind.is_stable());
     let mut left_out = Vec::new();
     let stable = part(STABLE_HEADING, &stable, stable_cap, count, &mut left_out);
-    let volatile = part(VOLATILE_HEADING, &shown_records(volatile), volatile_cap, count, &mut left_out);
+    let volatile = part(
+        VOLATILE_HEADING,
+        &shown_records(volatile),
+        volatile_cap,
+        count,
+        &mut left_out,
+    );
     Rendered {
         stable,
         volatile,
@@ -90,7 +96,11 @@ fn part(
     let mut dropped: Vec<&Item> = Vec::new();
     let mut headed = [false; Kind::ALL.len()];
     for item in order {
-        let heading_cost = if headed[item.kind.rank()] { 0 } else { count(item.kind.heading()) + 1 };
+        let heading_cost = if headed[item.kind.rank()] {
+            0
+        } else {
+            count(item.kind.heading()) + 1
+        };
         let cost = count(&line(item)) + 1 + heading_cost;
         if cost <= room {
             room -= cost;
@@ -155,5 +165,8 @@ fn note(left_out: &[(Kind, usize)]) -> String {
         .iter()
         .map(|(kind, n)| format!("{n} {}", kind.as_str()))
         .collect();
-    format!("Left out for room: {} (they stay stored).", listed.join(", "))
+    format!(
+        "Left out for room: {} (they stay stored).",
+        listed.join(", ")
+    )
 }

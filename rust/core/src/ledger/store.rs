@@ -130,7 +130,11 @@ impl Store {
             let mut update = LedgerUpdate::default();
             for edit in edits {
                 match edit {
-                    LedgerEdit::Set { kind, subject, text } => {
+                    LedgerEdit::Set {
+                        kind,
+                        subject,
+                        text,
+                    } => {
                         let before = live.iter().find(|item| &item.subject == subject);
                         if before.is_some_and(|item| &item.text == text && item.kind == *kind) {
                             continue;
@@ -158,7 +162,14 @@ impl Store {
                 }
             }
             set_mark(tx, session_id, None, caps)?;
-            rerender(tx, session_id, &live, caps, &|text| counter.count(text) as i64, &mut update)?;
+            rerender(
+                tx,
+                session_id,
+                &live,
+                caps,
+                &|text| counter.count(text) as i64,
+                &mut update,
+            )?;
             Ok(update)
         })
     }
@@ -180,7 +191,10 @@ impl Store {
         let rows = self.read_sources(session_id, absorbed + 1, covered)?;
         let messages = source_messages(&rows);
         let found = super::extract(&messages);
-        let ids: HashMap<i64, &str> = rows.iter().map(|row| (row.seq, row.message_id.as_str())).collect();
+        let ids: HashMap<i64, &str> = rows
+            .iter()
+            .map(|row| (row.seq, row.message_id.as_str()))
+            .collect();
         let counter = self.counter(session_id)?;
         let lineage_rows = |tx: &Conn| self.lineage_rows(tx, session_id, None);
         transact(&self.conn, &self.writer, Some(session_id), |tx| {
@@ -204,14 +218,25 @@ impl Store {
                 replace(&mut live, item);
             }
             set_mark(tx, session_id, Some(covered), caps)?;
-            rerender(tx, session_id, &live, caps, &|text| counter.count(text) as i64, &mut update)?;
+            rerender(
+                tx,
+                session_id,
+                &live,
+                caps,
+                &|text| counter.count(text) as i64,
+                &mut update,
+            )?;
             Ok(update)
         })
     }
 
     /// The ledger rendered as the request carries it, with its counts (nothing is
     /// written).
-    pub fn ledger_render(&mut self, session_id: &str, caps: LedgerCaps) -> Result<(render::Rendered, LedgerUpdate)> {
+    pub fn ledger_render(
+        &mut self,
+        session_id: &str,
+        caps: LedgerCaps,
+    ) -> Result<(render::Rendered, LedgerUpdate)> {
         let live = self.ledger_items(session_id)?;
         let counter = self.counter(session_id)?;
         let rendered = render(&live, usize_caps(caps), &|text| counter.count(text));
@@ -227,7 +252,12 @@ impl Store {
 
     /// Every row of the session's lineage (of `subject` alone, when given), oldest
     /// first: a fork's ancestors' rows up to the fork, then its own.
-    fn lineage_rows(&self, conn: &Conn, session_id: &str, subject: Option<&str>) -> Result<Vec<LedgerRow>> {
+    fn lineage_rows(
+        &self,
+        conn: &Conn,
+        session_id: &str,
+        subject: Option<&str>,
+    ) -> Result<Vec<LedgerRow>> {
         let lineage = self.lineage(session_id)?;
         // PostgreSQL cannot tell the type of a parameter only compared with NULL.
         let subject_filter = conn.dialect(
@@ -359,7 +389,11 @@ impl<'t> RowWriter<'t> {
         let ord = tx
             .prepare_cached("SELECT COALESCE(max(ord), 0) FROM ledger_items WHERE session_id = ?1")?
             .query_row(args![session_id], |row| row.get(0))?;
-        Ok(RowWriter { tx, session_id, ord })
+        Ok(RowWriter {
+            tx,
+            session_id,
+            ord,
+        })
     }
 
     /// Stores `change`; returns it as the live item it now is.
@@ -395,7 +429,14 @@ impl<'t> RowWriter<'t> {
         self.insert(&new_id("led"), &change, Origin::Caller, true, None)
     }
 
-    fn insert(&self, id: &str, change: &Change, origin: Origin, removed: bool, sources: Option<&str>) -> Result<()> {
+    fn insert(
+        &self,
+        id: &str,
+        change: &Change,
+        origin: Origin,
+        removed: bool,
+        sources: Option<&str>,
+    ) -> Result<()> {
         self.tx
             .prepare_cached(
                 "INSERT INTO ledger_items (session_id, ord, id, kind, subject, text, removed,
@@ -438,7 +479,9 @@ fn fold(rows: &[LedgerRow]) -> Vec<Item> {
     let mut live: Vec<Item> = Vec::new();
     let mut first_seen: HashMap<&str, i64> = HashMap::new();
     for row in rows {
-        let first = *first_seen.entry(row.subject.as_str()).or_insert(row.msg_seq);
+        let first = *first_seen
+            .entry(row.subject.as_str())
+            .or_insert(row.msg_seq);
         live.retain(|item| item.subject != row.subject);
         if row.removed {
             first_seen.remove(row.subject.as_str());
@@ -470,8 +513,16 @@ fn rerender(
     update: &mut LedgerUpdate,
 ) -> Result<()> {
     let rendered = render(live, usize_caps(caps), &|text| count(text) as usize);
-    update.stable_tokens = if rendered.stable.is_empty() { 0 } else { count(&rendered.stable) };
-    update.volatile_tokens = if rendered.volatile.is_empty() { 0 } else { count(&rendered.volatile) };
+    update.stable_tokens = if rendered.stable.is_empty() {
+        0
+    } else {
+        count(&rendered.stable)
+    };
+    update.volatile_tokens = if rendered.volatile.is_empty() {
+        0
+    } else {
+        count(&rendered.volatile)
+    };
     update.left_out = named_left_out(&rendered.left_out);
     for (zone, text, tokens) in [
         (Zone::Truth, &rendered.stable, update.stable_tokens),
@@ -523,7 +574,11 @@ fn set_mark(tx: &Conn, session_id: &str, seq: Option<i64>, caps: LedgerCaps) -> 
 /// Takes out of `reader`'s ledger what was read from the erased messages
 /// `low..=high` of `session`, and every rendered text of its ledger (the next
 /// render writes what still holds). Returns the arena rows deleted.
-pub(crate) fn forget_erased(tx: &Conn, reader: &str, (_, low, high): (&str, i64, i64)) -> Result<i64> {
+pub(crate) fn forget_erased(
+    tx: &Conn,
+    reader: &str,
+    (_, low, high): (&str, i64, i64),
+) -> Result<i64> {
     tx.execute(
         "DELETE FROM ledger_items WHERE session_id = ?1 AND origin <> 'caller'
            AND msg_seq BETWEEN ?2 AND ?3",
@@ -542,7 +597,9 @@ impl Store {
     pub fn refresh_ledger(&mut self, session_id: &str) -> Result<()> {
         let caps: Option<(i64, i64)> = self
             .conn
-            .prepare_cached("SELECT stable_cap, volatile_cap FROM ledger_marks WHERE session_id = ?1")?
+            .prepare_cached(
+                "SELECT stable_cap, volatile_cap FROM ledger_marks WHERE session_id = ?1",
+            )?
             .query_opt(args![session_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
         let Some((stable, volatile)) = caps else {
             return Ok(());
@@ -553,7 +610,14 @@ impl Store {
         transact(&self.conn, &self.writer, Some(session_id), |tx| {
             let live = fold(&lineage_rows(tx)?);
             let mut update = LedgerUpdate::default();
-            rerender(tx, session_id, &live, caps, &|text| counter.count(text) as i64, &mut update)
+            rerender(
+                tx,
+                session_id,
+                &live,
+                caps,
+                &|text| counter.count(text) as i64,
+                &mut update,
+            )
         })
     }
 }
@@ -597,7 +661,10 @@ fn check_edit(at: usize, edit: &LedgerEdit) -> Result<()> {
             if text.len() > MAX_ITEM_BYTES {
                 return Err(Error::invalid(
                     field("text"),
-                    format!("{} bytes; an item holds at most {MAX_ITEM_BYTES}", text.len()),
+                    format!(
+                        "{} bytes; an item holds at most {MAX_ITEM_BYTES}",
+                        text.len()
+                    ),
                 ));
             }
             subject

@@ -13,23 +13,51 @@ use super::cues::{starts_with_phrase, COPULAS, LEADERS, SUBJECT_STOPWORDS};
 const MAX_SUBJECT_WORDS: usize = 12;
 /// Most words of the part before a copula that can be a subject.
 const MAX_NAME_WORDS: usize = 6;
+/// Most words of a numbered label ("Rule 3:", "Step 2 of 5:").
+const MAX_LABEL_WORDS: usize = 4;
 /// How far after a copula its value may start ("is now set to V").
 const VALUE_REACH: usize = 3;
 
 /// Words of days and months: capitalised, but part of what a rule says rather
 /// than a value of it.
 const CALENDAR: &[&str] = &[
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mondays",
-    "tuesdays", "wednesdays", "thursdays", "fridays", "saturdays", "sundays", "january",
-    "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "mondays",
+    "tuesdays",
+    "wednesdays",
+    "thursdays",
+    "fridays",
+    "saturdays",
+    "sundays",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 
 /// Verbs that name what they set before its value ("set the cap to $700").
-const SETTERS: &[&str] = &["set", "change", "update", "bump", "raise", "lower", "move", "reset"];
+const SETTERS: &[&str] = &[
+    "set", "change", "update", "bump", "raise", "lower", "move", "reset",
+];
 
 /// Words that stand for something said before: never a subject of their own.
-const POINTERS: &[&str] = &["it", "this", "that", "there", "he", "she", "they", "which", "what"];
+const POINTERS: &[&str] = &[
+    "it", "this", "that", "there", "he", "she", "they", "which", "what",
+];
 
 /// One word of a sentence.
 #[derive(Clone, Debug)]
@@ -56,8 +84,26 @@ pub(super) fn words(sentence: &str) -> Vec<Word<'_>> {
         let raw = token.trim_matches(|c: char| {
             matches!(
                 c,
-                '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '"'
-                    | '\'' | '`' | '\u{201c}' | '\u{201d}' | '\u{2018}' | '\u{2019}' | '«' | '»'
+                '.' | ','
+                    | ';'
+                    | ':'
+                    | '!'
+                    | '?'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '"'
+                    | '\''
+                    | '`'
+                    | '\u{201c}'
+                    | '\u{201d}'
+                    | '\u{2018}'
+                    | '\u{2019}'
+                    | '«'
+                    | '»'
             )
         });
         if raw.is_empty() {
@@ -143,6 +189,19 @@ fn named_subject(words: &[Word<'_>]) -> Option<String> {
             .find(|phrase| starts_with_phrase(&lower[at..], phrase))
             .map(|phrase| (at, at + phrase.len()))
     });
+    // A numbered label names its line whatever follows ("Rule 3: keep file 1 read-only").
+    if let Some((end, _)) = colon {
+        let label = &words[..end];
+        if label.len() <= MAX_LABEL_WORDS && label.iter().any(|word| word.value) {
+            return Some(
+                label
+                    .iter()
+                    .map(|word| word.lower.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+        }
+    }
     let (name_end, value_start) = match (colon, copula) {
         (Some(colon), Some(copula)) => colon.min(copula),
         (found, None) | (None, found) => found?,
@@ -158,7 +217,10 @@ fn setter<'w, 'a>(
     if !SETTERS.contains(&lower.first()?.as_str()) {
         return None;
     }
-    let to = lower.iter().take(MAX_NAME_WORDS + 2).position(|word| word == "to")?;
+    let to = lower
+        .iter()
+        .take(MAX_NAME_WORDS + 2)
+        .position(|word| word == "to")?;
     (to > 1).then(|| (&words[1..to], &words[to + 1..]))
 }
 
@@ -173,8 +235,14 @@ fn subject_if_valued(name: &[Word<'_>], rest: &[Word<'_>]) -> Option<String> {
     if !rest.iter().take(VALUE_REACH).any(|word| word.value) {
         return None;
     }
-    let subject = join_subject(name.iter());
-    (!subject.is_empty()).then_some(subject)
+    // Values in the name tell subjects apart ("Rule 3: ...", "Server 7 port is ...").
+    let kept: Vec<&str> = name
+        .iter()
+        .filter(|word| word.value || !SUBJECT_STOPWORDS.contains(&word.lower.as_str()))
+        .map(|word| word.lower.as_str())
+        .take(MAX_SUBJECT_WORDS)
+        .collect();
+    (!kept.is_empty()).then(|| kept.join(" "))
 }
 
 /// The subject of a sentence that names none: its words without values. With two

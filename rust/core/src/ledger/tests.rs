@@ -11,7 +11,10 @@ fn user(seq: i64, text: &str) -> SourceMessage<'_> {
 }
 
 fn kinds(found: &[Found]) -> Vec<(Kind, &str)> {
-    found.iter().map(|item| (item.kind, item.text.as_str())).collect()
+    found
+        .iter()
+        .map(|item| (item.kind, item.text.as_str()))
+        .collect()
 }
 
 fn live(found: &[Found]) -> Vec<Item> {
@@ -59,7 +62,10 @@ fn a_value_before_its_rule_stays_with_it() {
     let found = extract(&[user(3, "Budget cap is $500 total. Never exceed it.")]);
     assert_eq!(
         kinds(&found),
-        vec![(Kind::Constraint, "Budget cap is $500 total. Never exceed it.")]
+        vec![(
+            Kind::Constraint,
+            "Budget cap is $500 total. Never exceed it."
+        )]
     );
     assert_eq!(found[0].subject, "budget cap");
 }
@@ -103,10 +109,14 @@ fn a_restated_value_replaces_the_old_one() {
     assert!(texts.iter().any(|text| text.contains("MM2-9031-KT")));
     assert!(texts.iter().any(|text| text.contains("$750")));
     assert!(texts.iter().any(|text| text.contains("Omar Haddad")));
-    assert!(!texts.iter().any(|text| text.contains("QX7") || text.contains("$500") || text.contains("Dana")));
+    assert!(!texts
+        .iter()
+        .any(|text| text.contains("QX7") || text.contains("$500") || text.contains("Dana")));
     assert!(items.iter().all(|item| item.changed));
     // A restated cap keeps its kind.
-    assert!(items.iter().any(|item| item.kind == Kind::Constraint && item.text.contains("$750")));
+    assert!(items
+        .iter()
+        .any(|item| item.kind == Kind::Constraint && item.text.contains("$750")));
 }
 
 #[test]
@@ -162,10 +172,20 @@ fn tools_give_files_commands_and_errors() {
     let found = extract(&[message]);
     let subjects: Vec<&str> = found.iter().map(|item| item.subject.as_str()).collect();
     assert!(subjects.contains(&"file:read:src/app.py"), "{subjects:?}");
-    assert!(subjects.contains(&"file:created:src/new.py"), "{subjects:?}");
-    assert!(subjects.contains(&"command:pytest -q tests"), "{subjects:?}");
-    assert!(found.iter().any(|item| item.kind == Kind::Error && item.subject == "error:pytest -q tests"));
-    assert!(found.iter().any(|item| item.text == "`pytest -q tests`: exit 1"));
+    assert!(
+        subjects.contains(&"file:created:src/new.py"),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects.contains(&"command:pytest -q tests"),
+        "{subjects:?}"
+    );
+    assert!(found
+        .iter()
+        .any(|item| item.kind == Kind::Error && item.subject == "error:pytest -q tests"));
+    assert!(found
+        .iter()
+        .any(|item| item.text == "`pytest -q tests`: exit 1"));
 }
 
 #[test]
@@ -182,8 +202,14 @@ fn an_error_is_resolved_by_a_later_success() {
         }],
         ..SourceMessage::default()
     };
-    let items = live(&extract(&[run(1, "error\nexit code 2"), run(5, "ok\nexit code 0")]));
-    let error = items.iter().find(|item| item.kind == Kind::Error).expect("an error item");
+    let items = live(&extract(&[
+        run(1, "error\nexit code 2"),
+        run(5, "ok\nexit code 0"),
+    ]));
+    let error = items
+        .iter()
+        .find(|item| item.kind == Kind::Error)
+        .expect("an error item");
     assert!(error.text.starts_with("resolved:"), "{error:?}");
     // A success alone resolves nothing.
     let items = live(&extract(&[run(1, "ok\nexit code 0")]));
@@ -210,7 +236,12 @@ fn tool_output_never_becomes_a_rule() {
 
 #[test]
 fn over_its_cap_the_ledger_keeps_rules_first_and_says_what_it_left_out() {
-    let mut found = vec![Found::new(Kind::Rule, "r".into(), "Never push to main.".into(), 1)];
+    let mut found = vec![Found::new(
+        Kind::Rule,
+        "r".into(),
+        "Never push to main.".into(),
+        1,
+    )];
     for n in 0..40 {
         found.push(Found::new(
             Kind::Fact,
@@ -225,25 +256,43 @@ fn over_its_cap_the_ledger_keeps_rules_first_and_says_what_it_left_out() {
     assert!(rendered.stable.contains("Never push to main."));
     assert!(count(&rendered.stable) <= 80, "{}", rendered.stable);
     assert!(rendered.stable.contains("Left out for room:"));
-    assert!(rendered.left_out.iter().any(|(kind, n)| *kind == Kind::Fact && *n > 0));
+    assert!(rendered
+        .left_out
+        .iter()
+        .any(|(kind, n)| *kind == Kind::Fact && *n > 0));
     // The newest facts are the ones kept.
     assert!(rendered.stable.contains("Server 39"));
 }
 
 #[test]
 fn rendering_is_stable_for_the_same_items() {
-    let items = live(&extract(&[user(1, "Never push to main. The vault code is QX7-4411-ZB.")]));
+    let items = live(&extract(&[user(
+        1,
+        "Never push to main. The vault code is QX7-4411-ZB.",
+    )]));
     let count = |text: &str| text.len() / 4;
-    assert_eq!(render(&items, (500, 500), &count), render(&items, (500, 500), &count));
+    assert_eq!(
+        render(&items, (500, 500), &count),
+        render(&items, (500, 500), &count)
+    );
 }
 
 #[test]
 fn subjects_of_values_and_of_rules() {
     assert_eq!(subject_of("The vault code is QX7-4411-ZB."), "vault code");
     assert_eq!(subject_of("Vault code: QX7-4411-ZB"), "vault code");
-    assert_eq!(subject_of("Set the deploy window to 18:00."), "deploy window");
-    assert_eq!(subject_of("Actually, I prefer replies in German."), subject_of("I prefer replies in French."));
-    assert_ne!(subject_of("Never delete files."), subject_of("Never delete branches."));
+    assert_eq!(
+        subject_of("Set the deploy window to 18:00."),
+        "deploy window"
+    );
+    assert_eq!(
+        subject_of("Actually, I prefer replies in German."),
+        subject_of("I prefer replies in French.")
+    );
+    assert_ne!(
+        subject_of("Never delete files."),
+        subject_of("Never delete branches.")
+    );
 }
 
 #[test]
@@ -254,7 +303,10 @@ fn parallel_facts_keep_their_own_subjects() {
     )]);
     let items = live(&found);
     assert_eq!(items.len(), 2, "{items:?}");
-    let moved = extract(&[user(5, "Server 2 now runs at host-9.internal on port 8009.")]);
+    let moved = extract(&[user(
+        5,
+        "Server 2 now runs at host-9.internal on port 8009.",
+    )]);
     let changes = merge(&items, &moved);
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].subject, items[1].subject);
@@ -266,12 +318,33 @@ fn a_restatement_naming_its_subject_updates_the_rule_in_place() {
         user(1, "Never push to the branch release-7."),
         user(2, "The staging host is stg-41.example.net."),
         user(9, "Update: the protected branch changed to release-9."),
-        user(12, "Actually, use stg-77.example.net instead for the staging host."),
+        user(
+            12,
+            "Actually, use stg-77.example.net instead for the staging host.",
+        ),
     ]);
     let items = live(&found);
     let texts: Vec<&str> = items.iter().map(|item| item.text.as_str()).collect();
     assert_eq!(texts.len(), 2, "{texts:?}");
-    assert!(texts.contains(&"Never push to the branch release-9."), "{texts:?}");
-    assert!(texts.contains(&"The staging host is stg-77.example.net."), "{texts:?}");
+    assert!(
+        texts.contains(&"Never push to the branch release-9."),
+        "{texts:?}"
+    );
+    assert!(
+        texts.contains(&"The staging host is stg-77.example.net."),
+        "{texts:?}"
+    );
     assert!(items.iter().any(|item| item.kind == Kind::Rule));
+}
+
+#[test]
+fn values_in_a_name_tell_subjects_apart() {
+    assert_ne!(
+        subject_of("Rule 0: keep file 1 read-only."),
+        subject_of("Rule 1: keep file 1 read-only.")
+    );
+    assert_eq!(
+        subject_of("Rule 1: keep file 1 read-only."),
+        subject_of("Rule 1: keep file 2 read-only.")
+    );
 }

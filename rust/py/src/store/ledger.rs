@@ -26,7 +26,9 @@ impl Store {
         session_id: &str,
         subject: Option<String>,
     ) -> PyResult<Vec<LedgerItemRow>> {
-        let rows = self.with(py, |store| store.ledger_history(session_id, subject.as_deref()))?;
+        let rows = self.with(py, |store| {
+            store.ledger_history(session_id, subject.as_deref())
+        })?;
         Ok(rows.into_iter().map(LedgerItemRow::from).collect())
     }
 
