@@ -19,6 +19,7 @@ from lossless.demo._cache import CacheReport, show_prompt_cache
 from lossless.demo._config import SYSTEM_PROMPT, demo_config
 from lossless.demo._frameworks import FrameworksReport, show_frameworks
 from lossless.demo._governance import GovernanceReport, show_governance
+from lossless.demo._ledger import LedgerReport, show_ledger
 from lossless.demo._mcp import McpReport, show_mcp_recall
 from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._own_loop import OwnLoopReport, show_own_loop
@@ -77,6 +78,7 @@ class DemoReport:
     sync: SyncReport = field(default_factory=SyncReport)
     frameworks: FrameworksReport = field(default_factory=FrameworksReport)
     governance: GovernanceReport = field(default_factory=GovernanceReport)
+    ledger: LedgerReport = field(default_factory=LedgerReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -112,6 +114,7 @@ def run_demo(
         and report.sync.ok
         and report.frameworks.ok
         and report.governance.ok
+        and report.ledger.ok
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -181,6 +184,7 @@ async def _replay(
     report.mcp = await show_mcp_recall(db_path, console)
     report.operators = await show_files_and_maps(db_path, console)
     report.governance = await show_governance(db_path, console)
+    report.ledger = await show_ledger(db_path, console)
     return report
 
 
@@ -348,6 +352,13 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             f"{report.governance.fenced} / {report.governance.erased_from_request}, "
             f"{report.governance.erased_from_search}, {report.governance.erased_from_disk}; "
             f"{report.governance.expired} session expired, {report.governance.receipts} receipts",
+        ),
+        (
+            "ledger: compactions / every rule kept / only the newest values / "
+            "earlier values stored / commands and exit codes",
+            f"{report.ledger.compactions} / {report.ledger.rules_kept} / "
+            f"{report.ledger.latest_only} / {report.ledger.history_kept} / "
+            f"{report.ledger.records}; {report.ledger.tokens} tokens",
         ),
     ]
     for name, value in rows:

@@ -167,7 +167,8 @@ impl Cues {
             ruled: has_any(body, RULE_WORDS)
                 || RULE_PHRASES.iter().any(|phrase| has_phrase(body, phrase))
                 || standing_instruction(body, words, valued, styled),
-            limited: has_any(body, LIMIT_WORDS),
+            limited: has_any(body, LIMIT_WORDS)
+                && !has_phrase(body, &["under", "no", "circumstances"]),
             valued,
             styled,
             prefers: has_any(body, PREFERENCE_WORDS)

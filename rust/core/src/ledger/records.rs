@@ -11,7 +11,7 @@ use crate::extractive::{SourceMessage, SourceTool};
 /// Longest command kept, in bytes.
 const COMMAND_BYTES: usize = 160;
 /// Longest error line kept, in bytes.
-const ERROR_BYTES: usize = 200;
+const ERROR_BYTES: usize = 120;
 
 /// Fields of a tool's input that name a file.
 const PATH_FIELDS: &[&str] = &[
@@ -81,7 +81,8 @@ pub(super) fn from_tools(message: &SourceMessage<'_>, found: &mut Vec<Found>) {
                 format!("`{command}`: {outcome}"),
                 message.seq,
             ));
-            errors(tool, &command, failed, message.seq, found);
+            let detail = code.map(|code| format!("exit {code}"));
+            errors(tool, &command, failed, detail, message.seq, found);
             continue;
         } else if let Some((path, action)) = file_of(tool, input.as_ref()) {
             found.push(Found::new(
@@ -95,33 +96,51 @@ pub(super) fn from_tools(message: &SourceMessage<'_>, found: &mut Vec<Found>) {
             let input = cut(tool.input.trim(), 60).to_string();
             format!("{} {input}", tool.name)
         };
-        errors(tool, &target, tool.status == "error", message.seq, found);
+        errors(
+            tool,
+            &target,
+            tool.status == "error",
+            None,
+            message.seq,
+            found,
+        );
     }
 }
 
 /// An open error for a failed call, or the resolution of one for a call that
-/// succeeded on the same target.
-fn errors(tool: &SourceTool<'_>, target: &str, failed: bool, seq: i64, found: &mut Vec<Found>) {
+/// succeeded on the same target. A command's error says its exit code and the last
+/// line of its output (where tools print what went wrong); another's, the first
+/// line of its error.
+fn errors(
+    tool: &SourceTool<'_>,
+    target: &str,
+    failed: bool,
+    exit: Option<String>,
+    seq: i64,
+    found: &mut Vec<Found>,
+) {
     let subject = format!("error:{target}");
     if failed {
         let detail = tool.error.or(tool.output).unwrap_or_default();
-        let line = detail
+        let mut lines = detail
             .lines()
-            .find(|line| !line.trim().is_empty())
-            .unwrap_or_default();
-        let text = format!(
-            "{} on {target}: {}",
-            tool.name,
-            cut(line.trim(), ERROR_BYTES)
-        );
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && exit_code(line).is_none());
+        let line = if exit.is_some() {
+            lines.last()
+        } else {
+            lines.next()
+        }
+        .unwrap_or_default();
+        let line = cut(line, ERROR_BYTES);
+        let text = match exit {
+            Some(exit) => format!("{} on {target}: {exit}: {line}", tool.name),
+            None => format!("{} on {target}: {line}", tool.name),
+        };
         found.push(Found::new(Kind::Error, subject, text, seq));
     } else if tool.status == "completed" {
-        let mut resolved = Found::new(
-            Kind::Error,
-            subject,
-            format!("resolved: {} on {target}", tool.name),
-            seq,
-        );
+        let text = format!("resolved: {} on {target}", tool.name);
+        let mut resolved = Found::new(Kind::Error, subject, text, seq);
         resolved.only_if_live = true;
         found.push(resolved);
     }

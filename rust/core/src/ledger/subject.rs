@@ -77,7 +77,10 @@ pub(super) struct Word<'a> {
 /// The words of `sentence`, in order.
 pub(super) fn words(sentence: &str) -> Vec<Word<'_>> {
     let mut found: Vec<Word<'_>> = Vec::new();
+    // A capital after a sentence's end starts the next sentence: it names nothing.
+    let mut starts = true;
     for token in sentence.split_whitespace() {
+        let first = std::mem::replace(&mut starts, token.ends_with(['.', '!', '?', ':']));
         let quoted = token.starts_with(['"', '\'', '`', '\u{201c}', '\u{2018}', '«']);
         let colon = token.ends_with(':');
         let comma = token.ends_with(',');
@@ -109,7 +112,6 @@ pub(super) fn words(sentence: &str) -> Vec<Word<'_>> {
         if raw.is_empty() {
             continue;
         }
-        let first = found.is_empty();
         let lower = raw.to_lowercase();
         let value = quoted || is_value(raw, &lower, first);
         found.push(Word {
