@@ -99,7 +99,10 @@ async def test_a_restated_value_replaces_the_old_one_and_the_old_stays_stored(
             assert new in ledger and old not in ledger, (old, new, ledger)
         assert "(updated" in ledger
         history = await s.ledger.history(ledger_subject(FACTS[0]))
-        assert [row.text for row in history] == [FACTS[0], "The vault code is MM2-9031-KT."]
+        assert [row.text for row in history] == [
+            FACTS[0],
+            f"{RESTATED[0]} (replaces: The vault code is ….)",
+        ]
         assert history[1].changed and history[1].message_ids
 
 

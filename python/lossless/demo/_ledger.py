@@ -79,7 +79,7 @@ async def show_ledger(db_path: str, console: Console) -> LedgerReport:
         history = await s.ledger.history(ledger_subject("The vault code is QX7-4411-ZB."))
         report.history_kept = [row.text for row in history] == [
             "The vault code is QX7-4411-ZB.",
-            "The vault code is MM2-9031-KT.",
+            "Update: the vault code changed to MM2-9031-KT. (replaces: The vault code is ….)",
         ]
         report.records = "python migrate.py" in json.dumps(request.messages) and "exit 1" in work
         report.tokens = (await s.ledger.tokens()).tokens

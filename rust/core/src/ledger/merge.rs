@@ -95,16 +95,23 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
     }
     if item.restates {
         let words: Vec<&str> = item.subject.split(' ').collect();
-        let overlap = |subject: &str| {
+        let shapes = value_shapes(&item.text);
+        let score = |subject: &str, value: &Current| {
             let held: Vec<&str> = subject.split(' ').collect();
             let shared = words.iter().filter(|word| held.contains(word)).count();
-            shared as f64 / words.len().max(1) as f64
+            let overlap = shared as f64 / words.len().max(1) as f64;
+            // A new value shaped like an item's ("db-7976.internal" and
+            // "db-3287.internal") is most likely that item's new value.
+            let shaped = value_shapes(&value.text)
+                .iter()
+                .any(|shape| shapes.contains(shape));
+            overlap + if shaped { SHAPE_WEIGHT } else { 0.0 }
         };
         let named = current
             .iter()
             .filter(|(_, value)| replaceable(value))
-            .map(|(subject, value)| (overlap(subject), value.order, subject))
-            .filter(|(share, ..)| *share >= RESTATED_OVERLAP)
+            .map(|(subject, value)| (score(subject, value), value.order, subject))
+            .filter(|(score, ..)| *score >= RESTATED_OVERLAP)
             .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         if let Some((.., subject)) = named {
             return subject.clone();
@@ -113,34 +120,71 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
     item.subject.clone()
 }
 
-/// The text of an item after a restatement: its own sentence with the new value in
-/// place of the old one ("Never push to the branch release-7" restated as "the
-/// protected branch changed to release-9"), so what the rule says stays; the
-/// restatement itself when either holds more than one value.
+/// What a restated item's text says it replaces.
+const REPLACES: &str = " (replaces: ";
+
+/// The text of an item after a restatement: the restatement, then what it replaces
+/// with the old values taken out ("Update: the protected branch changed to
+/// release-9. (replaces: Never push to the branch ….)"), so what the rule says stays
+/// and no stale value reads as current. A later restatement keeps the same note.
 fn updated_text(old: &str, restated: &str) -> String {
-    match (single_value(old), single_value(restated)) {
-        (Some(before), Some(after)) => old.replacen(&before, &after, 1),
-        _ => restated.to_string(),
-    }
+    let note = match old.find(REPLACES) {
+        Some(at) => old[at..].to_string(),
+        None => format!("{REPLACES}{})", masked(old)),
+    };
+    format!("{restated}{note}")
 }
 
-/// The one value of `text` as written (a run of value words), if it holds one.
-fn single_value(text: &str) -> Option<String> {
-    let words = words(text);
-    let mut runs = words
-        .iter()
-        .enumerate()
-        .filter(|(at, word)| word.value && (*at == 0 || !words[at - 1].value))
-        .map(|(at, _)| at);
-    let start = runs.next()?;
-    if runs.next().is_some() {
-        return None;
+/// `text` with each of its values written as `…`.
+fn masked(text: &str) -> String {
+    let mut out = text.to_string();
+    let mut from = 0;
+    for word in words(text).iter().filter(|word| word.value) {
+        if let Some(at) = out[from..].find(word.raw) {
+            let at = from + at;
+            out.replace_range(at..at + word.raw.len(), "…");
+            from = at + "…".len();
+        }
     }
-    let run: Vec<&str> = words[start..]
+    out
+}
+
+/// Fewest symbols of a value's shape that tell it apart: a bare number or word
+/// ("9", "a") is the shape of too many values.
+const MIN_SHAPE_SYMBOLS: usize = 3;
+/// What a shared value shape adds to a restatement's word overlap: enough alone,
+/// less than words shared with another item and a shape.
+const SHAPE_WEIGHT: f64 = 0.6;
+
+/// The shapes of the values of `text` that are distinctive: letters as `a`, digits
+/// as `9`, runs collapsed, other characters kept ("corrik-db-7976.internal" is
+/// `a-a-9.a`).
+fn value_shapes(text: &str) -> Vec<String> {
+    words(text)
         .iter()
-        .take_while(|word| word.value)
-        .map(|word| word.raw)
-        .collect();
-    let value = run.join(" ");
-    text.contains(&value).then_some(value)
+        .filter(|word| word.value)
+        .map(|word| shape(word.raw))
+        // Both letters and digits: "9.9.9" (any version) or "$9" (any amount)
+        // would tie unrelated items.
+        .filter(|shape| {
+            shape.chars().count() >= MIN_SHAPE_SYMBOLS && shape.contains('a') && shape.contains('9')
+        })
+        .collect()
+}
+
+fn shape(value: &str) -> String {
+    let mut shape = String::new();
+    for c in value.chars() {
+        let symbol = if c.is_alphabetic() {
+            'a'
+        } else if c.is_ascii_digit() {
+            '9'
+        } else {
+            c
+        };
+        if !(shape.ends_with(symbol) && matches!(symbol, 'a' | '9')) {
+            shape.push(symbol);
+        }
+    }
+    shape
 }

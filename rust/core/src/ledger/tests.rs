@@ -327,11 +327,17 @@ fn a_restatement_naming_its_subject_updates_the_rule_in_place() {
     let texts: Vec<&str> = items.iter().map(|item| item.text.as_str()).collect();
     assert_eq!(texts.len(), 2, "{texts:?}");
     assert!(
-        texts.contains(&"Never push to the branch release-9."),
+        texts.contains(
+            &"Update: the protected branch changed to release-9. \
+              (replaces: Never push to the branch ….)"
+        ),
         "{texts:?}"
     );
     assert!(
-        texts.contains(&"The staging host is stg-77.example.net."),
+        texts.contains(
+            &"Actually, use stg-77.example.net instead for the staging host. \
+              (replaces: The staging host is ….)"
+        ),
         "{texts:?}"
     );
     assert!(items.iter().any(|item| item.kind == Kind::Rule));
@@ -346,5 +352,34 @@ fn values_in_a_name_tell_subjects_apart() {
     assert_eq!(
         subject_of("Rule 1: keep file 1 read-only."),
         subject_of("Rule 1: keep file 2 read-only.")
+    );
+}
+
+#[test]
+fn a_restatement_finds_its_item_by_the_shape_of_its_value() {
+    let found = extract(&[
+        user(
+            1,
+            "Under no circumstances run migrations against corrik-db-7976.internal.",
+        ),
+        user(2, "Never push to the branch release/rikcor-64."),
+        user(
+            9,
+            "Actually, use mavdra-db-3287.internal instead for the protected database.",
+        ),
+        user(
+            12,
+            "Actually, use release/lorump-77 instead for the protected branch.",
+        ),
+    ]);
+    let texts: Vec<String> = live(&found).into_iter().map(|item| item.text).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "Actually, use mavdra-db-3287.internal instead for the protected database. \
+             (replaces: Under no circumstances run migrations against ….)",
+            "Actually, use release/lorump-77 instead for the protected branch. \
+             (replaces: Never push to the branch ….)"
+        ]
     );
 }
