@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use super::super::fit::{rate_of, truncate_to_fit};
 use super::super::{Item, DEFAULT_TOKENS_PER_BYTE, DISPLAY_ORDER, MAX_FIT_ROUNDS};
-use super::{display_order, keep_order, Slots, KEPT, KEPT_SEPARATOR, KEPT_TITLE};
+use super::{
+    display_order, keep_order, shows_newest_first, Slots, KEPT, KEPT_SEPARATOR, KEPT_TITLE,
+};
 
 /// Each round aims this much lower than the last, which did not fit.
 const ROUND_SHRINK: f64 = 0.97;
@@ -42,6 +44,9 @@ fn render(slots: &Slots, take: &[usize; 10]) -> String {
         }
         let mut chosen: Vec<&Item> = slots[slot][..chosen_count].iter().collect();
         chosen.sort_by_key(|item| item.pos);
+        if shows_newest_first(slot) {
+            chosen.reverse();
+        }
         if !out.is_empty() {
             out.push_str("\n\n");
         }

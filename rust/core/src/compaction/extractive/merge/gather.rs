@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use super::super::{Item, SectionKind};
 use super::parse::parse;
 use super::tally::Tally;
-use super::{Slots, KEPT};
+use super::{shows_newest_first, Slots, KEPT};
 
 /// The items of `bodies` (oldest first) by slot, each in keep order.
 pub(super) fn gather(bodies: &[&str]) -> Slots {
@@ -23,7 +23,11 @@ pub(super) fn gather(bodies: &[&str]) -> Slots {
             .last_line(SectionKind::InProgress)
             .or_else(|| parsed.last_line(SectionKind::Goal));
         latest_request = request.or(latest_request);
-        for (kind, items) in parsed.sections {
+        for (kind, mut items) in parsed.sections {
+            // Oldest first, whatever order the section shows them in.
+            if shows_newest_first(kind.index()) {
+                items.reverse();
+            }
             lines[kind.index()].extend(items);
         }
         kept.extend(parsed.kept);

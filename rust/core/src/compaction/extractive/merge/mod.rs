@@ -41,6 +41,12 @@ fn keep_order() -> impl Iterator<Item = usize> {
     })
 }
 
+/// Whether the extractive summariser shows `slot`'s items newest first (files,
+/// by their latest mention) rather than oldest first.
+fn shows_newest_first(slot: usize) -> bool {
+    slot == SectionKind::Files.index()
+}
+
 /// Slots in display order: the sections, then the kept summaries.
 fn display_order() -> impl Iterator<Item = usize> {
     DISPLAY_ORDER

@@ -337,3 +337,20 @@ fn lines_of_counts_are_summed_not_repeated() {
         ]
     );
 }
+
+#[test]
+fn files_stay_newest_first_as_the_extractive_summariser_shows_them() {
+    let older = "## Relevant files\n- src/b.rs\n- src/a.rs";
+    let newer = "## Relevant files\n- src/d.rs\n- src/b.rs\n- src/c.rs";
+    let merged = merge(&[older, newer], 10_000);
+    assert_eq!(
+        section(&merged, "## Relevant files"),
+        ["src/d.rs", "src/b.rs", "src/c.rs", "src/a.rs"]
+    );
+    // Over budget, the file mentioned longest ago goes first.
+    let tight = merge(&[older, newer], 18);
+    assert!(
+        !tight.contains("src/a.rs") && tight.contains("src/d.rs"),
+        "{tight}"
+    );
+}
