@@ -585,7 +585,11 @@ async def test_condensation_runs_while_over_budget_with_two_or_more_summaries(
         live = session.store.live_summaries(session.id)
         condensed = [row for row in live if row["kind"] == "condensed"]
         assert len(condensed) == 1
-        assert 3 in result.levels, "without a model, condensation is deterministic"
+        # Without a model, the summaries' sections merge (level 1), the newest kept: a
+        # summary in another form, as these are, is kept whole or left out whole.
+        assert 3 not in result.levels, "the merge fits, no truncation"
+        assert prose(107, 700) in condensed[0]["text"]
+        assert prose(100, 700) not in condensed[0]["text"]
         # Cut to the round's own target: what the goal leaves, at most the largest
         # summary (the header the summary renders with comes on top).
         largest = session.config.compaction.summary_max_tokens
@@ -620,6 +624,57 @@ async def test_condensation_through_the_model(
         condensed = [row for row in live if row["kind"] == "condensed"]
         assert len(condensed) == 1 and condensed[0]["level"] == 1
         assert {file_id(1_000 + index) for index in range(8)} <= set(condensed[0]["file_ids"])
+
+
+def sectioned_leaves(session: Session, leaves: int) -> list[_native.SummaryRow]:
+    """``leaves`` summaries in the built-in summariser's sections, committed over ten
+    messages each, oldest first: leaf ``n`` finds "cause n" and names a file id."""
+    span = session.store.compaction_span(session.id, 2).message_ids
+    for index in range(leaves):
+        text = (
+            f"## Goal\nSettle batch {index}\n\n## Instructions and constraints\n"
+            f"- Never round minor units.\n\n## Discoveries\n- I found cause {index}: "
+            f"{prose(200 + index, 20)} in {file_id(2_000 + index)}"
+        )
+        session.store.commit_summary(session.id, text, 1, span[index * 10 : index * 10 + 10], [])
+    return session.store.live_summaries(session.id)
+
+
+async def test_condensation_without_a_model_merges_sections_keeping_the_newest(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    async with await open_session(config_for, db) as session:
+        stuff(session, 44, words=60)
+        live = sectioned_leaves(session, 8)
+        candidate = await session.compaction._summariser.condense(live, 300)
+        assert (candidate.summariser, candidate.level) == ("extractive", 1)
+        assert candidate.token_count <= 300 and candidate.attempts == ()
+        assert "cause 7" in candidate.text and "cause 0" not in candidate.text
+        assert candidate.text.count("- Never round minor units.") == 1
+        assert candidate.text.startswith("## Goal\nSettle batch 0\nSettle batch 7")
+        assert set(footer_ids(candidate.text)) == {file_id(2_000 + n) for n in range(8)}
+
+
+async def test_condensation_falls_to_the_merge_when_the_model_fails_then_to_truncation(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    server.responder = lambda request: Reply(text="overloaded", status=500)
+    async with await open_session(
+        config_for, db, compaction=llm_compaction(), llm_overrides={"num_retries": 0}
+    ) as session:
+        stuff(session, 44, words=60)
+        live = sectioned_leaves(session, 8)
+        summariser = session.compaction._summariser
+        candidate = await summariser.condense(live, 300)
+        assert (candidate.summariser, candidate.level) == ("extractive", 1)
+        assert all("model call failed" in attempt for attempt in candidate.attempts)
+        assert "cause 7" in candidate.text
+        # A footer larger than the target: the merge does not fit, the truncation
+        # (level 3) keeps every file id whatever it costs.
+        candidate = await summariser.condense(live, 20)
+        assert (candidate.summariser, candidate.level) == ("truncation", 3)
+        assert candidate.attempts[-1].startswith("condense extractive: ")
+        assert set(footer_ids(candidate.text)) == {file_id(2_000 + n) for n in range(8)}
 
 
 def overlap_counting(delay_s: float) -> tuple[Callable[[dict[str, Any]], Reply], list[int]]:

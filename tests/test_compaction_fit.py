@@ -231,3 +231,43 @@ async def test_a_long_history_recorded_with_rounds_on_is_summarised_as_one_span(
         assert levels[3] <= sum(levels.values()) // 10, levels
         goal = session.compaction.goal
         assert goal // 2 <= session.view_tokens() <= session.budget.soft_limit
+
+
+# -- condensation without a model ---------------------------------------------------------
+
+
+async def test_condensing_a_long_tool_run_without_a_model_keeps_the_newest_findings(
+    server: LocalLLMServer, config_for: Callable[..., Config], db: Path
+) -> None:
+    # One instruction, then an agent's long run of tool calls, each step a finding, in a
+    # small window: leaves pile up and are condensed by the built-in merge, which keeps
+    # the newest findings of what it condenses (a truncation would keep the oldest).
+    config = window_config(config_for, 1_500, model=False)
+    step_of_seq: dict[int, int] = {}
+    async with await Session.create(model=TEST_MODEL, db=db, config=config) as session:
+        await session.record(
+            "user", "Port the ledger to decimal minor units. Never change the payout schedule."
+        )
+        condensed: list[Any] = []
+        for step in range(80):
+            call = ToolPart(
+                name="read_file",
+                call_id=f"call_{step}",
+                input={"path": f"src/module_{step}.py"},
+                output=prose(-step - 1, 60),
+            )
+            finding = f"I found that module_{step} rounds refunds with floats."
+            recorded = await session.record("assistant", [TextPart(finding), call])
+            step_of_seq[recorded.seq] = step
+            await session.compact()
+        rows = session.store.describe(session.id)
+        condensed = [row for row in rows if row["kind"] == "condensed"]
+        assert condensed, "the run was condensed"
+        # Every condensation was the merge (level 1), none a truncation (level 3).
+        assert {row["level"] for row in condensed} == {1}
+        newest = max(condensed, key=lambda row: row["span_end_seq"])
+        covered = [step for seq, step in step_of_seq.items() if seq <= newest["span_end_seq"]]
+        assert min(covered) == 0 and max(covered) > 40
+        # The newest step it condensed is in it; the oldest detail went first.
+        assert f"module_{max(covered)}" in newest["text"], newest["text"]
+        assert "module_0." not in newest["text"], newest["text"]

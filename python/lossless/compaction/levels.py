@@ -1,5 +1,6 @@
 """The summarisation ladder: level 1 (structured) and level 2 (aggressive) through a
-model, or the built-in extractive summariser when no model is configured, and level 3
+model, or the built-in extractive summariser (and, to condense, the merge of the
+summaries' sections) when no model is configured or its attempts fail, and level 3
 (deterministic truncation in the core), which never fails and always fits."""
 
 from __future__ import annotations
@@ -239,7 +240,9 @@ class Summariser:
         return [*conversation, {"role": "user", "content": ask}]
 
     async def condense(self, summaries: list[_native.SummaryRow], target: int) -> Candidate:
-        """One condensed summary replacing ``summaries`` (two or more live ones)."""
+        """One condensed summary replacing ``summaries`` (two or more live ones): the
+        model's, or else their sections merged with the newest kept, or else (level 3)
+        their texts joined and cut."""
         ids = [row.id for row in summaries]
         file_ids = [file_id for row in summaries for file_id in row.file_ids]
         total = sum(row.token_count for row in summaries)
@@ -281,6 +284,9 @@ class Summariser:
                         text, tokens, level, "llm", summary_ids=ids, attempts=tuple(attempts)
                     )
                 attempts.append(f"condense level {level}: {tokens} tokens for {total} tokens in")
+        merged = await self._merge(ids, target, total, attempts)
+        if merged is not None:
+            return merged
         # The round's own target: a fixed size larger than what the goal leaves would
         # keep a small window's view over its soft limit for good.
         limit = self._config.compaction.condense_level3_max_tokens
@@ -294,3 +300,26 @@ class Summariser:
             summary_ids=ids,
             attempts=tuple(attempts),
         )
+
+    async def _merge(
+        self, ids: list[str], target: int, total: int, attempts: list[str]
+    ) -> Candidate | None:
+        """The built-in condensation: the summaries' sections merged within ``target``,
+        the newest items kept; None (with why in ``attempts``) when it does not fit or
+        does not shrink them, as when their file-id footer alone is larger."""
+        target = max(target, 1)
+        result = await self._native_call(lambda: self._store.condense_merge(ids, target))
+        if result.token_count <= target and _native.RoundRules.shrinks(result.token_count, total):
+            return Candidate(
+                result.text,
+                result.token_count,
+                1,
+                "extractive",
+                summary_ids=ids,
+                attempts=tuple(attempts),
+            )
+        attempts.append(
+            f"condense extractive: {result.token_count} tokens for {total} tokens in "
+            f"(target {target})"
+        )
+        return None

@@ -1,5 +1,6 @@
 //! Compaction: a round's rules (`plan`), pruning tool outputs (`prune`), choosing
 //! the span (`span`), summary rows and deterministic summaries (`summaries`),
+//! condensing summaries without a model (`condense`),
 //! committing a summary and its DAG edges (`commit`), a round's leaves (`round`),
 //! what a request leaves out (`left_out`),
 //! the built-in extractive summariser (`extractive`) and its commit
@@ -7,6 +8,7 @@
 //! and the per-session compaction lease (`lease`).
 
 pub(crate) mod commit;
+pub(crate) mod condense;
 pub mod extractive;
 pub(crate) mod extractive_commit;
 pub(crate) mod lease;

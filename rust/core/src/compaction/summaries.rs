@@ -1,12 +1,11 @@
 //! Summary rows and deterministic summaries: the transcript a summariser reads,
-//! truncation to a budget, the live summaries and condensing them by truncation.
+//! truncation to a budget and the live summaries.
 
 use crate::db::backend::{args, Row};
 
 use crate::context::view::ItemKind;
 use crate::db::id_list::{split_ids, IdList};
 use crate::error::{Error, Result};
-use crate::fileids::FOOTER_PREFIX;
 use crate::render::transcript_entry;
 use crate::store::Store;
 
@@ -193,69 +192,6 @@ impl Store {
             })
     }
 
-    /// Level-3 condensation: the summaries' texts (without their footers) joined
-    /// and cut so the result holds at most `max_tokens`, with a footer that keeps
-    /// every file id of every one of them (kept even when it alone is larger).
-    pub fn condense_truncate(
-        &mut self,
-        summary_ids: &[String],
-        max_tokens: i64,
-    ) -> Result<TextResult> {
-        let Some(first) = summary_ids.first() else {
-            return Err(Error::invalid(
-                "summary_ids",
-                "must name at least one summary",
-            ));
-        };
-        let session_id = self.summary(first)?.session_id;
-        let counter = self.counter(&session_id)?;
-        let mut file_ids = IdList::default();
-        let mut joined = String::new();
-        let separator = format!("\n\n{FOOTER_PREFIX}");
-        for id in summary_ids {
-            let row = self.summary(id)?;
-            if row.session_id != session_id {
-                return Err(Error::invalid(
-                    "summary_ids",
-                    format!("{id} belongs to another session"),
-                ));
-            }
-            file_ids.extend(row.file_ids);
-            let body = match row.text.rfind(&separator) {
-                Some(at) => &row.text[..at],
-                None => row.text.as_str(),
-            };
-            if !joined.is_empty() {
-                joined.push_str("\n\n");
-            }
-            joined.push_str(body);
-        }
-        let file_ids = file_ids.ids;
-        let footer_tokens =
-            counter.count(&crate::parts::merge_reference_footer("", &file_ids)) as i64;
-        let mut room = (max_tokens - footer_tokens - 2).max(0) as usize;
-        loop {
-            let mut body = cut_to_tokens(&joined, room, &|text| counter.count(text));
-            if body.len() < joined.len() {
-                // Never end on a fragment of a word: a cut file id would read as another id.
-                let end = body.rfind(char::is_whitespace).unwrap_or(0);
-                body.truncate(end);
-                body.push_str(" [...]");
-            }
-            let text = crate::parts::merge_reference_footer(&body, &file_ids);
-            let token_count = counter.count(&text) as i64;
-            if token_count <= max_tokens || room == 0 {
-                return Ok(TextResult {
-                    token_count,
-                    text,
-                    message_ids: Vec::new(),
-                    file_ids,
-                });
-            }
-            room = room.saturating_sub((token_count - max_tokens) as usize + 1);
-        }
-    }
-
     /// Every file id that ever entered the session: in parts or summaries (a
     /// fork's include those of the history it shares).
     pub fn session_file_ids(&mut self, session_id: &str) -> Result<Vec<String>> {
@@ -275,27 +211,4 @@ impl Store {
         }
         Ok(ids.ids)
     }
-}
-
-/// The longest prefix of `text` (on a character boundary) within `limit` tokens.
-fn cut_to_tokens(text: &str, limit: usize, count: &dyn Fn(&str) -> usize) -> String {
-    if count(text) <= limit {
-        return text.to_string();
-    }
-    // Binary search over character offsets: O(log n) counts instead of one per line.
-    let bounds: Vec<usize> = text
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain([text.len()])
-        .collect();
-    let (mut low, mut high) = (0, bounds.len() - 1);
-    while low < high {
-        let mid = (low + high).div_ceil(2);
-        if count(&text[..bounds[mid]]) <= limit {
-            low = mid;
-        } else {
-            high = mid - 1;
-        }
-    }
-    text[..bounds[low]].to_string()
 }

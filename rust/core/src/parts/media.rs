@@ -216,6 +216,9 @@ pub fn is_media_id(id: &str) -> bool {
     })
 }
 
+/// How the line naming a summary's images and documents begins.
+pub const MEDIA_LINE_PREFIX: &str = "[images and documents of these messages, read by id: ";
+
 /// `text` with a line naming each image and document of `ids` (among other ids)
 /// that it does not name yet: what a summary of a span ends with, before its
 /// file-id footer, so compaction never drops the reference of an image.
@@ -230,10 +233,7 @@ pub fn merge_media_line(text: &str, ids: &[String]) -> String {
     if missing.is_empty() {
         return text.to_string();
     }
-    let line = format!(
-        "[images and documents of these messages, read by id: {}]",
-        missing.join(", ")
-    );
+    let line = format!("{MEDIA_LINE_PREFIX}{}]", missing.join(", "));
     if text.is_empty() {
         line
     } else {

@@ -35,7 +35,7 @@ pub use kind::{
 };
 pub use media::{
     check_media_bytes, is_media_id, kind_name, merge_media_line, merge_reference_footer, Media,
-    MediaInput, MediaKind, MEDIA_ID_HEX,
+    MediaInput, MediaKind, MEDIA_ID_HEX, MEDIA_LINE_PREFIX,
 };
 pub use media_cost::{attachment_tokens, image_tokens, ImageRule, UNKNOWN_IMAGE_SIZE};
 pub use media_sniff::{sniff, Sniffed};

@@ -103,6 +103,16 @@ impl Store {
         Ok(rows.into_iter().map(SummaryRow::from).collect())
     }
 
+    fn condense_merge(
+        &self,
+        py: Python<'_>,
+        summary_ids: Vec<String>,
+        max_tokens: i64,
+    ) -> PyResult<TextResult> {
+        let result = self.with(py, |store| store.condense_merge(&summary_ids, max_tokens))?;
+        Ok(TextResult::from(result))
+    }
+
     fn condense_truncate(
         &self,
         py: Python<'_>,

@@ -317,30 +317,37 @@ impl<'a> Collection<'a> {
         let Some((lo, hi)) = self.seq else {
             return Vec::new();
         };
-        let seq = if lo == hi {
-            format!("seq {lo}")
-        } else {
-            format!("seq {lo}-{hi}")
-        };
-        let mut other = vec![item(
-            format!(
-                "Messages covered: {} ({seq}); user {}, assistant {}, system {}",
-                self.messages, self.users, self.assistants, self.systems
-            ),
-            0,
-        )];
+        let roles = [self.users, self.assistants, self.systems];
+        let mut other = vec![item(covered_line(self.messages, (lo, hi), roles), 0)];
         if self.tool_calls > 0 {
-            other.push(item(
-                format!(
-                    "Tool calls: {}, failed: {}",
-                    self.tool_calls, self.tool_errors
-                ),
-                1,
-            ));
+            other.push(item(calls_line(self.tool_calls, self.tool_errors), 1));
         }
         other
     }
 }
+
+/// `"Messages covered: 12 (seq 3-14); user 4, assistant 8, system 0"`.
+pub(super) fn covered_line(messages: usize, (lo, hi): (i64, i64), roles: [usize; 3]) -> String {
+    let seq = if lo == hi {
+        format!("seq {lo}")
+    } else {
+        format!("seq {lo}-{hi}")
+    };
+    let [users, assistants, systems] = roles;
+    format!(
+        "{COVERED_PREFIX}{messages} ({seq}); user {users}, assistant {assistants}, system {systems}"
+    )
+}
+
+/// `"Tool calls: 9, failed: 1"`.
+pub(super) fn calls_line(calls: usize, errors: usize) -> String {
+    format!("{CALLS_PREFIX}{calls}, failed: {errors}")
+}
+
+/// How the lines of counts begin.
+pub(super) const COVERED_PREFIX: &str = "Messages covered: ";
+pub(super) const CALLS_PREFIX: &str = "Tool calls: ";
+pub(super) const COMPLETED_PREFIX: &str = "Tool calls completed: ";
 
 /// The smallest range holding both ranges.
 fn span(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
@@ -377,10 +384,10 @@ fn latest_unique(entries: &[&str], cap: usize) -> Vec<Item> {
 
 /// `"read_file x12, run_tests x4"`, most used first, names breaking ties so
 /// the line is deterministic.
-fn tool_count_line(counts: &HashMap<&str, usize>) -> String {
+pub(super) fn tool_count_line(counts: &HashMap<&str, usize>) -> String {
     let mut v: Vec<(&str, usize)> = counts.iter().map(|(k, v)| (*k, *v)).collect();
     v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let mut line = String::from("Tool calls completed: ");
+    let mut line = String::from(COMPLETED_PREFIX);
     for (i, (name, n)) in v.iter().take(MAX_TOOL_NAMES).enumerate() {
         if i > 0 {
             line.push_str(", ");

@@ -118,7 +118,7 @@ fn grow(
     }
 }
 
-fn rate_of(tokens: usize, text: &str) -> f64 {
+pub(super) fn rate_of(tokens: usize, text: &str) -> f64 {
     if text.is_empty() {
         DEFAULT_TOKENS_PER_BYTE
     } else {
@@ -140,7 +140,11 @@ fn top_item(sections: &Sections) -> String {
 
 /// Longest char-boundary prefix of `text` whose count fits, by binary
 /// search (about log2(len) calls to `count`).
-fn truncate_to_fit(text: &str, max_tokens: usize, count: &dyn Fn(&str) -> usize) -> String {
+pub(super) fn truncate_to_fit(
+    text: &str,
+    max_tokens: usize,
+    count: &dyn Fn(&str) -> usize,
+) -> String {
     if count(text) <= max_tokens {
         return text.to_owned();
     }

@@ -12,12 +12,14 @@
 
 mod collect;
 mod fit;
+mod merge;
 mod scan;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use collect::prefix;
 pub use collect::Collection;
+pub use merge::merge_summaries;
 
 /// One message of the transcript being summarised.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
