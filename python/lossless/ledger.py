@@ -51,12 +51,17 @@ PIN_PREFIX = "pin:"
 #: At most these shares of the usable window go to the ledger's two parts: in a
 #: small window its caps shrink, so the history it sits beside still fits.
 STABLE_WINDOW_SHARE = 8
+MIN_LEDGER_WINDOW = 1_024
 VOLATILE_WINDOW_SHARE = 16
 
 
 def ledger_caps(config: ArenaConfig, usable: int) -> tuple[int, int]:
     """The ledger's caps in a window of ``usable`` tokens: its configured caps, at
-    most an eighth (stable part) and a sixteenth (the rest) of the window."""
+    most an eighth (stable part) and a sixteenth (the rest) of the window; none in a
+    window under ``MIN_LEDGER_WINDOW``, which holds a summary and the newest
+    messages at best (what the ledger would keep is in the summary)."""
+    if usable < MIN_LEDGER_WINDOW:
+        return (0, 0)
     return (
         min(config.ledger_tokens, usable // STABLE_WINDOW_SHARE),
         min(config.ledger_work_tokens, usable // VOLATILE_WINDOW_SHARE),

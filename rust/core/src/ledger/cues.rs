@@ -544,6 +544,8 @@ pub(super) const LEADERS: &[&str] = &[
     "again",
     "ps",
     "heads-up",
+    "heads",
+    "up",
     "oh",
     "new",
     "change",

@@ -95,7 +95,19 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
     }
     if item.restates {
         let words: Vec<&str> = item.subject.split(' ').collect();
-        let shapes = value_shapes(&item.text);
+        // A shape counts only when one item alone has it: two hosts, two branches
+        // say nothing of which one changed.
+        let new_shapes = value_shapes(&item.text);
+        let shapes: Vec<&String> = new_shapes
+            .iter()
+            .filter(|shape| {
+                let holders = current
+                    .values()
+                    .filter(|value| replaceable(value) && value_shapes(&value.text).contains(shape))
+                    .count();
+                holders == 1
+            })
+            .collect();
         let score = |subject: &str, value: &Current| {
             let held: Vec<&str> = subject.split(' ').collect();
             let shared = words.iter().filter(|word| held.contains(word)).count();
@@ -104,7 +116,7 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
             // "db-3287.internal") is most likely that item's new value.
             let shaped = value_shapes(&value.text)
                 .iter()
-                .any(|shape| shapes.contains(shape));
+                .any(|shape| shapes.contains(&shape));
             overlap + if shaped { SHAPE_WEIGHT } else { 0.0 }
         };
         let named = current

@@ -49,6 +49,43 @@ const CALENDAR: &[&str] = &[
     "december",
 ];
 
+/// Names of kinds of statements, not of what they are about.
+const GENERIC_NAMES: &[&str] = &[
+    "goal",
+    "goals",
+    "task",
+    "objective",
+    "aim",
+    "plan",
+    "note",
+    "issue",
+    "problem",
+    "reason",
+    "idea",
+    "thing",
+    "point",
+    "question",
+    "answer",
+    "result",
+    "status",
+    "update",
+    "decision",
+    "rule",
+    "fact",
+    "preference",
+    "request",
+    "priority",
+    "focus",
+    "mission",
+    "deliverable",
+    "purpose",
+    "ask",
+    "instruction",
+    "instructions",
+    "context",
+    "summary",
+];
+
 /// Verbs that name what they set before its value ("set the cap to $700").
 const SETTERS: &[&str] = &[
     "set", "change", "update", "bump", "raise", "lower", "move", "reset",
@@ -244,6 +281,13 @@ fn subject_if_valued(name: &[Word<'_>], rest: &[Word<'_>]) -> Option<String> {
         .map(|word| word.lower.as_str())
         .take(MAX_SUBJECT_WORDS)
         .collect();
+    // "The goal is ...", "Your task: ...": a word that names a kind of statement
+    // would make every goal one subject; the sentence's own words tell them apart.
+    if let [only] = kept.as_slice() {
+        if GENERIC_NAMES.contains(only) {
+            return None;
+        }
+    }
     (!kept.is_empty()).then(|| kept.join(" "))
 }
 

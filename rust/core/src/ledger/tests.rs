@@ -383,3 +383,38 @@ fn a_restatement_finds_its_item_by_the_shape_of_its_value() {
         ]
     );
 }
+
+#[test]
+fn a_shape_two_items_share_points_to_neither() {
+    let found = extract(&[
+        user(
+            1,
+            "Under no circumstances run migrations against corrik-db-7976.internal.",
+        ),
+        user(
+            2,
+            "Decision: the shared cache goes on vexdun-db-3432.internal.",
+        ),
+        user(
+            9,
+            "Actually, use mavdra-db-3287.internal instead for the protected database.",
+        ),
+    ]);
+    let items = live(&found);
+    assert_eq!(items.len(), 3, "{items:?}");
+}
+
+#[test]
+fn goals_named_by_their_kind_keep_their_own_subjects() {
+    let found = extract(&[
+        user(
+            1,
+            "Your task: close epic SEC-84779 by making all of its tests pass.",
+        ),
+        user(
+            5,
+            "Your task: migrate the reports service to region eu-west-9.",
+        ),
+    ]);
+    assert_eq!(live(&found).len(), 2);
+}
