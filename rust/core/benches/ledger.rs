@@ -29,7 +29,7 @@ const STATEMENTS: &[&str] = &[
     "The goal is to close epic EP-{n}.",
 ];
 
-fn text(rng: &mut XorShift, statement_percent: u64) -> String {
+fn text(rng: &mut XorShift, statement_percent: usize) -> String {
     let mut s = String::new();
     for sentence in 0..(2 + rng.below(5)) {
         if sentence > 0 {
@@ -57,7 +57,7 @@ struct Corpus {
     output: String,
 }
 
-fn corpus(n: usize, statement_percent: u64) -> Corpus {
+fn corpus(n: usize, statement_percent: usize) -> Corpus {
     let mut rng = XorShift(0xD1B5_4A32_D192_ED03);
     Corpus {
         texts: (0..n).map(|_| text(&mut rng, statement_percent)).collect(),

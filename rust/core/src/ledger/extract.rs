@@ -147,6 +147,9 @@ fn classify(sentence: &str, words: &[Word<'_>], speaker: Speaker) -> Option<Kind
 }
 
 /// What the words of a sentence say about it.
+// Each flag is one cue the sentence holds or lacks, read once and combined in
+// `kind`: a set of bits would only hide their names.
+#[allow(clippy::struct_excessive_bools)]
 struct Cues {
     ruled: bool,
     limited: bool,

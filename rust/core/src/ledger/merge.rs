@@ -45,7 +45,7 @@ pub fn merge(live: &[Item], found: &[Found]) -> Vec<Change> {
             (item.subject.clone(), value)
         })
         .collect();
-    let mut changes = Vec::new();
+    let mut written = Vec::new();
     for (offset, item) in found.iter().enumerate() {
         let subject = resolve(&current, item);
         let before = current.get(&subject);
@@ -64,7 +64,7 @@ pub fn merge(live: &[Item], found: &[Found]) -> Vec<Change> {
             continue;
         }
         let changed = before.is_some() && (kind.is_stable() || kind == Kind::Goal);
-        changes.push(Change {
+        written.push(Change {
             kind,
             subject: subject.clone(),
             text: text.clone(),
@@ -74,7 +74,7 @@ pub fn merge(live: &[Item], found: &[Found]) -> Vec<Change> {
         let order = live.len() + offset;
         current.insert(subject, Current { kind, text, order });
     }
-    changes
+    written
 }
 
 /// The subject an item is stored under: the one holding the value it says it
@@ -114,10 +114,10 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
             let overlap = shared as f64 / words.len().max(1) as f64;
             // A new value shaped like an item's ("db-7976.internal" and
             // "db-3287.internal") is most likely that item's new value.
-            let shaped = value_shapes(&value.text)
+            let same_shape = value_shapes(&value.text)
                 .iter()
                 .any(|shape| shapes.contains(&shape));
-            overlap + if shaped { SHAPE_WEIGHT } else { 0.0 }
+            overlap + if same_shape { SHAPE_WEIGHT } else { 0.0 }
         };
         let named = current
             .iter()

@@ -127,7 +127,7 @@ fn errors(
             .map(str::trim)
             .filter(|line| !line.is_empty() && exit_code(line).is_none());
         let line = if exit.is_some() {
-            lines.last()
+            lines.next_back()
         } else {
             lines.next()
         }
@@ -209,7 +209,7 @@ pub(super) fn exit_code(output: &str) -> Option<i64> {
     let lower = output.to_lowercase();
     EXIT_MARKS.iter().find_map(|mark| {
         let at = lower.rfind(mark)? + mark.len();
-        let rest = lower[at..].trim_start_matches(|c: char| matches!(c, ' ' | ':' | '=' | '"'));
+        let rest = lower[at..].trim_start_matches([' ', ':', '=', '"']);
         let digits: String = rest
             .chars()
             .take_while(|c| c.is_ascii_digit() || *c == '-')

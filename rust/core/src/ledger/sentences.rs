@@ -4,7 +4,7 @@
 /// Longest sentence kept whole, in bytes: a longer one is cut at a word end.
 pub(super) const MAX_SENTENCE_BYTES: usize = 320;
 
-/// The sentences of `text`, in order, trimmed; lines inside ``` fences are skipped
+/// The sentences of `text`, in order, trimmed; lines inside code fences are skipped
 /// (code is not a statement of the user's).
 pub(super) fn sentences(text: &str) -> Vec<&str> {
     let mut found = Vec::new();
