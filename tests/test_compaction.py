@@ -21,6 +21,7 @@ import pytest
 from conftest import TEST_MODEL, sql_rows
 from lossless import _native
 from lossless.compaction import prompts
+from lossless.compaction.ledger_model import LEDGER_PROMPT
 from lossless.config import CompactionConfig, Config, ModelConfig
 from lossless.errors import CompactionBusyError, LosslessError, StoreError
 from lossless.events import Event, EventName
@@ -122,6 +123,7 @@ def is_compaction_request(request: dict[str, Any]) -> bool:
         prompts.LEVEL2,
         prompts.CONDENSE1,
         prompts.CONDENSE2,
+        LEDGER_PROMPT,
     )
 
 
@@ -175,7 +177,11 @@ async def test_level1_is_a_structured_summary_from_the_compaction_model(
         result = await session.compact()
         assert result.status == "completed", result.reason
         assert result.levels == [1]
-        assert len(server.requests) == 1
+        # The summary, then the ledger's items read out of the same span, as JSON.
+        assert len(server.requests) == 2
+        asked = server.requests[1]
+        assert asked["messages"][0]["content"] == LEDGER_PROMPT
+        assert asked["response_format"]["json_schema"]["name"] == "ledger"
         request = server.requests[0]
         assert request["model"] == SUMMARY_MODEL.split("/", 1)[1]
         assert request["messages"][0]["content"] == prompts.LEVEL1

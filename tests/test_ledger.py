@@ -14,10 +14,11 @@ import pytest
 
 from conftest import TEST_MODEL
 from lossless import Session, ToolPart
+from lossless.compaction.ledger_model import LEDGER_PROMPT
 from lossless.config import ArenaConfig, CompactionConfig, Config
 from lossless.errors import InvalidInputError
 from lossless.governance import erase
-from lossless.ledger import ledger_subject
+from lossless.ledger import KINDS, ledger_subject
 from lossless.testing import Reply
 from lossless.testing.conformance import check_request
 
@@ -204,3 +205,70 @@ async def test_reading_again_adds_nothing_and_an_erased_message_leaves_the_ledge
         assert not [i for i in await s.ledger.items() if "QX7" in i.text]
         assert "QX7-4411-ZB" not in _request_text(await s.context())
         assert not [row for row in await s.ledger.history() if "QX7" in row.text]
+
+
+async def test_a_summarisation_model_adds_checked_items_and_the_built_in_ones_stand(
+    server: Any, config_for: Callable[..., Config], db: Path | str
+) -> None:
+    answer = {
+        "items": [
+            {"kind": "constraint", "subject": "refund limit", "text": "Refunds stop at $90."},
+            # Invented: the messages hold no such value.
+            {"kind": "fact", "subject": "vault code", "text": "The vault code is ZZ9-0000."},
+            {"kind": "rumour", "subject": "x", "text": "Nothing."},
+        ]
+    }
+
+    def responder(request: dict[str, Any]) -> Reply:
+        if request["messages"][0]["content"] == LEDGER_PROMPT:
+            return Reply(text=json.dumps(answer))
+        return Reply(text="## Goal\nReconcile the refunds.\n\n## Completed\n- ran the tools")
+
+    server.responder = responder
+    compaction = CompactionConfig(
+        model="openai/lossless-summary",
+        output_budget=1_000,
+        tail_tokens=200,
+        tail_messages=4,
+        protect_user_turns=1,
+    )
+    config = config_for(compaction=compaction)
+    async with Session.open(model=TEST_MODEL, db=db, config=config) as s:
+        await s.record("user", "Reconcile the refunds. Refunds stop at $90. " + FACTS[0])
+        await _tool_run(s, 12)
+        await s.record("user", "Carry on.")
+        await _tool_run(s, 4, start=12)
+        result = await s.compact()
+        assert result.summary_ids and result.ledger is not None
+        items = {item.text: item for item in await s.ledger.items()}
+        assert items["Refunds stop at $90."].origin in ("model", "extracted")
+        assert any(item.origin == "model" for item in items.values())
+        assert "The vault code is QX7-4411-ZB." in items
+        assert not any("ZZ9-0000" in text for text in items)
+        assert not any(item.kind not in KINDS for item in items.values())
+        asked = [r for r in server.requests if r["messages"][0]["content"] == LEDGER_PROMPT]
+        assert asked and asked[0]["response_format"]["type"] == "json_schema"
+
+
+async def test_a_model_answer_that_is_no_ledger_changes_nothing_the_rules_found(
+    server: Any, config_for: Callable[..., Config], db: Path | str
+) -> None:
+    def responder(request: dict[str, Any]) -> Reply:
+        if request["messages"][0]["content"] == LEDGER_PROMPT:
+            return Reply(text="Sure! Here are the items: none.")
+        return Reply(text="## Goal\nReconcile the refunds.\n\n## Completed\n- ran the tools")
+
+    server.responder = responder
+    compaction = CompactionConfig(
+        model="openai/lossless-summary", output_budget=1_000, tail_tokens=200, tail_messages=4
+    )
+    async with Session.open(model=TEST_MODEL, db=db, config=config_for(compaction=compaction)) as s:
+        await s.record("user", "Reconcile the refunds. " + " ".join(RULES + FACTS))
+        await _tool_run(s, 12)
+        await s.record("user", "Carry on.")
+        await _tool_run(s, 4, start=12)
+        result = await s.compact()
+        assert result.status == "completed" and result.ledger is not None
+        items = await s.ledger.items()
+        assert {item.origin for item in items} == {"extracted"}
+        assert RULES[0] in (await s.context()).messages[0]["content"]

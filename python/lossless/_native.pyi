@@ -1251,9 +1251,11 @@ class Store:
         edits: list[tuple[str, str, str, str]],
         stable_cap: int,
         volatile_cap: int,
+        origin: str = "caller",
     ) -> LedgerUpdateResult:
         """Applies ``edits`` (``("set", kind, subject, text)`` or ``("remove", "",
-        subject, "")``) in one transaction and renders the ledger again."""
+        subject, "")``) in one transaction and renders the ledger again; ``origin``
+        is ``caller`` or ``model``."""
     def absorb_ledger(
         self, session_id: str, stable_cap: int, volatile_cap: int
     ) -> LedgerUpdateResult:

@@ -183,6 +183,13 @@ class CompactionConfig(_Section):
         description="Most summaries one condensed summary merges (the oldest live ones first).",
     )
     level2_enabled: bool = True
+    ledger_model: bool = Field(
+        default=True,
+        description=(
+            "With a summarisation model, also ask it for the ledger's items of each span "
+            "it summarises (one call, JSON, each item checked; the built-in rules' stand)."
+        ),
+    )
     input_fraction: float = Field(
         default=0.75,
         gt=0,

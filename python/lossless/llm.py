@@ -499,12 +499,16 @@ async def complete_text(
     *,
     llm: LLMConfig,
     max_tokens: int | None = None,
+    response_format: dict[str, Any] | None = None,
 ) -> str:
-    """One non-streaming completion's text, with the same retries."""
+    """One non-streaming completion's text, with the same retries; with
+    ``response_format``, the provider is asked for that JSON schema."""
     litellm = await ensure_litellm()
     kwargs = _call_kwargs(llm)
     if max_tokens is not None:
         kwargs["max_tokens"] = max_tokens
+    if response_format is not None:
+        kwargs["response_format"] = response_format
 
     async def attempt() -> str:
         response = await litellm.acompletion(model=model, messages=list(messages), **kwargs)

@@ -6,7 +6,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -14,6 +14,7 @@ import anyio
 
 from lossless import _native, ledger
 from lossless._background import Spawner
+from lossless.compaction import ledger_model
 from lossless.compaction._result import CompactionResult
 from lossless.compaction._round import FirstSteps, RoundWork
 from lossless.compaction.levels import Summariser
@@ -239,6 +240,12 @@ class CompactionEngine:
         except Exception:
             log.warning("could not update the ledger of %s", self._session_id, exc_info=True)
             return None
+        try:
+            update = await self._model_items(caps, update)
+        except Exception:
+            log.warning(
+                "could not add the model's ledger items of %s", self._session_id, exc_info=True
+            )
         if update.added or update.removed:
             await self._bus.apublish(
                 EventName.LEDGER_UPDATED,
@@ -250,6 +257,37 @@ class CompactionEngine:
                 volatile_tokens=update.volatile_tokens,
                 left_out=update.left_out,
             )
+        return update
+
+    async def _model_items(self, caps: tuple[int, int], update: LedgerUpdate) -> LedgerUpdate:
+        """The items the summarisation model reads out of the spans it summarised,
+        checked (``ledger_model.check_items``) and stored after the built-in rules'
+        own, which stand whatever the model gets wrong."""
+        sources, self._summariser.ledger_sources = self._summariser.ledger_sources, []
+        model = self._summariser.model
+        if model is None or not sources or not self._config.compaction.ledger_model:
+            return update
+        for source in sources:
+            try:
+                reply = await ledger_model.ask_model(
+                    model, source, self._config.llm, max_tokens=max(caps[0], 256)
+                )
+            except Exception as err:
+                log.warning("the ledger's model call for %s failed: %s", self._session_id, err)
+                continue
+            checked = ledger_model.check_items(reply, source)
+            for reason in checked.refused:
+                log.info("a model's ledger item was refused: %s", reason)
+            if checked.edits:
+                row = await self._call(
+                    self._store.ledger_edit, self._session_id, checked.edits, *caps, "model"
+                )
+                update = replace(
+                    ledger.LedgerUpdate._of(row),
+                    added=update.added + row.added,
+                    changed=update.changed + row.changed,
+                    absorbed_seq=update.absorbed_seq,
+                )
         return update
 
     def _invalidated(self) -> int | None:

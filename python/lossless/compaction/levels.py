@@ -79,6 +79,9 @@ class Summariser:
         self._config = config
         self._count = count
         self._compaction_window = compaction_window
+        # The transcripts of the spans a model summarised since the ledger last read
+        # them: the model reads the ledger's items out of them too.
+        self.ledger_sources: list[str] = []
         # The messages of the session's last request, when the summarisation call may
         # reuse them (the session sets it); None sends a transcript instead.
         self.conversation: Callable[[], list[dict[str, Any]] | None] = lambda: None
@@ -215,6 +218,7 @@ class Summariser:
                 f"of {target} but at most 1/{WELL_SHRUNK_DIVISOR} of its input: accepted, "
                 "condensation follows"
             )
+        self.ledger_sources.append(transcript.text)
         return Candidate(text, tokens, level, "llm", covered, attempts=tuple(attempts))
 
     def _after_conversation(

@@ -112,11 +112,14 @@ impl Store {
     /// Applies the caller's `edits` in order and renders the ledger again, in one
     /// transaction. Bad input (an empty text or subject, one too long) fails before
     /// anything is written.
+    /// `origin` is the caller's, or a summarisation model's (its items are
+    /// checked by the caller first).
     pub fn ledger_edit(
         &mut self,
         session_id: &str,
         edits: &[LedgerEdit],
         caps: LedgerCaps,
+        origin: Origin,
     ) -> Result<LedgerUpdate> {
         for (at, edit) in edits.iter().enumerate() {
             check_edit(at, edit)?;
@@ -146,7 +149,7 @@ impl Store {
                             seq: position,
                             changed: before.is_some(),
                         };
-                        let item = writer.write(&change, Origin::Caller, &[])?;
+                        let item = writer.write(&change, origin, &[])?;
                         update.added += 1;
                         update.changed += usize::from(change.changed);
                         replace(&mut live, item);

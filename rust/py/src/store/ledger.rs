@@ -1,7 +1,7 @@
 //! The session ledger: the store side of `session.ledger`.
 
 use lossless_core::ledger::store::{LedgerCaps, LedgerEdit, LedgerRow, LedgerUpdate};
-use lossless_core::ledger::{Item, Kind};
+use lossless_core::ledger::{Item, Kind, Origin};
 use pyo3::prelude::*;
 
 use crate::errors::invalid;
@@ -33,7 +33,9 @@ impl Store {
     }
 
     /// Applies `edits` (`("set", kind, subject, text)` or `("remove", "", subject,
-    /// "")`) in one transaction and renders the ledger again within the caps.
+    /// "")`) in one transaction and renders the ledger again within the caps;
+    /// `origin` is `caller` or `model`.
+    #[pyo3(signature = (session_id, edits, stable_cap, volatile_cap, origin = "caller"))]
     fn ledger_edit(
         &self,
         py: Python<'_>,
@@ -41,7 +43,17 @@ impl Store {
         edits: Vec<(String, String, String, String)>,
         stable_cap: i64,
         volatile_cap: i64,
+        origin: &str,
     ) -> PyResult<LedgerUpdateResult> {
+        let origin = match origin {
+            "caller" | "model" => Origin::parse(origin).map_err(crate::errors::to_py_err)?,
+            other => {
+                return Err(invalid(
+                    "origin",
+                    &format!("expected caller or model, got {other:?}"),
+                ))
+            }
+        };
         let edits = edits
             .into_iter()
             .enumerate()
@@ -62,7 +74,9 @@ impl Store {
             stable: stable_cap,
             volatile: volatile_cap,
         };
-        let update = self.with(py, |store| store.ledger_edit(session_id, &edits, caps))?;
+        let update = self.with(py, |store| {
+            store.ledger_edit(session_id, &edits, caps, origin)
+        })?;
         Ok(update.into())
     }
 
