@@ -70,6 +70,9 @@ async def test_the_instructions_survive_compaction_in_every_request(
         assert result.ledger.added >= 4 and result.ledger.stable_tokens > 0
         context = await s.context()
         check_request(context.messages)
+        # Each request reports the ledger's tokens in it.
+        assert context.injection is not None
+        assert context.injection.ledger_tokens == result.ledger.tokens
         system = context.messages[0]["content"]
         for rule in RULES:
             assert rule in system

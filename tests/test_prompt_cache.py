@@ -259,8 +259,9 @@ async def test_the_summarisation_call_reuses_the_conversations_prefix_when_asked
 ) -> None:
     summary = "## Goal\nfinish the ledger work\n## Completed\nthe early questions were answered"
     server.responder = lambda request: Reply(text=summary)
+    # Without the ledger's own call to the model, so the summary's is the last request.
     compaction = CompactionConfig(
-        output_budget=1_000, model=TEST_MODEL, reuse_conversation_prefix=True
+        output_budget=1_000, model=TEST_MODEL, reuse_conversation_prefix=True, ledger_model=False
     )
     config = config_for(compaction=compaction)
     async with Session.open(model=TEST_MODEL, db=db, config=config, system_prompt="be brief") as s:
@@ -284,7 +285,7 @@ async def test_without_the_setting_the_summariser_gets_a_transcript(
     server: LocalLLMServer, config_for: Callable[..., Config], db: Path
 ) -> None:
     server.responder = lambda request: Reply(text="## Goal\nfinish the ledger work")
-    compaction = CompactionConfig(output_budget=1_000, model=TEST_MODEL)
+    compaction = CompactionConfig(output_budget=1_000, model=TEST_MODEL, ledger_model=False)
     async with Session.open(model=TEST_MODEL, db=db, config=config_for(compaction=compaction)) as s:
         for turn in range(6):
             server.enqueue(Reply(text=f"answer {turn} " + "words " * 300))

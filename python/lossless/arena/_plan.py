@@ -136,4 +136,5 @@ def report_of(raw: _native.ArenaPlanRow, prepared: Prepared) -> InjectionReport:
         zones=zones,
         injected=list(raw.injected),
         recall_score=prepared.best_internal,
+        ledger_tokens=raw.ledger_tokens,
     )

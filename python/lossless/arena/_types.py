@@ -89,3 +89,5 @@ class InjectionReport:
     usage: float | None = None
     #: The best internal recall score this turn (None: nothing was recalled).
     recall_score: float | None = None
+    #: Tokens of the session ledger in this request (docs/LEDGER.md).
+    ledger_tokens: int = 0

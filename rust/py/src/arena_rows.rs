@@ -164,6 +164,8 @@ result_class! {
         once: Vec<(&'static str, String, i64)>,
         /// Keys of the injected entries, in the order they were chosen.
         injected: Vec<String>,
+        /// Tokens of the session ledger's entries injected.
+        ledger_tokens: i64,
         zones: Py<ZoneReports>,
     }
 }
@@ -187,6 +189,7 @@ impl ArenaPlanRow {
                 .map(|(zone, key, seq)| (zone.as_str(), key.clone(), *seq))
                 .collect(),
             injected: turn.injected.clone(),
+            ledger_tokens: turn.ledger_tokens,
             zones: Py::new(py, ZoneReports::of(py, &turn.plan.zones)?)?,
         })
     }

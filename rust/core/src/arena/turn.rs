@@ -26,6 +26,8 @@ pub struct TurnPlan {
     pub injected: Vec<String>,
     /// The once-per-session entries injected, as (zone, key, sequence number).
     pub once: Vec<(Zone, String, i64)>,
+    /// Tokens of the session ledger's entries injected (after cuts).
+    pub ledger_tokens: i64,
 }
 
 /// The caps the controller holds for `state`, fitted to the configured limits;
@@ -70,11 +72,21 @@ pub fn plan_turn(
         .filter(|entry| entry.once)
         .map(|entry| (entry.zone, entry.key.clone(), entry.seq))
         .collect();
+    let ledger_tokens = plan
+        .accepted
+        .iter()
+        .filter(|accepted| {
+            let entry = candidates[accepted.index];
+            entry.key == crate::ledger::store::ARENA_KEY && entry.source == "ledger"
+        })
+        .map(|accepted| accepted.tokens)
+        .sum();
     TurnPlan {
         plan,
         rendered,
         injected,
         once,
+        ledger_tokens,
     }
 }
 

@@ -108,16 +108,26 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
                 holders == 1
             })
             .collect();
+        let any_shapes = all_shapes(&item.text);
         let score = |subject: &str, value: &Current| {
-            let held: Vec<&str> = subject.split(' ').collect();
-            let shared = words.iter().filter(|word| held.contains(word)).count();
+            let held: Vec<&str> = subject.split(' ').map(singular).collect();
+            let shared = words
+                .iter()
+                .filter(|word| held.contains(&singular(word)))
+                .count();
             let overlap = shared as f64 / words.len().max(1) as f64;
             // A new value shaped like an item's ("db-7976.internal" and
-            // "db-3287.internal") is most likely that item's new value.
+            // "db-3287.internal") is most likely that item's new value; one shaped
+            // like none of its values (a version for a date) is most likely not.
             let same_shape = value_shapes(&value.text)
                 .iter()
                 .any(|shape| shapes.contains(&shape));
+            let held_shapes = all_shapes(&value.text);
+            let other_shape = !any_shapes.is_empty()
+                && !held_shapes.is_empty()
+                && !held_shapes.iter().any(|shape| any_shapes.contains(shape));
             overlap + if same_shape { SHAPE_WEIGHT } else { 0.0 }
+                - if other_shape { SHAPE_WEIGHT } else { 0.0 }
         };
         let named = current
             .iter()
@@ -167,6 +177,23 @@ const MIN_SHAPE_SYMBOLS: usize = 3;
 /// What a shared value shape adds to a restatement's word overlap: enough alone,
 /// less than words shared with another item and a shape.
 const SHAPE_WEIGHT: f64 = 0.6;
+
+/// A word without a plural `s`, so "credits" and "credit" are one word.
+fn singular(word: &str) -> &str {
+    match word.strip_suffix('s') {
+        Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem,
+        _ => word,
+    }
+}
+
+/// The shapes of every value of `text`, distinctive or not.
+fn all_shapes(text: &str) -> Vec<String> {
+    words(text)
+        .iter()
+        .filter(|word| word.value)
+        .map(|word| shape(word.raw))
+        .collect()
+}
 
 /// The shapes of the values of `text` that are distinctive: letters as `a`, digits
 /// as `9`, runs collapsed, other characters kept ("corrik-db-7976.internal" is

@@ -268,7 +268,9 @@ fn subject_if_valued(name: &[Word<'_>], rest: &[Word<'_>]) -> Option<String> {
     if name.is_empty() || name.len() > MAX_NAME_WORDS {
         return None;
     }
-    if POINTERS.contains(&name[0].lower.as_str()) && name.len() == 1 {
+    // "It is 42", "What I need is ...": a name that opens with a pointer names
+    // nothing of its own.
+    if POINTERS.contains(&name[0].lower.as_str()) {
         return None;
     }
     if !rest.iter().take(VALUE_REACH).any(|word| word.value) {

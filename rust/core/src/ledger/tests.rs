@@ -418,3 +418,32 @@ fn goals_named_by_their_kind_keep_their_own_subjects() {
     ]);
     assert_eq!(live(&found).len(), 2);
 }
+
+#[test]
+fn a_restatement_leaves_an_item_whose_values_have_another_shape() {
+    let found = extract(&[
+        user(1, "FYI, the release date is 2036-09-05."),
+        user(2, "What I need from you is release v2.14.0 out the door."),
+        user(9, "Update: the release changed to v3.0.1."),
+        user(
+            12,
+            "We may spend at most $63,066 on cloud credits this month.",
+        ),
+        user(15, "Heads up, the cloud credit limit is now $26,089."),
+    ]);
+    let texts: Vec<String> = live(&found).into_iter().map(|item| item.text).collect();
+    assert!(
+        texts.iter().any(|text| text.contains("2036-09-05")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|text| text.contains("v3.0.1") && text.contains("replaces")),
+        "{texts:?}"
+    );
+    assert!(
+        !texts.iter().any(|text| text.contains("$63,066")),
+        "{texts:?}"
+    );
+}
