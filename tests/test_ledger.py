@@ -101,7 +101,7 @@ async def test_a_restated_value_replaces_the_old_one_and_the_old_stays_stored(
         assert ledger in system
         for old, new in zip(STALE, LATEST, strict=True):
             assert new in ledger and old not in ledger, (old, new, ledger)
-        assert "(updated" in ledger
+        assert "(replaces: The vault code is ….)" in ledger
         history = await s.ledger.history(ledger_subject(FACTS[0]))
         assert [row.text for row in history] == [
             FACTS[0],

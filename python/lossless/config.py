@@ -408,7 +408,7 @@ class ArenaConfig(_Section):
         ),
     )
     ledger_tokens: int = Field(
-        default=1_024,
+        default=1_536,
         ge=0,
         description="Tokens the ledger's stable part (rules to preferences) may take in `truth`.",
     )

@@ -642,7 +642,94 @@ pub(super) fn starts_with_phrase(words: &[String], phrase: &[&str]) -> bool {
     phrase.len() <= words.len() && words.iter().zip(phrase).all(|(word, cue)| word == cue)
 }
 
-/// Whether any of `words` is in `list`.
-pub(super) fn has_any(words: &[String], list: &[&str]) -> bool {
-    words.iter().any(|word| list.contains(&word.as_str()))
+/// One bit per list of cue words, so a sentence's words are looked up once each.
+pub(super) mod bit {
+    pub const RULE: u16 = 1;
+    pub const LIMIT: u16 = 1 << 1;
+    pub const STYLE: u16 = 1 << 2;
+    pub const PREFERENCE: u16 = 1 << 3;
+    pub const DECISION: u16 = 1 << 4;
+    pub const GOAL: u16 = 1 << 5;
+    pub const CONDITION: u16 = 1 << 6;
+    pub const ABSOLUTE: u16 = 1 << 7;
+    pub const RESTATE: u16 = 1 << 8;
+    pub const IMPERATIVE: u16 = 1 << 9;
+}
+
+/// Every cue word with the bits of the lists that hold it.
+fn table() -> &'static std::collections::HashMap<&'static str, u16> {
+    static TABLE: std::sync::OnceLock<std::collections::HashMap<&'static str, u16>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = std::collections::HashMap::new();
+        for (list, flag) in [
+            (RULE_WORDS, bit::RULE),
+            (LIMIT_WORDS, bit::LIMIT),
+            (STYLE_WORDS, bit::STYLE),
+            (PREFERENCE_WORDS, bit::PREFERENCE),
+            (DECISION_WORDS, bit::DECISION),
+            (GOAL_WORDS, bit::GOAL),
+            (CONDITIONS, bit::CONDITION),
+            (ABSOLUTES, bit::ABSOLUTE),
+            (RESTATE_WORDS, bit::RESTATE),
+            (IMPERATIVE_VERBS, bit::IMPERATIVE),
+        ] {
+            for word in list {
+                *table.entry(*word).or_insert(0) |= flag;
+            }
+        }
+        table
+    })
+}
+
+/// The bits of the lists holding `word`.
+pub(super) fn cue_bits(word: &str) -> u16 {
+    table().get(word).copied().unwrap_or(0)
+}
+
+/// The bits of the lists holding any of `words`.
+pub(super) fn cues_of(words: &[String]) -> u16 {
+    words.iter().fold(0, |bits, word| bits | cue_bits(word))
+}
+
+/// The bit of the copulas among the phrases.
+pub(super) const COPULA_BIT: u16 = 1 << 10;
+
+/// Every phrase by its first word, with the bit of its list.
+type PhraseTable = std::collections::HashMap<&'static str, Vec<(&'static [&'static str], u16)>>;
+
+fn phrase_table() -> &'static PhraseTable {
+    static TABLE: std::sync::OnceLock<PhraseTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = PhraseTable::new();
+        for (list, flag) in [
+            (RULE_PHRASES, bit::RULE),
+            (DECISION_PHRASES, bit::DECISION),
+            (GOAL_PHRASES, bit::GOAL),
+            (PREFERENCE_PHRASES, bit::PREFERENCE),
+            (RESTATE_PHRASES, bit::RESTATE),
+            (COPULAS, COPULA_BIT),
+        ] {
+            for phrase in list {
+                table.entry(phrase[0]).or_default().push((*phrase, flag));
+            }
+        }
+        table
+    })
+}
+
+/// The bits of the lists whose phrases `words` hold: one lookup per word.
+pub(super) fn phrases_of(words: &[String]) -> u16 {
+    let table = phrase_table();
+    let mut bits = 0;
+    for at in 0..words.len() {
+        if let Some(phrases) = table.get(words[at].as_str()) {
+            for (phrase, flag) in phrases {
+                if starts_with_phrase(&words[at..], phrase) {
+                    bits |= flag;
+                }
+            }
+        }
+    }
+    bits
 }

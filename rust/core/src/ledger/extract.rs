@@ -5,11 +5,7 @@
 //! state of the work; tool calls give the files, commands and errors of
 //! [`super::records`]. Tool output never becomes an instruction.
 
-use super::cues::{
-    has_any, has_phrase, ABSOLUTES, ANAPHORS, CONDITIONS, COPULAS, DECISION_PHRASES,
-    DECISION_WORDS, GOAL_PHRASES, GOAL_WORDS, IMPERATIVE_VERBS, LIMIT_WORDS, PREFERENCE_PHRASES,
-    PREFERENCE_WORDS, RESTATE_PHRASES, RESTATE_WORDS, RULE_PHRASES, RULE_WORDS, STYLE_WORDS,
-};
+use super::cues::{bit, cue_bits, cues_of, has_phrase, phrases_of, ANAPHORS, COPULA_BIT};
 use super::sentences::sentences;
 use super::subject::{has_value, leaders, subject_of, words, Word};
 use super::{records, Found, Kind};
@@ -103,10 +99,7 @@ fn joined_kind(before: Kind, rule: Kind) -> Kind {
 /// instead for the Z" or "Z is now X" replace the item whose subject Z names.
 fn mark_replacement(words: &[Word<'_>], item: &mut Found) {
     let lower: Vec<String> = words.iter().map(|word| word.lower.clone()).collect();
-    item.restates = has_any(&lower, RESTATE_WORDS)
-        || RESTATE_PHRASES
-            .iter()
-            .any(|phrase| has_phrase(&lower, phrase));
+    item.restates = (cues_of(&lower) | phrases_of(&lower)) & bit::RESTATE != 0;
     let Some(at) = lower
         .iter()
         .position(|word| word == "instead" || word == "rather")
@@ -164,28 +157,19 @@ struct Cues {
 
 impl Cues {
     fn of(body: &[String], words: &[Word<'_>]) -> Cues {
+        let bits = cues_of(body) | phrases_of(body);
+        let has = |flag: u16| bits & flag != 0;
         let valued = has_value(words);
-        let styled = has_any(body, STYLE_WORDS);
+        let styled = has(bit::STYLE);
         Cues {
-            ruled: has_any(body, RULE_WORDS)
-                || RULE_PHRASES.iter().any(|phrase| has_phrase(body, phrase))
-                || standing_instruction(body, words, valued, styled),
-            limited: has_any(body, LIMIT_WORDS)
-                && !has_phrase(body, &["under", "no", "circumstances"]),
+            ruled: has(bit::RULE) || standing_instruction(body, words, bits, valued || styled),
+            limited: has(bit::LIMIT) && !has_phrase(body, &["under", "no", "circumstances"]),
             valued,
             styled,
-            prefers: has_any(body, PREFERENCE_WORDS)
-                || PREFERENCE_PHRASES
-                    .iter()
-                    .any(|phrase| has_phrase(body, phrase)),
-            decided: has_any(body, DECISION_WORDS)
-                || DECISION_PHRASES
-                    .iter()
-                    .any(|phrase| has_phrase(body, phrase)),
-            goal: has_any(body, GOAL_WORDS)
-                || GOAL_PHRASES.iter().any(|phrase| has_phrase(body, phrase)),
-            stated: COPULAS.iter().any(|phrase| has_phrase(body, phrase))
-                || words.iter().any(|word| word.colon),
+            prefers: has(bit::PREFERENCE),
+            decided: has(bit::DECISION),
+            goal: has(bit::GOAL),
+            stated: has(COPULA_BIT) || words.iter().any(|word| word.colon),
             words: body.len(),
         }
     }
@@ -217,17 +201,12 @@ impl Cues {
 /// An instruction that holds beyond the next step: it opens with a verb (or a
 /// condition, then a verb) and has a condition, an "every" or "any", a value or
 /// a word about how answers look. "Check the logs" alone is a one-off request.
-fn standing_instruction(body: &[String], words: &[Word<'_>], valued: bool, styled: bool) -> bool {
+fn standing_instruction(body: &[String], words: &[Word<'_>], bits: u16, specific: bool) -> bool {
     let first = body.first().map(String::as_str).unwrap_or_default();
-    let conditioned = CONDITIONS.contains(&first);
-    let verb_first =
-        IMPERATIVE_VERBS.contains(&first) || (conditioned && verb_after_condition(body, words));
-    verb_first
-        && (conditioned
-            || has_any(body, CONDITIONS)
-            || has_any(body, ABSOLUTES)
-            || valued
-            || styled)
+    let conditioned = cue_bits(first) & bit::CONDITION != 0;
+    let verb_first = cue_bits(first) & bit::IMPERATIVE != 0
+        || (conditioned && verb_after_condition(body, words));
+    verb_first && (bits & (bit::CONDITION | bit::ABSOLUTE) != 0 || specific)
 }
 
 /// "If the deploy fails, stop and escalate": the word after the condition's comma
@@ -238,7 +217,7 @@ fn verb_after_condition(body: &[String], words: &[Word<'_>]) -> bool {
         .iter()
         .position(|word| word.comma)
         .and_then(|at| body.get(at + 1))
-        .is_some_and(|word| IMPERATIVE_VERBS.contains(&word.as_str()))
+        .is_some_and(|word| cue_bits(word) & bit::IMPERATIVE != 0)
 }
 
 /// The state of the work: the first statement of the newest text the agent wrote.

@@ -6,12 +6,12 @@ use super::{Item, Kind};
 use crate::arena::render::fenced;
 
 /// The line that opens the stable part.
-const STABLE_HEADING: &str =
-    "Session ledger (kept through every compaction; each subject shows its newest value):";
+const STABLE_HEADING: &str = "Session ledger (kept through every compaction; each subject \
+                              shows its newest value, earlier ones stay stored):";
 /// The line that opens the volatile part.
 const VOLATILE_HEADING: &str = "Work in progress (from the session ledger):";
-/// What a changed item says.
-const CHANGED: &str = " (updated; earlier values stay stored)";
+/// What a changed item says (its earlier values stay stored).
+const CHANGED: &str = " (updated)";
 /// Tokens kept for the note on what was left out.
 const NOTE_TOKENS: usize = 32;
 /// Newest records of each kind shown: older ones are in the summaries.
@@ -142,7 +142,8 @@ fn line(item: &Item) -> String {
         Kind::Error | Kind::Command | Kind::File => fenced(&item.text).into_owned(),
         _ => item.text.clone(),
     };
-    if item.changed {
+    // A restatement already says what it replaces.
+    if item.changed && !text.contains("(replaces: ") {
         format!("{text}{CHANGED}")
     } else {
         text
