@@ -55,7 +55,14 @@ pub fn merge(live: &[Item], found: &[Found]) -> Vec<Change> {
         if before.is_some_and(|before| before.text == item.text) {
             continue;
         }
-        let kind = before.map_or(item.kind, |before| before.kind.stronger(item.kind));
+        // A restatement gives a new value, not a new kind: a goal stays a goal.
+        let kind = before.map_or(item.kind, |before| {
+            if item.restates {
+                before.kind
+            } else {
+                before.kind.stronger(item.kind)
+            }
+        });
         let text = match before {
             Some(before) if item.restates => updated_text(&before.text, &item.text),
             _ => item.text.clone(),
@@ -109,6 +116,7 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
             })
             .collect();
         let any_shapes = all_shapes(&item.text);
+        let hinted = kind_hint(&words);
         let score = |subject: &str, value: &Current| {
             let held: Vec<&str> = subject.split(' ').map(singular).collect();
             let shared = words
@@ -126,8 +134,11 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
             let other_shape = !any_shapes.is_empty()
                 && !held_shapes.is_empty()
                 && !held_shapes.iter().any(|shape| any_shapes.contains(shape));
+            // "the latency target" is a goal's, "the memory limit" a constraint's.
+            let kind_named = hinted.is_some_and(|kind| kind == value.kind);
             overlap + if same_shape { SHAPE_WEIGHT } else { 0.0 }
                 - if other_shape { SHAPE_WEIGHT } else { 0.0 }
+                + if kind_named { SHAPE_WEIGHT } else { 0.0 }
         };
         let named = current
             .iter()
@@ -177,6 +188,23 @@ const MIN_SHAPE_SYMBOLS: usize = 3;
 /// What a shared value shape adds to a restatement's word overlap: enough alone,
 /// less than words shared with another item and a shape.
 const SHAPE_WEIGHT: f64 = 0.6;
+
+/// Words of a restatement's subject that name the kind of item it restates.
+const GOAL_HINTS: &[&str] = &["target", "goal", "objective", "aim", "milestone"];
+const CONSTRAINT_HINTS: &[&str] = &[
+    "limit", "cap", "budget", "quota", "deadline", "maximum", "minimum", "ceiling",
+];
+
+/// The kind a restatement's subject words name, if any.
+fn kind_hint(words: &[&str]) -> Option<Kind> {
+    if words.iter().any(|word| GOAL_HINTS.contains(word)) {
+        Some(Kind::Goal)
+    } else if words.iter().any(|word| CONSTRAINT_HINTS.contains(word)) {
+        Some(Kind::Constraint)
+    } else {
+        None
+    }
+}
 
 /// A word without a plural `s`, so "credits" and "credit" are one word.
 fn singular(word: &str) -> &str {

@@ -447,3 +447,39 @@ fn a_restatement_leaves_an_item_whose_values_have_another_shape() {
         "{texts:?}"
     );
 }
+
+#[test]
+fn rules_in_other_languages_are_found() {
+    for text in [
+        "Niemals direkt auf den Hauptzweig pushen.",
+        "Ne jamais supprimer les tables d'audit.",
+        "Nunca borres las tablas de facturación.",
+        "Никогда не удаляй таблицы аудита.",
+        "Asla üretim veritabanına yazma.",
+    ] {
+        let found = extract(&[user(1, text)]);
+        assert!(
+            found.iter().any(|item| item.kind == Kind::Rule),
+            "{text}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_restatement_naming_a_target_updates_the_goal() {
+    let found = extract(&[
+        user(1, "Latency must stay under 782 ms at p99."),
+        user(2, "I want you to get checkout p95 under 867 ms."),
+        user(9, "Actually, use 229 ms instead for the latency target."),
+    ]);
+    let items = live(&found);
+    let goal = items
+        .iter()
+        .find(|item| item.kind == Kind::Goal)
+        .expect("the goal");
+    assert!(goal.text.contains("229 ms"), "{items:?}");
+    assert!(
+        items.iter().any(|item| item.text.contains("782 ms")),
+        "{items:?}"
+    );
+}
