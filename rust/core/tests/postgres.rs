@@ -379,6 +379,7 @@ fn a_version_8_database_gets_the_arena_s_cut_counts() {
              DROP TABLE media; DROP INDEX parts_media;
              DROP TABLE session_keys, session_forks, sync_inputs;
              DROP TABLE erasure_receipts, session_subjects, retention_rules, store_keys;
+             DROP TABLE ledger_items, ledger_marks;
              DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 8;",
         )
@@ -438,6 +439,7 @@ fn a_version_9_database_takes_reasoning_parts_with_every_row_kept() {
              DROP TABLE media; DROP INDEX parts_media;
              DROP TABLE session_keys, session_forks, sync_inputs;
              DROP TABLE erasure_receipts, session_subjects, retention_rules, store_keys;
+             DROP TABLE ledger_items, ledger_marks;
              DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 9;",
         )
@@ -495,6 +497,7 @@ fn a_version_11_database_takes_provider_compaction_parts() {
                  ('text', 'tool', 'file_ref', 'reasoning', 'media', 'compaction_marker'));
              DROP TABLE session_keys, session_forks, sync_inputs;
              DROP TABLE erasure_receipts, session_subjects, retention_rules, store_keys;
+             DROP TABLE ledger_items, ledger_marks;
              DROP FUNCTION lossless_keep_receipts();
              UPDATE lossless_schema SET version = 11;",
         )

@@ -164,7 +164,8 @@ const TENANT_KEYS: [(&str, &str, &str); 6] = [
     ),
 ];
 
-/// Version 14's tenant column on every tenant table (the connection's tenant by
+/// Version 14's tenant column on every tenant table (those a later version adds get
+/// theirs when its step runs them again) (the connection's tenant by
 /// default, so no insert names it) and the per-tenant keys. Row-level security is
 /// turned on separately (`tenants::enable`): without it the column costs a few
 /// bytes a row and nothing else.
@@ -173,7 +174,7 @@ pub(super) fn tenant_columns() -> String {
     for table in TENANT_TABLES {
         let _ = writeln!(
             sql,
-            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS tenant TEXT COLLATE \"C\" NOT NULL
+            "ALTER TABLE IF EXISTS {table} ADD COLUMN IF NOT EXISTS tenant TEXT COLLATE \"C\" NOT NULL
                  DEFAULT lossless_tenant();"
         );
     }
