@@ -17,7 +17,7 @@ from lossless.errors import (
 from lossless.store import prepare_postgres
 from lossless.testing.postgres import PostgresCluster
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 def _database(url: str) -> str:
