@@ -53,9 +53,11 @@ def test_demo_compacts_and_recalls_turn_three(tmp_path: Path) -> None:
 
 
 def test_demo_summarises_through_a_model_endpoint(tmp_path: Path) -> None:
+    # The demo's full length: at 300 turns the window fills only just enough for a
+    # summary or two, so whether one is made depends on when the background rounds run.
     with LocalLLMServer(responder=SummaryResponder()) as server:
         code, output = _run(
-            tmp_path / "llm.db", turns=300, model="openai/summariser", api_base=server.base_url
+            tmp_path / "llm.db", turns=520, model="openai/summariser", api_base=server.base_url
         )
         summarise_calls = len(server.requests)
     assert code == 0, output
