@@ -371,6 +371,20 @@ pub(super) const LIMIT_WORDS: &[&str] = &[
     "minimo",
 ];
 
+/// Runs of words that set a limit ("no more than 40 workers").
+pub(super) const LIMIT_PHRASES: &[&[&str]] = &[
+    &["no", "more", "than"],
+    &["not", "more", "than"],
+    &["no", "less", "than"],
+    &["no", "fewer", "than"],
+    &["not", "less", "than"],
+    &["nicht", "mehr", "als"],
+    &["pas", "plus", "de"],
+    &["no", "más", "de"],
+    &["non", "più", "di"],
+    &["niet", "meer", "dan"],
+];
+
 /// Words that make a sentence a decision.
 pub(super) const DECISION_WORDS: &[&str] = &[
     "decided",
@@ -564,7 +578,48 @@ pub(super) const COPULAS: &[&[&str]] = &[
     &["è"],
     &["é"],
     &["is", "nu"],
+    &["ist", "jetzt"],
+    &["ist", "nun"],
+    &["est", "maintenant"],
+    &["est", "désormais"],
+    &["ahora", "es"],
+    &["es", "ahora"],
+    &["è", "ora"],
+    &["ora", "è"],
+    &["é", "agora"],
+    &["agora", "é"],
 ];
+
+/// Runs of words that open a sentence without saying anything about it.
+pub(super) const LEADER_PHRASES: &[&[&str]] = &[&["mise", "à", "jour"], &["nota", "bene"]];
+
+/// Articles and prepositions written elided onto the next word ("l'objectif").
+pub(super) const ELISIONS: &[&str] = &[
+    "l", "d", "j", "n", "s", "c", "m", "t", "qu", "dell", "all", "dall", "nell", "sull", "un",
+];
+
+/// Words common in German and rare elsewhere: a sentence holding two of them
+/// capitalises its nouns, which are then no names.
+const NOUN_CAPITALISING: &[&str] = &[
+    "der", "die", "das", "den", "dem", "des", "und", "nicht", "ist", "sind", "mit", "für", "ein",
+    "eine", "einen", "auf", "bei", "von", "zu", "zum", "zur", "im", "wir", "ich", "uns", "bitte",
+    "niemals", "immer", "oder", "aber", "wenn", "noch", "auch", "nach", "über", "jetzt", "nie",
+    "kein", "keine", "muss", "soll", "wird", "werden", "heute",
+];
+
+/// Whether the words are of a language that capitalises every noun.
+pub(super) fn capitalises_nouns<'a>(lowers: impl Iterator<Item = &'a str>) -> bool {
+    let mut seen: Vec<&str> = Vec::new();
+    for word in lowers {
+        if NOUN_CAPITALISING.contains(&word) && !seen.contains(&word) {
+            seen.push(word);
+            if seen.len() >= 2 {
+                return true;
+            }
+        }
+    }
+    false
+}
 
 /// Words that open a sentence without saying anything about it.
 pub(super) const LEADERS: &[&str] = &[
@@ -598,6 +653,20 @@ pub(super) const LEADERS: &[&str] = &[
     "plus",
     "but",
     "then",
+    "aktualisierung",
+    "korrektur",
+    "hinweis",
+    "achtung",
+    "actualización",
+    "corrección",
+    "nota",
+    "aggiornamento",
+    "correzione",
+    "atualização",
+    "correção",
+    "correctie",
+    "wijziging",
+    "rappel",
 ];
 
 /// Words a subject is made without: they do not tell two subjects apart.
@@ -668,6 +737,23 @@ pub(super) const SUBJECT_STOPWORDS: &[&str] = &[
     "de",
     "het",
     "een",
+    "du",
+    "des",
+    "del",
+    "della",
+    "dei",
+    "den",
+    "dem",
+    "ein",
+    "eine",
+    "un",
+    "une",
+    "una",
+    "jetzt",
+    "maintenant",
+    "ahora",
+    "ora",
+    "agora",
 ];
 
 /// Pronouns that point back to the sentence before ("Never exceed it.").
@@ -752,6 +838,7 @@ fn phrase_table() -> &'static PhraseTable {
             (GOAL_PHRASES, bit::GOAL),
             (PREFERENCE_PHRASES, bit::PREFERENCE),
             (RESTATE_PHRASES, bit::RESTATE),
+            (LIMIT_PHRASES, bit::LIMIT),
             (COPULAS, COPULA_BIT),
         ] {
             for phrase in list {

@@ -52,7 +52,9 @@ fn statements(message: &SourceMessage<'_>, speaker: Speaker, found: &mut Vec<Fou
         let mut previous: Option<(usize, &str)> = None;
         for sentence in sentences(text) {
             let words = words(sentence);
-            let Some(kind) = classify(sentence, &words, speaker) else {
+            let classified = classify(sentence, &words, speaker);
+            let note = classified.is_none() && speaker == Speaker::Person && limit_note(&words);
+            let Some(kind) = classified.or(note.then_some(Kind::Constraint)) else {
                 previous = None;
                 continue;
             };
@@ -60,6 +62,11 @@ fn statements(message: &SourceMessage<'_>, speaker: Speaker, found: &mut Vec<Fou
                 let before = &mut found[at];
                 before.text = format!("{} {sentence}", before.text);
                 before.kind = joined_kind(before.kind, kind);
+                previous = None;
+                continue;
+            }
+            if note {
+                // "That is a hard limit." says nothing without the sentence before.
                 previous = None;
                 continue;
             }
@@ -85,6 +92,16 @@ fn extends(previous: Option<(usize, &str)>, words: &[Word<'_>], kind: Kind) -> O
             .any(|word| ANAPHORS.contains(&word.lower.as_str()))
         && matches!(kind, Kind::Rule | Kind::Constraint);
     points.then_some(at)
+}
+
+/// A short sentence pointing back that calls what came before a limit ("That is
+/// a hard limit."): with the value before it, a constraint.
+fn limit_note(words: &[Word<'_>]) -> bool {
+    let lower: Vec<String> = words.iter().map(|word| word.lower.clone()).collect();
+    words.len() <= MAX_POINTER_WORDS
+        && !has_value(words)
+        && lower.iter().any(|word| ANAPHORS.contains(&word.as_str()))
+        && (cues_of(&lower) | phrases_of(&lower)) & bit::LIMIT != 0
 }
 
 /// A value stated, then a rule about it: a hard constraint.

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::cues::{bit, cue_bits, LEADERS, SUBJECT_STOPWORDS};
 use super::subject::words;
 use super::{Found, Item, Kind};
 
@@ -117,6 +118,7 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
             .collect();
         let any_shapes = all_shapes(&item.text);
         let hinted = kind_hint(&words);
+        let said = content_words(&item.text);
         let score = |subject: &str, value: &Current| {
             let held: Vec<&str> = subject.split(' ').map(singular).collect();
             let shared = words
@@ -134,8 +136,13 @@ fn resolve(current: &HashMap<String, Current>, item: &Found) -> String {
             let other_shape = !any_shapes.is_empty()
                 && !held_shapes.is_empty()
                 && !held_shapes.iter().any(|shape| any_shapes.contains(shape));
-            // "the latency target" is a goal's, "the memory limit" a constraint's.
-            let kind_named = hinted.is_some_and(|kind| kind == value.kind);
+            // "the latency target" is a goal's, "the memory limit" a constraint's:
+            // of an item that shares a word or a shape with it, not of any of them.
+            let related = same_shape
+                || content_words(&value.text)
+                    .iter()
+                    .any(|word| said.contains(word));
+            let kind_named = related && hinted.is_some_and(|kind| kind == value.kind);
             overlap + if same_shape { SHAPE_WEIGHT } else { 0.0 }
                 - if other_shape { SHAPE_WEIGHT } else { 0.0 }
                 + if kind_named { SHAPE_WEIGHT } else { 0.0 }
@@ -205,6 +212,28 @@ fn kind_hint(words: &[&str]) -> Option<Kind> {
         None
     }
 }
+
+/// The words of `text` that say what it is about: no values, no words that tell
+/// no subjects apart, none that only announce a change; plurals folded.
+fn content_words(text: &str) -> Vec<String> {
+    words(text)
+        .iter()
+        .filter(|word| !word.value && word.lower.chars().count() >= 2)
+        .filter(|word| {
+            let lower = word.lower.as_str();
+            !SUBJECT_STOPWORDS.contains(&lower)
+                && !LEADERS.contains(&lower)
+                && cue_bits(lower) & (bit::RESTATE | bit::RULE | bit::LIMIT) == 0
+                && !CHANGE_WORDS.contains(&lower)
+        })
+        .map(|word| singular(&word.lower).to_string())
+        .collect()
+}
+
+/// Words of a restatement that say it changes something, not what.
+const CHANGE_WORDS: &[&str] = &[
+    "use", "changed", "change", "instead", "set", "moved", "earlier",
+];
 
 /// A word without a plural `s`, so "credits" and "credit" are one word.
 fn singular(word: &str) -> &str {

@@ -62,13 +62,19 @@ fn split_line<'a>(line: &'a str, found: &mut Vec<&'a str>) {
 }
 
 /// Whether the word before a `.` is an abbreviation rather than a sentence's end.
+/// A title ("Ms.", "Dr.", "No. 5") is one only capitalised: "under 200 ms." ends
+/// its sentence.
 fn is_abbreviation(before: &str) -> bool {
     let word = before.rsplit(' ').next().unwrap_or_default();
     let lower = word.to_ascii_lowercase();
-    matches!(
-        lower.as_str(),
-        "e.g" | "i.e" | "etc" | "vs" | "mr" | "mrs" | "ms" | "dr" | "st" | "no" | "approx" | "incl"
-    ) || (word.len() == 1 && word.bytes().all(|b| b.is_ascii_alphabetic()))
+    let title = matches!(lower.as_str(), "mr" | "mrs" | "ms" | "dr" | "st" | "no")
+        && word.starts_with(|c: char| c.is_ascii_uppercase());
+    title
+        || matches!(
+            lower.as_str(),
+            "e.g" | "i.e" | "etc" | "vs" | "approx" | "incl"
+        )
+        || (word.len() == 1 && word.bytes().all(|b| b.is_ascii_alphabetic()))
 }
 
 fn push<'a>(sentence: &'a str, found: &mut Vec<&'a str>) {

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::extractive::{SourceMessage, SourceTool};
 use crate::ids::{new_id, now_ms};
 use crate::store::Store;
+use crate::tokens::TokenCounter;
 
 /// The key of the ledger's entry in the truth and the task-state zones.
 pub const ARENA_KEY: &str = "ledger";
@@ -34,6 +35,14 @@ const MAX_SUBJECT_BYTES: usize = 300;
 pub struct LedgerCaps {
     pub stable: i64,
     pub volatile: i64,
+}
+
+impl LedgerCaps {
+    /// The caps of the part in the system message and of the work in progress.
+    #[must_use]
+    pub const fn new(stable: i64, volatile: i64) -> Self {
+        Self { stable, volatile }
+    }
 }
 
 /// What a write to the ledger did.
@@ -165,14 +174,7 @@ impl Store {
                 }
             }
             set_mark(tx, session_id, None, caps)?;
-            rerender(
-                tx,
-                session_id,
-                &live,
-                caps,
-                &|text| counter.count(text) as i64,
-                &mut update,
-            )?;
+            rerender(tx, session_id, &live, caps, &counter, &mut update)?;
             Ok(update)
         })
     }
@@ -221,14 +223,7 @@ impl Store {
                 replace(&mut live, item);
             }
             set_mark(tx, session_id, Some(covered), caps)?;
-            rerender(
-                tx,
-                session_id,
-                &live,
-                caps,
-                &|text| counter.count(text) as i64,
-                &mut update,
-            )?;
+            rerender(tx, session_id, &live, caps, &counter, &mut update)?;
             Ok(update)
         })
     }
@@ -512,20 +507,19 @@ fn rerender(
     session_id: &str,
     live: &[Item],
     caps: LedgerCaps,
-    count: &dyn Fn(&str) -> i64,
+    counter: &TokenCounter,
     update: &mut LedgerUpdate,
 ) -> Result<()> {
-    let rendered = render(live, usize_caps(caps), &|text| count(text) as usize);
-    update.stable_tokens = if rendered.stable.is_empty() {
-        0
-    } else {
-        count(&rendered.stable)
+    let rendered = render(live, usize_caps(caps), &|text| counter.count(text));
+    let tokens = |text: &str| {
+        if text.is_empty() {
+            0
+        } else {
+            counter.count(text) as i64
+        }
     };
-    update.volatile_tokens = if rendered.volatile.is_empty() {
-        0
-    } else {
-        count(&rendered.volatile)
-    };
+    update.stable_tokens = tokens(&rendered.stable);
+    update.volatile_tokens = tokens(&rendered.volatile);
     update.left_out = named_left_out(&rendered.left_out);
     for (zone, text, tokens) in [
         (Zone::Truth, &rendered.stable, update.stable_tokens),
@@ -607,20 +601,13 @@ impl Store {
         let Some((stable, volatile)) = caps else {
             return Ok(());
         };
-        let caps = LedgerCaps { stable, volatile };
+        let caps = LedgerCaps::new(stable, volatile);
         let counter = self.counter(session_id)?;
         let lineage_rows = |tx: &Conn| self.lineage_rows(tx, session_id, None);
         transact(&self.conn, &self.writer, Some(session_id), |tx| {
             let live = fold(&lineage_rows(tx)?);
             let mut update = LedgerUpdate::default();
-            rerender(
-                tx,
-                session_id,
-                &live,
-                caps,
-                &|text| counter.count(text) as i64,
-                &mut update,
-            )
+            rerender(tx, session_id, &live, caps, &counter, &mut update)
         })
     }
 }

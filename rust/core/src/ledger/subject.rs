@@ -7,7 +7,10 @@
 //! without words that do not tell subjects apart, so "Escalate to Dana Whitfield if
 //! the deploy fails" and "Escalate to Omar Haddad if the deploy fails" share one.
 
-use super::cues::{starts_with_phrase, COPULAS, LEADERS, SUBJECT_STOPWORDS};
+use super::cues::{
+    capitalises_nouns, starts_with_phrase, COPULAS, ELISIONS, LEADERS, LEADER_PHRASES,
+    SUBJECT_STOPWORDS,
+};
 
 /// Most words a subject is made of.
 const MAX_SUBJECT_WORDS: usize = 12;
@@ -84,6 +87,16 @@ const GENERIC_NAMES: &[&str] = &[
     "instructions",
     "context",
     "summary",
+    "ziel",
+    "aufgabe",
+    "objectif",
+    "tâche",
+    "objetivo",
+    "tarea",
+    "obiettivo",
+    "compito",
+    "doel",
+    "taak",
 ];
 
 /// Verbs that name what they set before its value ("set the cap to $700").
@@ -114,6 +127,9 @@ pub(super) struct Word<'a> {
 /// The words of `sentence`, in order.
 pub(super) fn words(sentence: &str) -> Vec<Word<'_>> {
     let mut found: Vec<Word<'_>> = Vec::new();
+    // Words capitalised inside the sentence, which may be names: a language that
+    // capitalises every noun (German) names nothing by it, and they are not values.
+    let mut capitalised: Vec<usize> = Vec::new();
     // A capital after a sentence's end starts the next sentence: it names nothing.
     let mut starts = true;
     for token in sentence.split_whitespace() {
@@ -121,36 +137,16 @@ pub(super) fn words(sentence: &str) -> Vec<Word<'_>> {
         let quoted = token.starts_with(['"', '\'', '`', '\u{201c}', '\u{2018}', '«']);
         let colon = token.ends_with(':');
         let comma = token.ends_with(',');
-        let raw = token.trim_matches(|c: char| {
-            matches!(
-                c,
-                '.' | ','
-                    | ';'
-                    | ':'
-                    | '!'
-                    | '?'
-                    | '('
-                    | ')'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-                    | '"'
-                    | '\''
-                    | '`'
-                    | '\u{201c}'
-                    | '\u{201d}'
-                    | '\u{2018}'
-                    | '\u{2019}'
-                    | '«'
-                    | '»'
-            )
-        });
+        let raw = without_elision(token.trim_matches(is_edge_mark));
         if raw.is_empty() {
             continue;
         }
         let lower = raw.to_lowercase();
-        let value = quoted || is_value(raw, &lower, first);
+        let plain = is_value(raw, &lower, true);
+        let value = quoted || plain || is_value(raw, &lower, first);
+        if value && !quoted && !plain {
+            capitalised.push(found.len());
+        }
         found.push(Word {
             raw,
             lower,
@@ -159,7 +155,57 @@ pub(super) fn words(sentence: &str) -> Vec<Word<'_>> {
             comma,
         });
     }
+    if !capitalised.is_empty() && capitalises_nouns(found.iter().map(|word| word.lower.as_str())) {
+        for at in capitalised {
+            found[at].value = false;
+        }
+    }
     found
+}
+
+/// Punctuation around a word that is not part of it.
+fn is_edge_mark(c: char) -> bool {
+    matches!(
+        c,
+        '.' | ','
+            | ';'
+            | ':'
+            | '!'
+            | '?'
+            | '('
+            | ')'
+            | '['
+            | ']'
+            | '{'
+            | '}'
+            | '"'
+            | '\''
+            | '`'
+            | '\u{201c}'
+            | '\u{201d}'
+            | '\u{2018}'
+            | '\u{2019}'
+            | '«'
+            | '»'
+    )
+}
+
+/// The word without an elided article or preposition before it ("l'objectif",
+/// "dell'audit", "d\u{2019}audit"), so it reads as the word it is.
+fn without_elision(raw: &str) -> &str {
+    let Some(at) = raw.find(['\'', '\u{2019}']) else {
+        return raw;
+    };
+    let (head, tail) = raw.split_at(at);
+    let rest = &tail[tail.chars().next().map_or(0, char::len_utf8)..];
+    let elided = ELISIONS
+        .iter()
+        .any(|prefix| head.eq_ignore_ascii_case(prefix));
+    if elided && rest.chars().count() >= 2 && rest.chars().next().is_some_and(char::is_alphabetic) {
+        rest
+    } else {
+        raw
+    }
 }
 
 /// Whether a word is a value: it holds a digit, a currency sign, a path or address
@@ -188,10 +234,22 @@ pub(super) fn has_value(words: &[Word<'_>]) -> bool {
 /// How many leading words open the sentence without saying anything ("Update:",
 /// "Actually,", "Please").
 pub(super) fn leaders(words: &[Word<'_>]) -> usize {
-    words
-        .iter()
-        .take_while(|word| LEADERS.contains(&word.lower.as_str()))
-        .count()
+    let mut at = 0;
+    while at < words.len() {
+        if LEADERS.contains(&words[at].lower.as_str()) {
+            at += 1;
+            continue;
+        }
+        let rest: Vec<&str> = words[at..].iter().map(|word| word.lower.as_str()).collect();
+        match LEADER_PHRASES
+            .iter()
+            .find(|phrase| rest.starts_with(phrase))
+        {
+            Some(phrase) => at += phrase.len(),
+            None => break,
+        }
+    }
+    at
 }
 
 /// The subject of a sentence (see the module's description). Never empty.

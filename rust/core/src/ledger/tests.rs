@@ -483,3 +483,156 @@ fn a_restatement_naming_a_target_updates_the_goal() {
         "{items:?}"
     );
 }
+
+#[test]
+fn rules_in_every_listed_language_are_found() {
+    for text in [
+        "Non eliminare mai le tabelle di audit.",
+        "Nunca apague as tabelas de auditoria.",
+        "Verwijder nooit de audittabellen.",
+        "Slet aldrig revisionstabellerne.",
+        "Slett aldri revisjonstabellene.",
+        "Radera aldrig revisionstabellerna.",
+        "Älä koskaan poista tarkastustauluja.",
+        "Ποτέ μη διαγράφεις τους πίνακες ελέγχου.",
+        "Soha ne töröld az audit táblákat.",
+        "Nu șterge niciodată tabelele de audit.",
+        "لا تحذف جداول التدقيق أبدا.",
+    ] {
+        let found = extract(&[user(1, text)]);
+        assert!(
+            found.iter().any(|item| item.kind == Kind::Rule),
+            "{text}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn german_nouns_are_not_values() {
+    let found = extract(&[user(
+        1,
+        "Wir arbeiten heute am Zahlungsmodul und schauen uns die Tests an. \
+         Der Tresorcode ist QX7-4411-ZB.",
+    )]);
+    assert_eq!(
+        kinds(&found),
+        vec![(Kind::Fact, "Der Tresorcode ist QX7-4411-ZB.")]
+    );
+    assert_eq!(found[0].subject, "tresorcode");
+}
+
+#[test]
+fn facts_goals_and_preferences_in_other_languages() {
+    for (text, kind) in [
+        (
+            "Das Ziel ist, die Abrechnung auf den neuen Cluster zu migrieren.",
+            Kind::Goal,
+        ),
+        (
+            "Ich möchte Antworten lieber auf Englisch.",
+            Kind::Preference,
+        ),
+        (
+            "L'objectif est de migrer la facturation vers le nouveau cluster.",
+            Kind::Goal,
+        ),
+        ("Je préfère des réponses courtes.", Kind::Preference),
+        (
+            "El objetivo es migrar la facturación al nuevo clúster.",
+            Kind::Goal,
+        ),
+        ("Prefiero respuestas cortas.", Kind::Preference),
+        (
+            "L'obiettivo è migrare la fatturazione sul nuovo cluster.",
+            Kind::Goal,
+        ),
+        (
+            "Het doel is de facturatie naar het nieuwe cluster te verhuizen.",
+            Kind::Goal,
+        ),
+        ("Le code du coffre est QX7-4411-ZB.", Kind::Fact),
+        ("El código de la bóveda es QX7-4411-ZB.", Kind::Fact),
+    ] {
+        let found = extract(&[user(1, text)]);
+        assert_eq!(
+            found.iter().map(|item| item.kind).collect::<Vec<_>>(),
+            vec![kind],
+            "{text}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn restatements_in_other_languages_replace_the_old_value() {
+    for (first, second, subject) in [
+        (
+            "Der Tresorcode ist QX7-4411-ZB.",
+            "Update: der Tresorcode ist jetzt MM2-9031-KT.",
+            "tresorcode",
+        ),
+        (
+            "Le code du coffre est QX7-4411-ZB.",
+            "Mise à jour : le code du coffre est maintenant MM2-9031-KT.",
+            "code coffre",
+        ),
+        (
+            "El código de la bóveda es QX7-4411-ZB.",
+            "Actualización: el código de la bóveda ahora es MM2-9031-KT.",
+            "código bóveda",
+        ),
+    ] {
+        let items = live(&extract(&[user(1, first), user(9, second)]));
+        assert_eq!(items.len(), 1, "{first} / {second}: {items:?}");
+        assert!(items[0].text.contains("MM2-9031-KT"), "{items:?}");
+        assert!(items[0].subject.contains(subject), "{items:?}");
+    }
+}
+
+#[test]
+fn a_limit_without_a_verb_and_its_note_are_one_constraint() {
+    let found = extract(&[user(
+        1,
+        "No more than 55 parallel workers. That is a hard limit. That is the plan.",
+    )]);
+    assert_eq!(
+        kinds(&found),
+        vec![(
+            Kind::Constraint,
+            "No more than 55 parallel workers. That is a hard limit."
+        )]
+    );
+}
+
+#[test]
+fn a_unit_ends_its_sentence_and_a_title_does_not() {
+    let found = extract(&[user(
+        1,
+        "Get checkout p95 under 206 ms. I'd like branch names to start with rx-75. \
+         Send the report to Ms. Okafor every Friday.",
+    )]);
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(found[2].text.starts_with("Send the report to Ms. Okafor"));
+}
+
+#[test]
+fn a_kind_named_alone_does_not_pick_an_unrelated_item() {
+    for workers in [
+        "No more than 55 parallel workers. That is a hard limit.",
+        "The worker pool has 55 parallel workers.",
+    ] {
+        let items = live(&extract(&[
+            user(1, "Latency must stay under 782 ms at p99."),
+            user(2, workers),
+        ]));
+        let restated = extract(&[user(
+            9,
+            "Update: the worker limit changed to 37 parallel workers.",
+        )]);
+        let changes = merge(&items, &restated);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(
+            changes[0].subject, items[1].subject,
+            "{workers}: {changes:?}"
+        );
+    }
+}

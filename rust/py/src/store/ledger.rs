@@ -70,10 +70,7 @@ impl Store {
                 )),
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let caps = LedgerCaps {
-            stable: stable_cap,
-            volatile: volatile_cap,
-        };
+        let caps = LedgerCaps::new(stable_cap, volatile_cap);
         let update = self.with(py, |store| {
             store.ledger_edit(session_id, &edits, caps, origin)
         })?;
@@ -89,10 +86,7 @@ impl Store {
         stable_cap: i64,
         volatile_cap: i64,
     ) -> PyResult<LedgerUpdateResult> {
-        let caps = LedgerCaps {
-            stable: stable_cap,
-            volatile: volatile_cap,
-        };
+        let caps = LedgerCaps::new(stable_cap, volatile_cap);
         let update = self.with(py, |store| store.absorb_ledger(session_id, caps))?;
         Ok(update.into())
     }
@@ -105,10 +99,7 @@ impl Store {
         stable_cap: i64,
         volatile_cap: i64,
     ) -> PyResult<(String, String, LedgerUpdateResult)> {
-        let caps = LedgerCaps {
-            stable: stable_cap,
-            volatile: volatile_cap,
-        };
+        let caps = LedgerCaps::new(stable_cap, volatile_cap);
         let (rendered, update) = self.with(py, |store| store.ledger_render(session_id, caps))?;
         Ok((rendered.stable, rendered.volatile, update.into()))
     }
