@@ -111,6 +111,29 @@ async def test_a_restated_value_replaces_the_old_one_and_the_old_stays_stored(
         assert history[1].changed and history[1].message_ids
 
 
+async def test_a_german_session_keeps_its_rules_and_the_newest_value(
+    server: Any, config_for: Callable[..., Config], db: Path | str
+) -> None:
+    async with Session.open(model=TEST_MODEL, db=db, config=_compacting(config_for)) as s:
+        await s.record(
+            "user",
+            "Wir arbeiten heute am Zahlungsmodul. Niemals direkt auf den Hauptzweig pushen. "
+            "Der Tresorcode ist QX7-4411-ZB.",
+        )
+        await _tool_run(s, 8)
+        await s.compact()
+        await s.record("user", "Aktualisierung: der Tresorcode ist jetzt MM2-9031-KT.")
+        await _tool_run(s, 12, start=8)
+        await s.compact()
+        items = {item.text: item for item in await s.ledger.items()}
+        assert items["Niemals direkt auf den Hauptzweig pushen."].kind == "rule"
+        # An ordinary sentence whose nouns are capitalised states no value.
+        assert not [text for text in items if "Zahlungsmodul" in text]
+        system = (await s.context()).messages[0]["content"]
+        assert "MM2-9031-KT" in system and "QX7-4411-ZB" not in system
+        assert len(await s.ledger.history(ledger_subject("Der Tresorcode ist QX7-4411-ZB."))) == 2
+
+
 async def test_the_same_holds_through_send(
     server: Any, config_for: Callable[..., Config], db: Path | str
 ) -> None:

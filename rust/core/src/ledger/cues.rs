@@ -114,6 +114,11 @@ pub(super) const RULE_WORDS: &[&str] = &[
     "moeten",
     "verboden",
     "alleen",
+    // Tamil
+    "ஒருபோதும்",
+    "எப்போதும்",
+    "வேண்டாம்",
+    "கூடாது",
 ];
 
 /// Runs of words that make a sentence a rule.
@@ -473,6 +478,23 @@ pub(super) const GOAL_WORDS: &[&str] = &[
     "objetivo",
     "obiettivo",
     "doel",
+    // Danish, Norwegian, Swedish, Finnish, Russian, Greek, Turkish, Hungarian,
+    // Romanian, Arabic, Tamil
+    "mål",
+    "målet",
+    "tavoite",
+    "tavoitteena",
+    "цель",
+    "στόχος",
+    "hedef",
+    "amaç",
+    "cél",
+    "obiectiv",
+    "obiectivul",
+    "scopul",
+    "هدف",
+    "الهدف",
+    "இலக்கு",
 ];
 
 /// Runs of words that make a sentence a goal.
@@ -507,6 +529,17 @@ pub(super) const PREFERENCE_WORDS: &[&str] = &[
     "preferisco",
     "prefiro",
     "liever",
+    "foretrækker",
+    "foretrekker",
+    "föredrar",
+    "suosin",
+    "mieluummin",
+    "предпочитаю",
+    "προτιμώ",
+    "tercih",
+    "inkább",
+    "أفضل",
+    "விரும்புகிறேன்",
 ];
 
 /// Runs of words that make a sentence a preference.

@@ -498,6 +498,7 @@ fn rules_in_every_listed_language_are_found() {
         "Soha ne töröld az audit táblákat.",
         "Nu șterge niciodată tabelele de audit.",
         "لا تحذف جداول التدقيق أبدا.",
+        "தணிக்கை அட்டவணைகளை ஒருபோதும் நீக்க வேண்டாம்.",
     ] {
         let found = extract(&[user(1, text)]);
         assert!(
@@ -550,6 +551,46 @@ fn facts_goals_and_preferences_in_other_languages() {
             "Het doel is de facturatie naar het nieuwe cluster te verhuizen.",
             Kind::Goal,
         ),
+        (
+            "Målet er at flytte faktureringen til den nye klynge.",
+            Kind::Goal,
+        ),
+        ("Jeg foretrækker korte svar.", Kind::Preference),
+        ("Jeg foretrekker korte svar.", Kind::Preference),
+        ("Jag föredrar korta svar.", Kind::Preference),
+        (
+            "Tavoitteena on siirtää laskutus uuteen klusteriin.",
+            Kind::Goal,
+        ),
+        ("Suosin lyhyitä vastauksia.", Kind::Preference),
+        ("Цель — перенести биллинг на новый кластер.", Kind::Goal),
+        ("Я предпочитаю короткие ответы.", Kind::Preference),
+        (
+            "Ο στόχος είναι να μεταφέρουμε τη χρέωση στο νέο cluster.",
+            Kind::Goal,
+        ),
+        ("Προτιμώ σύντομες απαντήσεις.", Kind::Preference),
+        ("Hedef, faturalamayı yeni kümeye taşımak.", Kind::Goal),
+        ("Kısa cevapları tercih ederim.", Kind::Preference),
+        (
+            "A cél a számlázás áthelyezése az új klaszterre.",
+            Kind::Goal,
+        ),
+        ("Inkább rövid válaszokat kérek.", Kind::Preference),
+        (
+            "Obiectivul este mutarea facturării pe noul cluster.",
+            Kind::Goal,
+        ),
+        ("Prefer răspunsuri scurte.", Kind::Preference),
+        ("الهدف هو نقل الفوترة إلى المجموعة الجديدة.", Kind::Goal),
+        ("இலக்கு பில்லிங்கை புதிய கிளஸ்டருக்கு மாற்றுவது.", Kind::Goal),
+        ("நான் சுருக்கமான பதில்களை விரும்புகிறேன்.", Kind::Preference),
+        (
+            "O objetivo é migrar a faturação para o novo cluster.",
+            Kind::Goal,
+        ),
+        ("Preferisco risposte brevi.", Kind::Preference),
+        ("Ik heb liever korte antwoorden.", Kind::Preference),
         ("Le code du coffre est QX7-4411-ZB.", Kind::Fact),
         ("El código de la bóveda es QX7-4411-ZB.", Kind::Fact),
     ] {
