@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -473,6 +474,48 @@ async def test_content_is_recorded_only_when_asked(
     context = attrs(otel.one("lossless.context"))
     assert SECRET_WORDS in context["gen_ai.input.messages"]
     assert attrs(otel.one("search_memory"))["gen_ai.memory.query.text"] == "vault"
+
+
+async def test_captured_requests_keep_tool_calls_in_every_format(
+    server: LocalLLMServer, otel: Otel, tmp_path: Path
+) -> None:
+    config = traced(server, otel, capture_content=True)
+    async with Session.open(model=MODEL, db=tmp_path / "s.db", config=config) as session:
+        await session.record("user", "Read the payouts module.")
+        call = ToolPart("read_file", "call_1", {"path": "payouts.py"}, output="def retry(): ...")
+        await session.record("assistant", ["Reading it.", call])
+        for format in ("openai", "anthropic", "responses"):
+            await session.context(format=format)  # type: ignore[call-overload]
+    for span in otel.spans("lossless.context"):
+        sent = json.loads(attrs(span)["gen_ai.input.messages"])
+        parts = [part for message in sent for part in message["parts"]]
+        calls = [part for part in parts if part["type"] == "tool_call"]
+        results = [part for part in parts if part["type"] == "tool_call_response"]
+        assert [call["name"] for call in calls] == ["read_file"], sent
+        assert calls[0]["id"] == results[0]["id"]
+        assert "def retry()" in results[0]["result"]
+        assert {"type": "text", "content": "Read the payouts module."} in parts
+        assert sent[-1]["role"] in ("user", "tool")
+
+
+async def test_a_cancelled_turn_ends_its_span_as_cancelled(
+    server: LocalLLMServer, otel: Otel, tmp_path: Path
+) -> None:
+    server.enqueue(Reply(text=" ".join(["word"] * 400), chunk_delay_s=0.01))
+    config = traced(server, otel)
+    async with Session.open(model=MODEL, db=tmp_path / "s.db", config=config) as session:
+        with anyio.CancelScope() as scope:
+
+            def cancel_soon(part: object) -> None:
+                # A timeout counted from the first text, as agent loops set one.
+                scope.deadline = min(scope.deadline, anyio.current_time() + 0.3)
+
+            await session.send("Write at length.", on_part=cancel_soon)
+        assert scope.cancelled_caught
+    chat = otel.one("chat lossless-test")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert attrs(chat)["error.type"] == "cancelled"
+    assert chat.end_time is not None
 
 
 async def test_off_by_default_it_emits_nothing(
