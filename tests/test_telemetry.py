@@ -178,6 +178,26 @@ async def test_a_failed_model_call_is_an_error_span_with_its_retry(
     assert sum(point.count for point in durations) == 2
 
 
+async def test_a_figure_that_cannot_be_recorded_never_fails_the_turn(
+    server: LocalLLMServer, otel: Otel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lossless.telemetry import SessionTelemetry
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("an exporter's bug")
+
+    monkeypatch.setattr(SessionTelemetry, "_record_reply", broken)
+    monkeypatch.setattr(SessionTelemetry, "_record_request", broken)
+    config = traced(server, otel)
+    async with Session.open(model=MODEL, db=tmp_path / "s.db", config=config) as session:
+        result = await session.send("Where do payouts retry?")
+        await session.context()
+    assert result.text
+    chat = otel.one("chat lossless-test")
+    assert chat.status.status_code is StatusCode.UNSET
+    assert otel.one("lossless.context").status.status_code is StatusCode.UNSET
+
+
 # -- the own loop ----------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ handlers of the session's events for the figures they already carry."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from lossless.results import AnyContext
 
 __all__ = ["RequestSpan", "SessionTelemetry"]
+
+log = logging.getLogger("lossless.telemetry")
 
 _T = TypeVar("_T")
 Attributes = dict[str, AttributeValue]
@@ -192,10 +195,11 @@ class SessionTelemetry:
         with _running(span):
             result = run()
             if count is not None:
-                found = count(result)
-                span.set_attribute(n.RECALL_RESULTS, found)
-                if grep:
-                    span.set_attribute(n.MEMORY_RECORDS, found)
+                with _never_raises("a recall's figures"):
+                    found = count(result)
+                    span.set_attribute(n.RECALL_RESULTS, found)
+                    if grep:
+                        span.set_attribute(n.MEMORY_RECORDS, found)
         return result
 
     @contextmanager
@@ -361,19 +365,31 @@ class RequestSpan:
 
     def request(self, context: AnyContext) -> None:
         """The request as assembled (its tokens, budget, stable prefix)."""
-        self._owner._record_request(self.span, context, self._path)
+        with _never_raises("a request's figures"):
+            self._owner._record_request(self.span, context, self._path)
 
     def reply(self, reply: StreamedReply) -> None:
         """The model's reply (its usage, as the provider reported it)."""
-        self._owner._record_reply(self.span, reply)
+        with _never_raises("a reply's figures"):
+            self._owner._record_reply(self.span, reply)
 
     def synced(self, messages: int, stored: int, session_id: str, forked_from: str | None) -> None:
         """What a ``sync`` did with the history it was handed."""
-        self.span.set_attributes(
-            {n.SYNC_MESSAGES: messages, n.SYNC_STORED: stored, n.CONVERSATION: session_id}
-        )
-        if forked_from is not None:
-            self.span.set_attribute(n.SYNC_FORKED_FROM, forked_from)
+        with _never_raises("a sync's figures"):
+            self.span.set_attributes(
+                {n.SYNC_MESSAGES: messages, n.SYNC_STORED: stored, n.CONVERSATION: session_id}
+            )
+            if forked_from is not None:
+                self.span.set_attribute(n.SYNC_FORKED_FROM, forked_from)
+
+
+@contextmanager
+def _never_raises(what: str) -> Iterator[None]:
+    """Recording a figure never fails the work it describes: a failure is logged."""
+    try:
+        yield
+    except Exception:
+        log.warning("telemetry could not record %s", what, exc_info=True)
 
 
 @contextmanager
