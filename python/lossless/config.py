@@ -22,6 +22,7 @@ __all__ = [
     "OperatorsConfig",
     "RedactionConfig",
     "StoreConfig",
+    "TelemetryConfig",
 ]
 
 
@@ -357,6 +358,75 @@ class OperatorsConfig(_Section):
     )
 
 
+class TelemetryConfig(_Section):
+    """OpenTelemetry spans and metrics of a session's work (docs/TELEMETRY.md).
+
+    Off unless enabled; off, nothing of OpenTelemetry is imported and a turn pays one
+    check. On, it needs ``opentelemetry-api`` (``pip install 'lossless[otel]'``).
+    Never stored with the session: whoever opens a session decides whether it is
+    traced, as with ``llm.api_key``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    enabled: bool = Field(
+        default=False,
+        description=(
+            "Emit spans and metrics. Giving a tracer or meter provider turns it on "
+            "unless ``enabled=False`` is given as well."
+        ),
+    )
+    tracer_provider: Any = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "The TracerProvider spans go to; None: the global one "
+            "(``opentelemetry.trace.get_tracer_provider()``), looked up when a session opens."
+        ),
+    )
+    meter_provider: Any = Field(
+        default=None,
+        exclude=True,
+        description="The MeterProvider metrics go to; None: the global one.",
+    )
+    capture_content: bool = Field(
+        default=False,
+        description=(
+            "Also record what was said: the messages of each request and reply, recall "
+            "queries and tool arguments (GenAI opt-in attributes). Off by default: "
+            "conversations carry personal data and secrets a trace backend should not hold."
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _on_with_a_provider(cls, values: Any) -> Any:
+        if (
+            isinstance(values, dict)
+            and "enabled" not in values
+            and (
+                values.get("tracer_provider") is not None
+                or values.get("meter_provider") is not None
+            )
+        ):
+            return {**values, "enabled": True}
+        return values
+
+    @field_validator("tracer_provider")
+    @classmethod
+    def _tracer_provider(cls, provider: Any) -> Any:
+        if provider is not None and not callable(getattr(provider, "get_tracer", None)):
+            raise ValueError("expected an OpenTelemetry TracerProvider (with get_tracer)")
+        return provider
+
+    @field_validator("meter_provider")
+    @classmethod
+    def _meter_provider(cls, provider: Any) -> Any:
+        if provider is not None and not callable(getattr(provider, "get_meter", None)):
+            raise ValueError("expected an OpenTelemetry MeterProvider (with get_meter)")
+        return provider
+
+
 ZoneName = Literal[
     "identity",
     "truth",
@@ -521,6 +591,11 @@ class Config(_Section):
     operators: OperatorsConfig = OperatorsConfig()
     arena: ArenaConfig = ArenaConfig()
     redaction: RedactionConfig = RedactionConfig()
+    telemetry: TelemetryConfig = Field(
+        default=TelemetryConfig(),
+        exclude=True,
+        description="Spans and metrics; not stored with the session (see TelemetryConfig).",
+    )
     doom_loop_threshold: int = Field(
         default=3,
         ge=2,

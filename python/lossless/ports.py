@@ -8,18 +8,21 @@ state, and no import cycle joins them to it. A session satisfies each of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 from lossless import _native
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
 
     from lossless.config import Config
     from lossless.events import EventBus
     from lossless.parts import MediaPart
 
-__all__ = ["ArenaHost", "SessionView", "ToolLoopHost"]
+__all__ = ["ArenaHost", "CompactionTracing", "RecallTracing", "SessionView", "ToolLoopHost"]
+
+_T = TypeVar("_T")
 
 
 @runtime_checkable
@@ -63,3 +66,30 @@ class ToolLoopHost(SessionView, Protocol):
         error: str | None = None,
         media: Sequence[MediaPart] = (),
     ) -> None: ...
+
+
+class CompactionTracing(Protocol):
+    """What the compaction engine asks of a session's telemetry: a span around one
+    compaction. The figures come from the events the compaction publishes inside it."""
+
+    def compaction(self) -> AbstractContextManager[object]: ...
+
+
+class RecallTracing(Protocol):
+    """What recall asks of a session's telemetry (``Session.telemetry``, when on)."""
+
+    def recall(
+        self,
+        operation: str,
+        run: Callable[[], _T],
+        *,
+        query: str | None = None,
+        count: Callable[[_T], int] | None = None,
+    ) -> _T:
+        """``run()`` inside a span of the recall ``operation`` (``grep``, ``describe``,
+        ``expand``, ``read``, ``read_media``); ``count`` tells how many results it gave."""
+        ...
+
+    def tool_call(self, name: str, call_id: str, arguments: str) -> AbstractContextManager[object]:
+        """A span around the answer to one tool call a model made."""
+        ...

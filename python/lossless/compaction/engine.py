@@ -23,6 +23,7 @@ from lossless.errors import CompactionBusyError
 from lossless.events import Event, EventBus, EventName
 from lossless.ledger import LedgerUpdate
 from lossless.models import Budget
+from lossless.ports import CompactionTracing
 
 __all__ = ["CompactionEngine", "CompactionResult"]
 
@@ -99,6 +100,8 @@ class CompactionEngine:
         self.measure_invalidated: Callable[[], int | None] = lambda: None
         #: Compactions that changed the view (a summary or a prune), counted.
         self.changes = 0
+        #: A span around each compaction (the session's telemetry, when on).
+        self.tracing: CompactionTracing | None = None
 
     @property
     def pending(self) -> bool:
@@ -196,6 +199,12 @@ class CompactionEngine:
         failure is published as an event and leaves the store as it was (every
         write is one transaction).
         """
+        if self.tracing is None:
+            return await self._run_compaction(force)
+        with self.tracing.compaction():
+            return await self._run_compaction(force)
+
+    async def _run_compaction(self, force: bool) -> CompactionResult:
         started = time.perf_counter()
         result = CompactionResult(self._session_id)
         after: int | None = None

@@ -22,12 +22,20 @@ Session) restricts grep and describe to one session.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from typing import Any, Literal, Protocol, TypeVar
 
 from lossless import _native
 from lossless.errors import InvalidInputError, NotFoundError
 from lossless.parts import MediaPart, part_from_wire
-from lossless.recall._target import Database, SessionRef, as_session, is_id, open_target
+from lossless.recall._target import (
+    Database,
+    SessionRef,
+    as_session,
+    is_id,
+    open_target,
+    tracing_of,
+)
 
 __all__ = [
     "RECALL_TOOLS",
@@ -182,6 +190,21 @@ def grep(
     2,000 newest are ranked (require a word to narrow, or use ``mode="regex"`` to scan
     all). :func:`group_by_summary` groups the hits by the summary that covers them.
     """
+    tracing = tracing_of(session, db)
+    if tracing is None:
+        return _grep(query, db, session, mode, limit, lineage)
+    run = partial(_grep, query, db, session, mode, limit, lineage)
+    return tracing.recall("grep", run, query=query, count=len)
+
+
+def _grep(
+    query: str,
+    db: Database | None,
+    session: SessionRef | None,
+    mode: Literal["text", "regex"],
+    limit: int,
+    lineage: bool,
+) -> list[GrepHit]:
     store, session_id = open_target(db, session)
     if not lineage or session_id is None:
         return [_hit(row) for row in store.grep(query, session_id, mode, limit)]
@@ -226,6 +249,13 @@ def describe(
     """The summary DAG: of one summary (``target`` a ``sum_…`` id), of one session
     (``target`` or ``session`` a session id or Session), or of every session of ``db``.
     """
+    tracing = tracing_of(target, session, db)
+    if tracing is None:
+        return _describe(target, db, session)
+    return tracing.recall("describe", partial(_describe, target, db, session), count=len)
+
+
+def _describe(target: object, db: Database | None, session: SessionRef | None) -> list[DagNode]:
     summary_id, about = _describe_target(target, session)
     store, session_id = open_target(db, about)
     if summary_id is not None:
@@ -276,9 +306,29 @@ def expand(
     ``after`` (a cursor of an earlier expansion) give the page of older / newer
     messages. At most one of the four.
     """
+    run = partial(_expand, summary_id, db, max_tokens, around, query, before, after)
+    tracing = tracing_of(db)
+    if tracing is None:
+        return run()
+    return tracing.recall("expand", run, query=query, count=_messages_of)
+
+
+def _expand(
+    summary_id: str,
+    db: Database | None,
+    max_tokens: int,
+    around: str | None,
+    query: str | None,
+    before: str | None,
+    after: str | None,
+) -> Expansion:
     store, _ = open_target(db)
     row = store.expand(summary_id, max_tokens, around, query, before, after)
     return _expansion(row)
+
+
+def _messages_of(expansion: Expansion) -> int:
+    return len(expansion.messages)
 
 
 def read(
@@ -290,6 +340,13 @@ def read(
 ) -> MessagePage:
     """One stored message written out whole (pruned tool outputs included), from
     character ``cursor`` (0 when ``None``), as much of it as ``max_tokens`` holds."""
+    tracing = tracing_of(db)
+    if tracing is None:
+        return _read(message_id, db, max_tokens, cursor)
+    return tracing.recall("read", partial(_read, message_id, db, max_tokens, cursor))
+
+
+def _read(message_id: str, db: Database | None, max_tokens: int, cursor: int | None) -> MessagePage:
     store, _ = open_target(db)
     return _public(MessagePage, store.read_message(message_id, max_tokens, cursor))
 
@@ -302,6 +359,13 @@ def read_media(
     ``data`` (``None`` for an image known only by its URL), ready to hand to a
     multimodal model as a part. With ``session``, only an image of that session is
     found. An unknown id raises :class:`~lossless.errors.NotFoundError`."""
+    tracing = tracing_of(session, db)
+    if tracing is None:
+        return _read_media(media_id, db, session)
+    return tracing.recall("read_media", partial(_read_media, media_id, db, session))
+
+
+def _read_media(media_id: str, db: Database | None, session: SessionRef | None) -> MediaPart:
     store, session_id = open_target(db, session)
     found = store.media_part(media_id, session_id)
     if found is None:

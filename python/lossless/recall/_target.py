@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from lossless import _native
 from lossless.errors import InvalidInputError
-from lossless.ports import SessionView
+from lossless.ports import RecallTracing, SessionView
 from lossless.store import Store, open_native
 
-__all__ = ["Database", "SessionRef", "as_session", "is_id", "open_target", "session_id_of"]
+__all__ = [
+    "Database",
+    "SessionRef",
+    "as_session",
+    "is_id",
+    "open_target",
+    "session_id_of",
+    "tracing_of",
+]
 
 Database: TypeAlias = "str | os.PathLike[str] | Store | SessionView"
 """A database to read: the path of its file, an open :class:`Store`, or a :class:`Session`."""
@@ -80,3 +88,14 @@ def _store(db: object) -> _native.Store:
             f"db: expected a path, a Store or a Session, got {type(db).__name__}"
         )
     return open_native(db, read_only=True)
+
+
+def tracing_of(*targets: object) -> RecallTracing | None:
+    """The telemetry of the first of ``targets`` that is a traced session (a
+    :class:`Session` whose ``config.telemetry`` is on); None for a path, a Store, an
+    id or a session without telemetry."""
+    for target in targets:
+        telemetry = getattr(target, "telemetry", None)
+        if telemetry is not None:
+            return cast(RecallTracing, telemetry)
+    return None

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lossless.errors import InvalidInputError, LosslessError, NotFoundError
 from lossless.files.tool import READ_FILE_TOOL, answer_read_file
 from lossless.parts import MediaPart, ToolPart
 from lossless.recall import describe, expand, grep, read, read_media
+from lossless.recall._target import tracing_of
 from lossless.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -371,10 +373,16 @@ async def answer_recall_turn(
 async def _answer(session: ToolLoopHost, call: ToolPart) -> None:
     arguments = call.input if isinstance(call.input, str) else json.dumps(call.input)
     media: list[MediaPart] = []
+    tracing = tracing_of(session)
     try:
-        output = run_recall_tool(session, call.name, arguments)
-        if call.name == "lossless_read":
-            media = _media_of(session, json.loads(output))
+        with (
+            nullcontext()
+            if tracing is None
+            else tracing.tool_call(call.name, call.call_id, arguments)
+        ):
+            output = run_recall_tool(session, call.name, arguments)
+            if call.name == "lossless_read":
+                media = _media_of(session, json.loads(output))
     except LosslessError as err:
         await session.update_tool(call.call_id, status="error", error=str(err))
         return

@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -28,6 +28,9 @@ from lossless.parts import Part, ToolPart, part_from_wire
 from lossless.profiles import ProfileName
 from lossless.results import Message
 from lossless.session._request_parts import _Request
+
+if TYPE_CHECKING:
+    from lossless.telemetry import SessionTelemetry
 
 log = logging.getLogger("lossless")
 
@@ -81,6 +84,8 @@ class SessionBase:
     #: One ``sync`` at a time per object; the format the first one read.
     _sync_lock: anyio.Lock
     _synced_format: MessageFormat | None
+    #: Spans and metrics (``Config.telemetry``); None when off, the only cost then.
+    _telemetry: SessionTelemetry | None
 
     def _rebind(self) -> None:
         """Makes what depends on the session's id again, after ``id`` changed."""
@@ -89,6 +94,15 @@ class SessionBase:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def telemetry(self) -> SessionTelemetry | None:
+        """The session's spans and metrics when ``config.telemetry`` is enabled
+        (docs/TELEMETRY.md); None otherwise."""
+        return self._telemetry
+
+    def _current_id(self) -> str:
+        return self.id
 
     def _current_budget(self) -> Budget:
         return self.budget

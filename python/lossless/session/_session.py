@@ -32,6 +32,7 @@ from lossless.ledger import PIN_PREFIX, Ledger, ledger_caps
 
 if TYPE_CHECKING:
     from lossless.files import FileHandleResult
+    from lossless.telemetry import SessionTelemetry
 from lossless.models import Budget, ModelLimits, resolve_limits_async
 from lossless.profiles import ProfileName, profile_for
 from lossless.session._open import (
@@ -93,6 +94,7 @@ class Session(Syncing):
         self._calibration = TokenCalibration(model, config.model.token_correction)
         self.budget = Budget.of(limits, config, self._system_tokens, self._calibration.correction)
         self.events = EventBus(tape=store)
+        self._telemetry = self._make_telemetry()
         self._background = Background()
         self._closed = False
         self._owns_store = True
@@ -150,7 +152,24 @@ class Session(Syncing):
             summariser=self._summariser,
         )
         engine.measure_invalidated = _weakly(self._invalidated_since_last_request)
+        engine.tracing = self._telemetry
         return engine
+
+    def _make_telemetry(self) -> SessionTelemetry | None:
+        """The session's spans and metrics, when ``config.telemetry`` is enabled.
+        Imported only then: with telemetry off, OpenTelemetry is never loaded."""
+        settings = self.config.telemetry
+        if not settings.enabled:
+            return None
+        from lossless.telemetry import SessionTelemetry
+
+        return SessionTelemetry(
+            settings,
+            model=self.model,
+            llm=self.config.llm,
+            events=self.events,
+            session_id=_weakly(self._current_id),
+        )
 
     def _rebind(self) -> None:
         self.compaction = self._make_compaction()

@@ -121,18 +121,40 @@ class Syncing(ModelTurns):
                 f"messages: expected a list of messages, got {type(messages).__name__}"
             )
         listed = messages if isinstance(messages, list) else list(messages)
+        telemetry = self._telemetry
+        if telemetry is None:
+            return (await self._sync(listed, format, system, on_change, tools))[0]
+        with telemetry.request("sync") as span:
+            before = self.id
+            context, stored = await self._sync(listed, format, system, on_change, tools)
+            forked_from = self.parent_id if self.id != before else None
+            span.synced(len(listed), stored, self.id, forked_from)
+            span.request(context)
+        return context
+
+    async def _sync(
+        self,
+        listed: list[OpenAIMessage],
+        format: MessageFormat | None,
+        system: object,
+        on_change: OnChange,
+        tools: Sequence[dict[str, Any]] | None,
+    ) -> tuple[AnyContext, int]:
+        """:meth:`sync`, without its span; returns the request and how many messages
+        of the list were stored."""
         chain = _native.sync_chain(listed, system)
         async with self._sync_lock:
             stored, first_difference = self._store.sync_match(self.id, chain)
             used = self._sync_format(listed[stored:] or listed, format, system)
             if first_difference is None:
-                if len(listed) > stored:
+                new = len(listed) - stored
+                if new > 0:
                     await self._store_positions(listed, stored, chain, used, system)
             elif on_change == "raise":
                 raise HistoryDivergedError(first_difference, stored)
             else:
-                await self._fork_for(listed, first_difference, chain, used, system)
-        return await self.context(tools=tools, format=used)
+                new = await self._fork_for(listed, first_difference, chain, used, system)
+        return await self._context(tools, used), new
 
     def _sync_format(
         self, messages: Sequence[OpenAIMessage], named: MessageFormat | None, system: object
@@ -219,8 +241,9 @@ class Syncing(ModelTurns):
         chain: bytes,
         format: MessageFormat,
         system: object,
-    ) -> None:
-        """Forks where ``messages`` leaves the stored history and goes on there."""
+    ) -> int:
+        """Forks where ``messages`` leaves the stored history and goes on there;
+        returns how many messages of the list the fork stored."""
         extra_low: int | None = None
         while True:
             fork_seq, replay_from = self._store.sync_fork_point(
@@ -248,6 +271,7 @@ class Syncing(ModelTurns):
             first_difference=first_difference,
         )
         await self._store_positions(messages, replay_from, chain, format, system)
+        return len(messages) - replay_from
 
     def _answered_before(
         self, messages: list[OpenAIMessage], format: MessageFormat, system: object, fork_seq: int

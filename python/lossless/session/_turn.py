@@ -9,7 +9,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 import anyio.lowlevel
@@ -34,6 +34,9 @@ from lossless.session._base import log
 from lossless.session._record import Recorder
 from lossless.streams import StreamCheckpoint, owner_token
 from lossless.usage import ReportedUsage, read_usage
+
+if TYPE_CHECKING:
+    from lossless.telemetry import RequestSpan
 
 
 class ModelTurns(Recorder):
@@ -145,6 +148,18 @@ class ModelTurns(Recorder):
         same request without waiting or recording anything.
         """
         self._check_open()
+        telemetry = self._telemetry
+        if telemetry is None:
+            return await self._context(tools, format)
+        with telemetry.request("context") as span:
+            context = await self._context(tools, format)
+            span.request(context)
+        return context
+
+    async def _context(
+        self, tools: Sequence[dict[str, Any]] | None, format: MessageFormat
+    ) -> AnyContext:
+        """:meth:`context`, without its span."""
         (context, planned), _ = await self._prepare_request(tools, checked_format(format))
         self._awaiting_usage = context.tokens
         await self.arena.after_turn(planned)
@@ -177,8 +192,23 @@ class ModelTurns(Recorder):
         self, on_part: PartCallback | None, tools: Sequence[dict[str, Any]] | None
     ) -> TurnResult:
         """One model call on the current view, its reply stored as an assistant message."""
+        telemetry = self._telemetry
+        if telemetry is None:
+            return await self._call_model(on_part, tools, None)
+        with telemetry.model_turn(self.budget.max_output_tokens) as span:
+            return await self._call_model(on_part, tools, span)
+
+    async def _call_model(
+        self,
+        on_part: PartCallback | None,
+        tools: Sequence[dict[str, Any]] | None,
+        span: RequestSpan | None,
+    ) -> TurnResult:
+        """:meth:`_model_turn`, handing ``span`` (when traced) the request and the reply."""
         (context, planned), prepared = await self._prepare_request(tools)
         assert isinstance(context, BuiltContext)
+        if span is not None:
+            span.request(context)
         messages = context.messages
         owner = owner_token()
         message_id = await write_now_or_in_thread(
@@ -204,6 +234,8 @@ class ModelTurns(Recorder):
                 context, planned = self._request_for(tools, prepared)
                 assert isinstance(context, BuiltContext)
                 messages = context.messages
+                if span is not None:
+                    span.request(context)
         except CallbackError as err:
             await self._store_incomplete(
                 message_id,
@@ -237,6 +269,8 @@ class ModelTurns(Recorder):
                 )
             raise
         await checkpoint.settle()
+        if span is not None:
+            span.reply(reply)
         created = Event(
             EventName.MESSAGE_CREATED,
             self.id,
