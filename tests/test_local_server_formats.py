@@ -425,7 +425,12 @@ async def test_responses_refusals_reach_litellm(server: LocalLLMServer) -> None:
     server.enqueue(Reply(reasoning="Hmm.", tool_calls=[WEATHER]))
     output = dumped((await responses(server, ASK)).output)
     back = {"type": "function_call_output", "call_id": output[1]["call_id"], "output": "sunny"}
-    altered = {**output[0], "encrypted_content": output[0]["encrypted_content"][:-1] + "A"}
+    sealed = output[0]["encrypted_content"]
+    # One character changed in the middle, where every bit counts (a fixed "A" at
+    # the end is no change when the content already ends in "A").
+    at = len(sealed) // 2
+    flipped = "B" if sealed[at] == "A" else "A"
+    altered = {**output[0], "encrypted_content": sealed[:at] + flipped + sealed[at + 1 :]}
     with pytest.raises(litellm.BadRequestError, match="could not be verified"):
         await responses(server, [*ASK, altered, output[1], back])
     orphan = {**back, "call_id": "call_unknown"}
