@@ -142,11 +142,12 @@ pub(super) fn words(sentence: &str) -> Vec<Word<'_>> {
             continue;
         }
         let lower = raw.to_lowercase();
-        let plain = is_value(raw, &lower, true);
-        let value = quoted || plain || is_value(raw, &lower, first);
-        if value && !quoted && !plain {
+        let plain = is_plain_value(raw);
+        let named = !plain && !first && is_name(raw, &lower);
+        if named && !quoted {
             capitalised.push(found.len());
         }
+        let value = quoted || plain || named;
         found.push(Word {
             raw,
             lower,
@@ -208,9 +209,9 @@ fn without_elision(raw: &str) -> &str {
     }
 }
 
-/// Whether a word is a value: it holds a digit, a currency sign, a path or address
-/// mark, two capitals (a code), or is capitalised inside the sentence (a name).
-fn is_value(raw: &str, lower: &str, first: bool) -> bool {
+/// Whether a word is a value by its characters: it holds a digit, a currency
+/// sign, a path or address mark, or two capitals (a code).
+fn is_plain_value(raw: &str) -> bool {
     if raw.bytes().any(|b| b.is_ascii_digit())
         || raw.starts_with(['$', '€', '£', '¥'])
         || raw.contains(['/', '\\', '@', '_'])
@@ -218,12 +219,13 @@ fn is_value(raw: &str, lower: &str, first: bool) -> bool {
     {
         return true;
     }
-    let capitals = raw.chars().filter(|c| c.is_uppercase()).count();
-    if capitals >= 2 && raw.chars().count() >= 2 {
-        return true;
-    }
+    raw.chars().filter(|c| c.is_uppercase()).count() >= 2 && raw.chars().count() >= 2
+}
+
+/// Whether a word not opening its sentence is capitalised as a name is.
+fn is_name(raw: &str, lower: &str) -> bool {
     let capitalised = raw.chars().next().is_some_and(char::is_uppercase);
-    capitalised && !first && raw != "I" && !raw.starts_with("I'") && !CALENDAR.contains(&lower)
+    capitalised && raw != "I" && !raw.starts_with("I'") && !CALENDAR.contains(&lower)
 }
 
 /// Whether any word is a value.
