@@ -12,7 +12,9 @@ from typing import Any
 
 from lossless import _native
 from lossless._writes import write_now_or_in_thread
+from lossless.arena import ArenaEntry
 from lossless.arena._plan import Planned
+from lossless.config import ZONES
 from lossless.events import Event, EventName
 from lossless.formats import MessageFormat
 from lossless.request_log import PAYLOAD_VERSION, ItemRef, pruned_part_ids, seq_runs
@@ -250,11 +252,17 @@ class RequestLog(SessionBase):
         generation = planned.raw.generation
         if state.arena[0] == generation and generation:
             return state.arena[1]
-        live = {entry.key: entry for entry in self.arena.entries()}
+        # A key names an entry within its zone ("ledger" is in truth and in
+        # task_state): the plan injects zones in order, so a key's entries are
+        # taken in zone order as the key comes again.
+        live: dict[str, list[ArenaEntry]] = {}
+        for entry in sorted(self.arena.entries(), key=lambda entry: ZONES.index(entry.zone)):
+            live.setdefault(entry.key, []).append(entry)
         entries: list[list[Any]] = []
         for key in planned.report.injected:
-            entry = live.get(key)
-            if entry is not None:
+            found = live.get(key)
+            if found:
+                entry = found.pop(0)
                 entries.append([entry.zone, key, entry.seq])
                 continue
             zone = next((z for p, z in _TRANSIENT_ZONES.items() if key.startswith(p)), None)
