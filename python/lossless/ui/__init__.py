@@ -9,13 +9,15 @@ with the arena's zones, the ledger and the tokens of each part against the budge
 the summary DAG down to the original messages; a chart of the turns; search.
 
 ``build_app(db)`` gives the ASGI application (starlette); :func:`serve` runs it
-with uvicorn on 127.0.0.1. Both need the ``ui`` extra (``pip install
-'lossless[ui]'``). See docs/UI.md.
+with uvicorn on 127.0.0.1, and :func:`running` in a thread while a block runs.
+They need the ``ui`` extra (``pip install 'lossless[ui]'``). See docs/UI.md.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from lossless.errors import StoreError
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
     from lossless.store import Store
 
-__all__ = ["DEFAULT_PORT", "build_app", "serve"]
+__all__ = ["DEFAULT_PORT", "build_app", "running", "serve"]
 
 DEFAULT_PORT = 8766
 
@@ -56,6 +58,19 @@ def serve(
     token = token or os.environ.get("LOSSLESS_UI_TOKEN") or None
     check_address(host, token)
     uvicorn.run(build(db, token=token), host=host, port=port, log_level="warning")
+
+
+@contextmanager
+def running(
+    db: str | os.PathLike[str] | Store, *, token: str | None = None, port: int = 0
+) -> Iterator[str]:
+    """Serves the viewer over ``db`` on 127.0.0.1 in a thread while the block runs
+    (``port`` 0: a free one); yields the page's address."""
+    _require_server()
+    from lossless.ui._running import running as run
+
+    with run(db, token=token, port=port) as address:
+        yield address
 
 
 def _require_server() -> None:
