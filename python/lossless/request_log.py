@@ -96,6 +96,16 @@ def pruned_part_ids(request: Sequence[Any]) -> list[str]:
     for item in request:
         if not isinstance(item, Mapping):
             continue
+        role = item.get("role")
+        if role == "tool":  # Chat Completions, the common case, read at once
+            content = item.get("content")
+            if isinstance(content, str) and content.startswith(_PRUNED_HEAD):
+                match = _PRUNED_PART.search(content, 0, _HEAD_CHARS)
+                if match:
+                    found.append(match.group(1))
+            continue
+        if role in ("assistant", "system"):
+            continue
         for text in _tool_texts(item):
             if text.startswith(_PRUNED_HEAD):
                 match = _PRUNED_PART.search(text, 0, _HEAD_CHARS)

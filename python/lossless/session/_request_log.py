@@ -20,7 +20,7 @@ from lossless.formats import MessageFormat
 from lossless.request_log import PAYLOAD_VERSION, ItemRef, pruned_part_ids, seq_runs
 from lossless.results import AnyContext, BuiltContext
 from lossless.session._base import SessionBase, log
-from lossless.session._request_parts import _Request
+from lossless.session._request_parts import _Request, _RequestParts
 
 __all__ = ["RequestLog"]
 
@@ -78,14 +78,14 @@ class RequestLog(SessionBase):
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """The event's payload, and the texts it writes out (by kind)."""
         parts = request.parts
-        view = {row.id: row for row in self._store.view_items(self.id)}
-        ids = set(context.item_ids)
-        summary_tokens = sum(
-            row.tokens for row in view.values() if row.kind == "summary" and row.id in ids
-        )
-        # The earlier blocks placed (as ``_RequestParts.earlier_placed`` places them).
+        stats = self._store.view_stats(self.id)
+        ids = context.item_ids
         newest_user = request.newest_user_id
-        earlier = [block for block in parts.earlier if block[0] in ids and block[0] != newest_user]
+        # The earlier blocks placed (as ``_RequestParts.earlier_placed`` places them).
+        earlier = [block for block in parts.earlier if block[0] != newest_user and block[0] in ids]
+        items, summary_tokens, newest, pruned = self._layout(
+            context, request, stats.version, earlier, format
+        )
         earlier_tokens = sum(tokens for _, _, tokens in earlier)
         arena_system = parts.system_tokens - self._system_tokens if parts.system else 0
         history = (
@@ -103,8 +103,6 @@ class RequestLog(SessionBase):
             for kind, text in (("tools", parts.tools), ("stable", stable), ("block", parts.block))
             if text
         }
-        items = self._item_refs(context, request, view, earlier, written)
-        newest = max((row.seq for row in view.values() if row.kind == "message"), default=0)
         payload: dict[str, Any] = {
             "v": PAYLOAD_VERSION,
             "format": format,
@@ -115,7 +113,7 @@ class RequestLog(SessionBase):
             "usable": self.budget.usable,
             "soft": self.budget.soft_limit,
             "window": self.budget.context_limit,
-            "view": self._store.view_stats(self.id).tokens,
+            "view": stats.tokens,
             "stable_prefix": context.stable_prefix_tokens,
             "omitted": context.omitted,
             "parts": {
@@ -127,19 +125,51 @@ class RequestLog(SessionBase):
                 "block": parts.block_tokens,
                 "earlier_blocks": earlier_tokens,
             },
-            "items": items,
-            "pruned": pruned_part_ids(_sent_messages(context)),
+            # Copies: the kept layout is never shared with a handler of the event.
+            "items": [_copy(item) for item in items],
+            "pruned": list(pruned),
             "texts": texts,
         }
         if planned is not None:
+            zones, entries = self._arena_of(planned, parts)
             payload["ledger"] = planned.raw.ledger_tokens
-            payload["zones"] = {
-                name: [zone.accepted, zone.cap]
-                for name, zone in planned.report.zones.items()
-                if zone.accepted or zone.demand
-            }
-            payload["arena"] = self._arena_versions(planned)
+            payload["zones"] = zones
+            payload["arena"] = [list(entry) for entry in entries]
         return payload, written
+
+    def _layout(
+        self,
+        context: AnyContext,
+        request: _Request,
+        version: int,
+        earlier: list[tuple[str, str, int]],
+        format: MessageFormat,
+    ) -> tuple[list[ItemRef], int, int, list[str]]:
+        """The request's items, its summaries' tokens, the newest message and the
+        pruned outputs: read from the view once, and kept while the view (its
+        version) and what the request took of it are the same, which is every turn
+        of a tool loop between two writes that change the view."""
+        state = self._request_log
+        key = (
+            version,
+            format,
+            request.newest_user_id,
+            bool(request.parts.block),
+            tuple((user_id, text) for user_id, text, _ in earlier),
+        )
+        kept = state.layout
+        if kept is not None and kept[0] == key and kept[1] == context.item_ids:
+            return kept[2]
+        view = {row.id: row for row in self._store.view_items(self.id)}
+        ids = set(context.item_ids)
+        summary_tokens = sum(
+            row.tokens for row in view.values() if row.kind == "summary" and row.id in ids
+        )
+        items = self._item_refs(context, request, view, earlier)
+        newest = max((row.seq for row in view.values() if row.kind == "message"), default=0)
+        layout = (items, summary_tokens, newest, pruned_part_ids(_sent_messages(context)))
+        state.layout = (key, list(context.item_ids), layout)
+        return layout
 
     def _text_ref(self, kind: str, text: str, written: dict[str, str]) -> dict[str, Any]:
         """``{"ref": seq}`` naming the event that last carried ``text``, or the text
@@ -156,7 +186,6 @@ class RequestLog(SessionBase):
         request: _Request,
         view: dict[str, _native.ViewItemRow],
         earlier: list[tuple[str, str, int]],
-        written: dict[str, str],
     ) -> list[ItemRef]:
         """The request in order, as references: tool definitions, the system
         message, summaries, the left-out line, runs of messages, and the blocks
@@ -166,7 +195,7 @@ class RequestLog(SessionBase):
         # The blocks, by the item they follow ("" is the left-out line; None, the end).
         after: dict[str | None, list[ItemRef]] = {}
         for user_id, text, _ in earlier:
-            after.setdefault(user_id, []).append(["earlier", self._block_ref(text, written)])
+            after.setdefault(user_id, []).append(["earlier", self._block_ref(text)])
         if parts.block:
             after.setdefault(request.newest_user_id, []).append(["block"])
         items: list[ItemRef] = []
@@ -240,18 +269,29 @@ class RequestLog(SessionBase):
         opens_otherwise = lead_row.kind == "message" and lead_row.role != "user"
         return chosen, lead if opens_otherwise else None
 
-    def _block_ref(self, text: str, written: dict[str, str]) -> dict[str, Any]:
+    def _block_ref(self, text: str) -> dict[str, Any]:
         """An earlier block: the event that sent it, else the text itself."""
         seq = self._request_log.blocks.get(text)
         return {"ref": seq} if seq is not None else {"text": text}
 
-    def _arena_versions(self, planned: Planned) -> list[list[Any]]:
-        """The injected entries as ``[zone, key, version]``, read once per plan:
-        plans change when an entry, the caps or the turn's recall do, not per turn."""
+    def _arena_of(
+        self, planned: Planned, parts: _RequestParts
+    ) -> tuple[dict[str, list[int]], list[list[Any]]]:
+        """The plan's zones (``[accepted, cap]`` where there was demand) and injected
+        entries as ``[zone, key, version]``. The entries are read once while the
+        keys injected and the texts they render to stay the same: a plan's
+        generation moves every turn (the controller counts turns), its entries
+        only when one is written. (An entry written again with the same text keeps
+        the version of its earlier row here: the request held the same words.)"""
+        zones = {
+            name: [zone.accepted, zone.cap]
+            for name, zone in planned.report.zones.items()
+            if zone.accepted or zone.demand
+        }
         state = self._request_log
-        generation = planned.raw.generation
-        if state.arena[0] == generation and generation:
-            return state.arena[1]
+        key = (tuple(planned.report.injected), parts.system, parts.block)
+        if state.arena[0] == key:
+            return zones, state.arena[1]
         # A key names an entry within its zone ("ledger" is in truth and in
         # task_state): the plan injects zones in order, so a key's entries are
         # taken in zone order as the key comes again.
@@ -259,16 +299,21 @@ class RequestLog(SessionBase):
         for entry in sorted(self.arena.entries(), key=lambda entry: ZONES.index(entry.zone)):
             live.setdefault(entry.key, []).append(entry)
         entries: list[list[Any]] = []
-        for key in planned.report.injected:
-            found = live.get(key)
+        for name in planned.report.injected:
+            found = live.get(name)
             if found:
                 entry = found.pop(0)
-                entries.append([entry.zone, key, entry.seq])
+                entries.append([entry.zone, name, entry.seq])
                 continue
-            zone = next((z for p, z in _TRANSIENT_ZONES.items() if key.startswith(p)), None)
-            entries.append([zone, key, None])
-        state.arena = (generation, entries)
-        return entries
+            zone = next((z for p, z in _TRANSIENT_ZONES.items() if name.startswith(p)), None)
+            entries.append([zone, name, None])
+        state.arena = (key, entries)
+        return zones, entries
+
+
+def _copy(item: ItemRef) -> ItemRef:
+    """An item reference with its own lists and dicts."""
+    return [dict(part) if isinstance(part, dict) else part for part in item]
 
 
 def _stable_text(system: str, prompt: str | None) -> str:

@@ -80,12 +80,17 @@ class RequestLogState:
     texts: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: Block texts to the seq of the event that carried them, newest last.
     blocks: OrderedDict[str, int] = field(default_factory=OrderedDict)
-    #: (the plan's generation, its entries as ``[zone, key, version]``).
-    arena: tuple[int, list[list[Any]]] = (0, [])
+    #: (what the plan's entries were read for, its entries as ``[zone, key,
+    #: version]``).
+    arena: tuple[tuple[Any, ...], list[list[Any]]] = ((), [])
+    #: What the last description read from the view, with what it depends on:
+    #: (key, the request's item ids, (items, summary tokens, newest seq, pruned)).
+    layout: tuple[tuple[Any, ...], list[str], tuple[list[Any], int, int, list[str]]] | None = None
 
     def reset(self) -> None:
         """Forget everything: the session goes on as another (a fork), whose tape
         holds none of the texts named so far."""
         self.texts.clear()
         self.blocks.clear()
-        self.arena = (0, [])
+        self.arena = ((), [])
+        self.layout = None
