@@ -484,11 +484,13 @@ def test_the_page_and_its_files_load_nothing_from_elsewhere(client: TestClient) 
     assert "default-src 'none'" in policy and "script-src 'self'" in policy
     assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
     assert assets and all(a.startswith(("/static/", "#")) for a in assets), assets
+    prefix = next(a for a in assets if a.endswith("/app.js")).removesuffix("app.js")
     from importlib import resources
 
     static = resources.files("lossless.ui").joinpath("static")
     for entry in static.iterdir():
-        served = client.get(f"/static/{entry.name}")
+        served = client.get(f"{prefix}{entry.name}")
+        assert "immutable" in served.headers["cache-control"]
         assert served.status_code == 200, entry.name
         # The SVG namespace names a kind of element; nothing is fetched from it.
         text = served.text.replace("http://www.w3.org/2000/svg", "")

@@ -132,6 +132,8 @@ def test_a_reply_opens_the_request_it_answered_with_its_parts_against_the_budget
     assert {"system", "arena_system", "history"} <= set(segments)
     widths = page.evaluate(BAR_FILLED)
     assert 0.05 < widths <= 1.0
+    page.click(".item-system .arena-text summary")
+    page.wait_for(".item-system .arena-text[open]")
     assert PIN in page.text(".item-system")
     assert page.texts(".item-summary") or page.texts(".item-marker")
     assert page.evaluate("document.querySelectorAll('.item-messages .msg').length") > 3

@@ -8,6 +8,8 @@ server itself: the page's Content-Security-Policy says so to the browser too.
 
 from __future__ import annotations
 
+import hashlib
+import mimetypes
 import os
 from importlib import resources
 from typing import Any
@@ -19,7 +21,6 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 
 from lossless._http_auth import is_loopback
 from lossless.errors import DatabaseNotFoundError, InvalidInputError
@@ -66,6 +67,12 @@ def build_app(db: str | os.PathLike[str] | Store, *, token: str | None = None) -
     loopback name are answered."""
     store = db if isinstance(db, Store) else open_database(db)
     static = resources.files("lossless.ui").joinpath("static")
+    files = {entry.name: entry.read_bytes() for entry in static.iterdir() if entry.is_file()}
+    # The page's files are named by a digest of them all: cached for good by the
+    # browser (a repeat load fetches none), and never stale after an upgrade.
+    digest = hashlib.sha256(b"".join(name.encode() + data for name, data in sorted(files.items())))
+    prefix = f"/static/{digest.hexdigest()[:16]}"
+    page = files["index.html"].replace(b'"/static/', f'"{prefix}/'.encode())
     middleware = []
     if token is None:
         # Loopback names only (compared without the port): a page elsewhere whose
@@ -75,8 +82,8 @@ def build_app(db: str | os.PathLike[str] | Store, *, token: str | None = None) -
         middleware.append(Middleware(TokenAuth, token=token))
     app = Starlette(
         routes=[
-            Route("/", _page(static.joinpath("index.html").read_bytes())),
-            Mount("/static", app=StaticFiles(directory=str(static)), name="static"),
+            Route("/", _page(page)),
+            Mount(prefix, app=_Static(files), name="static"),
             *api.routes,
         ],
         middleware=middleware,
@@ -89,9 +96,38 @@ def build_app(db: str | os.PathLike[str] | Store, *, token: str | None = None) -
 
 def _page(html: bytes) -> Any:
     async def page(request: Request) -> Response:
-        return Response(html, media_type="text/html; charset=utf-8")
+        # Asked again each time: it names the files of the running version.
+        return Response(
+            html, media_type="text/html; charset=utf-8", headers={"cache-control": "no-cache"}
+        )
 
     return page
+
+
+_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+
+
+class _Static:
+    """The page's files, held in memory (a few dozen kilobytes) and served under
+    their digest, so a browser keeps them for good."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self._files = files
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        name = scope["path"].rsplit("/", 1)[-1]
+        data = self._files.get(name)
+        if scope.get("method") not in ("GET", "HEAD") or data is None:
+            response: Response = json_response({"error": f"no file {name}", "status": 404}, 404)
+        else:
+            suffix = os.path.splitext(name)[1]
+            media_type = _TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "text/plain"
+            response = Response(
+                data,
+                media_type=media_type,
+                headers={"cache-control": "public, max-age=31536000, immutable"},
+            )
+        await response(scope, receive, send)
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

@@ -15,8 +15,9 @@ export const PARTS = [
   ["earlier_blocks", "earlier blocks"],
 ];
 
-export async function requestView(app, sessionId, how) {
-  const request = how.at ? await api.requestAt(sessionId, how.at) : await api.request(sessionId, how.event);
+/** The request `reading` resolves to (a read of the API under way). */
+export async function requestView(app, sessionId, reading) {
+  const request = await reading;
   const nav = h(
     "div.toolbar",
     h("button#request-previous", {
@@ -48,7 +49,7 @@ export async function requestView(app, sessionId, how) {
     budgetBar(request),
     zones(request),
     h("h3", "In order"),
-    h("div.items", request.items.map((item) => itemView(app, sessionId, item))),
+    h("div.items", request.items.map((item) => itemView(app, sessionId, item, request))),
   );
 }
 
@@ -110,7 +111,7 @@ function zones(request) {
   );
 }
 
-function itemView(app, sessionId, item) {
+function itemView(app, sessionId, item, request) {
   switch (item.kind) {
     case "tools":
       return h("details.item.item-tools", h("summary", "Tool definitions"), h("pre", pretty(item.text)));
@@ -119,7 +120,11 @@ function itemView(app, sessionId, item) {
         "div.item.item-system",
         h("div.item-head", "system"),
         h("div.text", item.prompt || h("em.dim", "(no system prompt)")),
-        item.arena && h("div.arena-text", h("div.item-head", "pinned facts, identity and ledger (arena)"), h("div.text", item.arena)),
+        item.arena && h(
+          "details.arena-text",
+          h("summary.item-head", `pinned facts, identity and ledger (arena) · ${num(request.parts?.arena_system)} tokens`),
+          h("div.text", item.arena),
+        ),
       );
     case "summary":
       return h(
