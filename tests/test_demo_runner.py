@@ -30,6 +30,7 @@ def test_demo_compacts_and_recalls_turn_three(tmp_path: Path) -> None:
     assert "recovered verbatim" in output
     assert RECALL_FACT in output
     assert "a reply cut off by a timeout is kept" in output
+    assert f"lossless --db {db} ui" in " ".join(output.split())
     with sqlite3.connect(db) as conn:
         compactions = conn.execute(
             "SELECT count(*) FROM events"

@@ -1442,6 +1442,10 @@ class Store:
     ) -> int | None: ...
     def get_message(self, message_id: str) -> MessageRecord: ...
     def history(self, session_id: str) -> list[MessageRecord]: ...
+    def history_range(self, session_id: str, low: int, high: int) -> list[MessageRecord]:
+        """The messages of ``session_id`` whose seqs are ``low..=high``, oldest first
+        (a fork's shared ones from its parent's rows): a page of a long history,
+        read alone."""
     # context view
     def assemble(
         self, session_id: str, budget_tokens: int, profile: str = "default"
@@ -1500,8 +1504,30 @@ class Store:
         within how many tokens."""
     def view_items(self, session_id: str) -> list[ViewItemRow]: ...
     # events
-    def append_event(self, session_id: str, name: str, payload_json: str) -> int: ...
+    @overload
+    def append_event(
+        self, session_id: str, name: str, payload_json: str, wait: Literal[True] = True
+    ) -> int:
+        """Appends an event to the session's tape; its seq. With ``wait=False``,
+        ``None`` where the write would wait (see ``append_turn``)."""
+    @overload
+    def append_event(
+        self, session_id: str, name: str, payload_json: str, wait: bool
+    ) -> int | None: ...
     def events(self, session_id: str) -> list[EventRow]: ...
+    def events_page(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        name: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+    ) -> list[EventRow]:
+        """At most ``limit`` events of the session's tape whose seq is above ``after``
+        and below ``before``, named ``name`` when given; the oldest first, or the
+        newest first with ``newest_first``."""
     # compaction
     def acquire_compaction_lease(self, session_id: str, holder: str, ttl_ms: int) -> bool: ...
     def release_compaction_lease(self, session_id: str, holder: str) -> None: ...
@@ -1579,6 +1605,9 @@ class Store:
     def describe(
         self, session_id: str | None = None, summary_id: str | None = None
     ) -> list[DagRow]: ...
+    def summary_node(self, summary_id: str) -> DagRow:
+        """One summary of the DAG with the ids of its sources, without its subtree
+        (``depth`` as stored)."""
     def expand(
         self,
         summary_id: str,

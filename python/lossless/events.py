@@ -53,6 +53,7 @@ class EventName(StrEnum):
     EXTERNAL_RECALL_INJECTED = "external_recall_injected"
     EXTERNAL_RECALL_SKIPPED = "external_recall_skipped"
     REQUEST_USAGE = "request_usage"
+    REQUEST_BUILT = "request_built"
 
 
 @dataclass(frozen=True, slots=True)

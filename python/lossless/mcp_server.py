@@ -21,8 +21,6 @@ one is read by id), so a client's model can call them freely. The server needs t
 from __future__ import annotations
 
 import base64
-import hmac
-import ipaddress
 import json
 import os
 from dataclasses import asdict
@@ -32,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from lossless import recall
+from lossless._http_auth import BearerAuth, is_loopback
 from lossless.errors import DatabaseNotFoundError, InvalidInputError, LosslessError, StoreError
 from lossless.parts import MediaPart
 from lossless.recall.tools import MEDIA_ID, media_facts
@@ -186,7 +185,7 @@ def serve(
         server.run("stdio")
         return
     token = token or os.environ.get("LOSSLESS_MCP_TOKEN") or None
-    if token is None and not _is_loopback(host):
+    if token is None and not is_loopback(host):
         raise InvalidInputError(
             f"serving on {host} needs a bearer token (--token or LOSSLESS_MCP_TOKEN): "
             "the tools read every stored session"
@@ -195,45 +194,8 @@ def serve(
 
     app: Any = server.streamable_http_app(host=host)
     if token is not None:
-        app = _BearerAuth(app, token)
+        app = BearerAuth(app, token)
     uvicorn.run(app, host=host, port=port, log_level="warning")
-
-
-def _is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (or ``localhost``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class _BearerAuth:
-    """ASGI middleware: HTTP requests without the bearer token get a 401."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                body = b'{"error": "a bearer token is required"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self._app(scope, receive, send)
 
 
 def _bounded(field: str, value: int, low: int, high: int) -> int:

@@ -281,6 +281,15 @@ class Store:
         """Every stored message of a session, oldest first, with parts."""
         return self._inner.history(session_id)
 
+    def history_range(self, session_id: str, low: int, high: int) -> list[MessageRecord]:
+        """The messages of a session whose seqs are ``low`` to ``high`` (both
+        included), oldest first: a page of a long history, read without the rest."""
+        return self._inner.history_range(session_id, low, high)
+
+    def newest_seq(self, session_id: str) -> int:
+        """The newest message seq of a session (0 before its first message)."""
+        return self._inner.newest_seq(session_id)
+
     def assemble(
         self, session_id: str, budget_tokens: int, profile: str = "default"
     ) -> tuple[list[dict[str, Any]], int, list[str], int]:
@@ -304,6 +313,10 @@ class Store:
     ) -> list[DagRow]:
         """The summary DAG of a session, or of one summary."""
         return self._inner.describe(session_id, summary_id)
+
+    def summary_node(self, summary_id: str) -> DagRow:
+        """One summary of the DAG with the ids of its sources, without its subtree."""
+        return self._inner.summary_node(summary_id)
 
     @property
     def read_only(self) -> bool:
@@ -346,6 +359,28 @@ class Store:
     def events(self, session_id: str) -> list[EventRow]:
         """The persisted event tape of a session."""
         return self._inner.events(session_id)
+
+    def events_page(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        name: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+    ) -> list[EventRow]:
+        """At most ``limit`` events of a session's tape with a seq above ``after`` and
+        below ``before`` (when given), named ``name`` (when given); the oldest first,
+        or the newest first with ``newest_first``."""
+        return self._inner.events_page(
+            session_id,
+            after=after,
+            before=before,
+            name=name,
+            limit=limit,
+            newest_first=newest_first,
+        )
 
     def file_ids(self, session_id: str) -> list[str]:
         """Every file id that ever entered the session."""

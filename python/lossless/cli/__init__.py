@@ -23,6 +23,7 @@ from lossless.cli import (
     sessions,
     show,
     stats,
+    ui,
 )
 from lossless.cli._common import Settings, guarded, key_file_in_effect
 
@@ -52,6 +53,7 @@ for command in (
     encrypt.encrypt,
     demo.demo,
     mcp.mcp,
+    ui.ui,
     proxy.proxy,
     governance.erase,
     governance.retention,

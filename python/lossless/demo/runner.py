@@ -94,6 +94,10 @@ def run_demo(
     """
     report = anyio.run(_replay, db_path, turns, model, api_base, console)
     _print_report(report, db_path, console)
+    console.print(
+        "See what the model saw at every turn, and what was compacted away: "
+        f"[bold]lossless --db {escape(db_path)} ui[/], then open http://127.0.0.1:8766/"
+    )
     ok = (
         report.recall_found
         and report.recall_expanded

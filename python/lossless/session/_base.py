@@ -27,7 +27,7 @@ from lossless.models import Budget, ModelLimits
 from lossless.parts import Part, ToolPart, part_from_wire
 from lossless.profiles import ProfileName
 from lossless.results import Message
-from lossless.session._request_parts import _Request
+from lossless.session._request_parts import RequestLogState, _Request
 
 if TYPE_CHECKING:
     from lossless.telemetry import SessionTelemetry
@@ -65,6 +65,8 @@ class SessionBase:
     _opened: tuple[_native.Store, ...]
     #: The last request sent, to count how much of the next one repeats it.
     _last_request: _Request | None
+    #: What the ``request_built`` events written so far carried (see ``_request_log``).
+    _request_log: RequestLogState
     _last_request_at: float | None
     #: The messages of the last request, as sent.
     _last_messages: list[dict[str, Any]] | None

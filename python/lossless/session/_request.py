@@ -16,11 +16,11 @@ from lossless.arena._plan import BLOCK_FRAMING_TOKENS, STABLE_JOINT_TOKENS, Plan
 from lossless.formats import MessageFormat, checked_format, format_tools
 from lossless.prompt_cache import CacheHints, with_cache_hints
 from lossless.results import AnthropicContext, AnyContext, BuiltContext, ResponsesContext
-from lossless.session._base import SessionBase
+from lossless.session._request_log import RequestLog
 from lossless.session._request_parts import _EarlierBlocks, _Request, _RequestParts
 
 
-class RequestComposer(SessionBase):
+class RequestComposer(RequestLog):
     """How a session composes the request it sends next."""
 
     @overload
@@ -243,24 +243,28 @@ class RequestComposer(SessionBase):
         await self._compact_if_cache_expired()
         await self._respect_hard_threshold()
         prepared = await self.arena.prepare() if self.arena.enabled else None
-        return self._request_for(tools, prepared, format=format), prepared
+        return await self._request_for(tools, prepared, format=format), prepared
 
-    def _request_for(
+    async def _request_for(
         self,
         tools: Sequence[dict[str, Any]] | None,
         prepared: Prepared | None,
-        planned: tuple[AnyContext, Planned | None, _Request] | None = None,
         format: MessageFormat = "openai",
     ) -> tuple[AnyContext, Planned | None]:
-        """The request as it is sent (``planned``, or built now), recorded as sent."""
-        context, plan, request = planned or self._build(tools, prepared, format)
+        """The request as it is sent, recorded as sent: kept to compare the next
+        one with, and described on the event tape (``request_built``)."""
+        context, plan, request = self._build(tools, prepared, format)
         stable_prefix = self._observe_request(request)
+        sent: AnyContext
         if not isinstance(context, BuiltContext):
             # A summarisation call reusing the conversation needs chat messages.
             self._last_messages = None
-            return replace(context, stable_prefix_tokens=stable_prefix), plan
-        messages = self._sendable(context, request)
-        return replace(context, messages=messages, stable_prefix_tokens=stable_prefix), plan
+            sent = replace(context, stable_prefix_tokens=stable_prefix)
+        else:
+            messages = self._sendable(context, request)
+            sent = replace(context, messages=messages, stable_prefix_tokens=stable_prefix)
+        await self._log_request(sent, plan, request, format)
+        return sent, plan
 
     def _sendable(self, context: BuiltContext, request: _Request) -> list[dict[str, Any]]:
         """The messages of ``context`` as they are sent (with cache hints when

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
 
 from lossless import _native
 from lossless.prompt_cache import CacheHints
@@ -66,3 +68,29 @@ class _Request:
     stamp: tuple[int, int, int, int]
     #: The view item holding the newest user message, which the block follows.
     newest_user_id: str | None
+
+
+@dataclass(slots=True)
+class RequestLogState:
+    """What the session remembers between two request events: the event that last
+    carried each text (so an unchanged one is named, not written again), and the
+    arena entries' versions of the last plan."""
+
+    #: Per text kind: (the text, the seq of the event that carried it).
+    texts: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Block texts to the seq of the event that carried them, newest last.
+    blocks: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    #: (what the plan's entries were read for, its entries as ``[zone, key,
+    #: version]``).
+    arena: tuple[tuple[Any, ...], list[list[Any]]] = ((), [])
+    #: What the last description read from the view, with what it depends on:
+    #: (key, the request's item ids, (items, summary tokens, newest seq, pruned)).
+    layout: tuple[tuple[Any, ...], list[str], tuple[list[Any], int, int, list[str]]] | None = None
+
+    def reset(self) -> None:
+        """Forget everything: the session goes on as another (a fork), whose tape
+        holds none of the texts named so far."""
+        self.texts.clear()
+        self.blocks.clear()
+        self.arena = ((), [])
+        self.layout = None

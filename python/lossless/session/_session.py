@@ -49,7 +49,7 @@ from lossless.session._open import (
     session_for_key,
     shared_session_parts,
 )
-from lossless.session._request_parts import _Request
+from lossless.session._request_parts import RequestLogState, _Request
 from lossless.session._sync import Syncing
 
 
@@ -107,6 +107,7 @@ class Session(Syncing):
         # The last request sent, to count how much of the next one repeats it.
         self._last_request: _Request | None = None
         self._last_request_at: float | None = None
+        self._request_log = RequestLogState()
         # The messages of the last request, as sent.
         self._last_messages: list[dict[str, Any]] | None = None
         # The last tool definitions sent (as JSON) and their tokens.
@@ -176,6 +177,7 @@ class Session(Syncing):
         self.arena.forget_plans()
         self._last_request = None
         self._last_request_at = None
+        self._request_log.reset()
         self._last_messages = None
         self._awaiting_usage = None
         self._recent_calls.clear()

@@ -231,7 +231,7 @@ class ModelTurns(Recorder):
                         raise
                 # Nothing streamed: the same turn is sent again, rendered anew.
                 self._last_request = None
-                context, planned = self._request_for(tools, prepared)
+                context, planned = await self._request_for(tools, prepared)
                 assert isinstance(context, BuiltContext)
                 messages = context.messages
                 if span is not None:

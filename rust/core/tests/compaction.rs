@@ -939,6 +939,12 @@ fn a_large_agent_session_compacts_into_a_valid_view() {
     assert!(all_files.len() > 5);
     let mut reached = HashSet::new();
     let nodes = store.describe(Some(&session), None).unwrap();
+    // One node read alone is the node the whole DAG holds, sources included.
+    for node in &nodes {
+        let alone = store.summary_node(&node.summary.id).unwrap();
+        assert_eq!(alone.sources, node.sources);
+        assert_eq!(alone.summary.text, node.summary.text);
+    }
     let mut stack: Vec<String> = view.iter().map(|item| item.id.clone()).collect();
     while let Some(id) = stack.pop() {
         if let Some(node) = nodes.iter().find(|node| node.summary.id == id) {

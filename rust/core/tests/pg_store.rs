@@ -414,3 +414,95 @@ fn a_read_only_store_on_postgres_refuses_writes_but_searches() {
     assert_eq!(hits.len(), 1);
     assert_eq!(writer.history(&session).unwrap().len(), 1);
 }
+
+/// Pages of a long history and of its event tape read the rows asked for, on both
+/// backends: a fork's page takes the shared part from its parent's rows.
+fn pages_of_history_and_events(url: &str) {
+    use lossless_core::store::EventPage;
+
+    let mut store = open(url);
+    let parent = store.create_session(MODEL, "{}", None).unwrap();
+    for turn in 1..=6 {
+        let role = if turn % 2 == 1 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        append(&mut store, &parent, role, &[text(&format!("turn {turn}"))]);
+        store
+            .append_event(&parent, "request_built", &format!("{{\"seq\": {turn}}}"))
+            .unwrap();
+        store.append_event(&parent, "other", "{}").unwrap();
+    }
+    let seqs = |records: &[lossless_core::store::MessageRecord]| -> Vec<i64> {
+        records.iter().map(|record| record.seq).collect()
+    };
+    assert_eq!(seqs(&store.history_range(&parent, 3, 4).unwrap()), [3, 4]);
+    assert_eq!(seqs(&store.history_range(&parent, 0, 2).unwrap()), [1, 2]);
+    assert_eq!(seqs(&store.history_range(&parent, 5, 99).unwrap()), [5, 6]);
+    assert!(store.history_range(&parent, 7, 9).unwrap().is_empty());
+    let child = store.fork_session(&parent, 4, 0, None).unwrap();
+    append(&mut store, &child, Role::User, &[text("turn 5, edited")]);
+    let page = store.history_range(&child, 3, 5).unwrap();
+    assert_eq!(seqs(&page), [3, 4, 5]);
+    assert_eq!(page[1].session_id, parent);
+    assert_eq!(page[2].session_id, child);
+
+    let page = |after, before, name, limit, newest_first| EventPage {
+        after,
+        before,
+        name,
+        limit,
+        newest_first,
+    };
+    let names = |rows: Vec<lossless_core::store::EventRow>| -> Vec<(i64, String)> {
+        rows.into_iter().map(|row| (row.seq, row.name)).collect()
+    };
+    let all = store
+        .events_page(&parent, &page(None, None, None, 100, false))
+        .unwrap();
+    assert_eq!(all.len(), 12);
+    let newest = store
+        .events_page(&parent, &page(None, None, Some("request_built"), 2, true))
+        .unwrap();
+    assert_eq!(
+        names(newest),
+        [
+            (11, "request_built".to_string()),
+            (9, "request_built".to_string())
+        ]
+    );
+    let between = store
+        .events_page(&parent, &page(Some(2), Some(6), None, 10, false))
+        .unwrap();
+    assert_eq!(
+        names(between),
+        [
+            (3, "request_built".to_string()),
+            (4, "other".to_string()),
+            (5, "request_built".to_string())
+        ]
+    );
+    let after = store
+        .events_page(&parent, &page(Some(10), None, Some("other"), 10, false))
+        .unwrap();
+    assert_eq!(names(after), [(12, "other".to_string())]);
+    assert!(store
+        .events_page(&parent, &page(None, None, None, 0, false))
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .events_page("ses_missing", &page(None, None, None, 1, false))
+        .is_err());
+}
+
+#[test]
+fn pages_of_history_and_events_on_postgres() {
+    pages_of_history_and_events(&database().url());
+}
+
+#[test]
+fn pages_of_history_and_events_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    pages_of_history_and_events(dir.path().join("store.db").to_str().unwrap());
+}

@@ -18,6 +18,21 @@ pub struct EventRow {
     pub created_at: i64,
 }
 
+/// Which events [`Store::events_page`] reads.
+#[derive(Clone, Copy, Debug)]
+pub struct EventPage<'a> {
+    /// Only events whose seq is above this one.
+    pub after: Option<i64>,
+    /// Only events whose seq is below this one.
+    pub before: Option<i64>,
+    /// Only events of this name.
+    pub name: Option<&'a str>,
+    /// At most this many.
+    pub limit: i64,
+    /// The newest first (the page next to `before`), else the oldest first.
+    pub newest_first: bool,
+}
+
 /// An event that a write records in its own transaction, so the tape never misses
 /// a write nor reports one that did not happen. The write adds what only it knows
 /// (a new message's id) to the payload.
@@ -93,6 +108,52 @@ impl Store {
         }
         let _gate = self.writer.hold()?;
         insert_event(&self.conn, session_id, name, payload)
+    }
+
+    /// A page of the session's events: those whose seq is above `after` and below
+    /// `before` (each bound when given), named `name` when given, at most `limit`,
+    /// the oldest first or, with `newest_first`, the newest first. Reads only the
+    /// rows of the page (and, with a name, the rows it passes over).
+    pub fn events_page(&mut self, session_id: &str, page: &EventPage<'_>) -> Result<Vec<EventRow>> {
+        self.session(session_id)?;
+        if page.limit <= 0 {
+            return Ok(Vec::new());
+        }
+        // One statement per shape rather than nullable parameters: PostgreSQL cannot
+        // tell the type of a parameter that is only compared with NULL.
+        let mut sql = String::from(
+            "SELECT id, seq, name, payload, created_at FROM events
+             WHERE session_id = ?1 AND seq > ?2 AND seq < ?3",
+        );
+        if page.name.is_some() {
+            sql.push_str(" AND name = ?5");
+        }
+        sql.push_str(if page.newest_first {
+            " ORDER BY seq DESC LIMIT ?4"
+        } else {
+            " ORDER BY seq LIMIT ?4"
+        });
+        let after = page.after.unwrap_or(0);
+        let before = page.before.unwrap_or(i64::MAX);
+        let read = |row: &crate::db::backend::Row<'_>| {
+            Ok(EventRow {
+                id: row.get(0)?,
+                seq: row.get(1)?,
+                name: row.get(2)?,
+                payload: row.get(3)?,
+                created_at: row.get(4)?,
+            })
+        };
+        match page.name {
+            Some(name) => self.conn.query_map(
+                &sql,
+                args![session_id, after, before, page.limit, name],
+                read,
+            ),
+            None => self
+                .conn
+                .query_map(&sql, args![session_id, after, before, page.limit], read),
+        }
     }
 
     /// The session's events in order.

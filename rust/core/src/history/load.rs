@@ -35,6 +35,24 @@ impl Store {
         Ok(records)
     }
 
+    /// The messages of a session whose seqs are `low..=high`, in order, with parts;
+    /// a fork's include those it shares with its parent. A page of a long history:
+    /// only those rows are read.
+    pub fn history_range(
+        &mut self,
+        session_id: &str,
+        low: i64,
+        high: i64,
+    ) -> Result<Vec<MessageRecord>> {
+        self.session(session_id)?;
+        let lineage = self.lineage(session_id)?;
+        let mut records = Vec::new();
+        for (holder, from, to) in lineage.clip(low.max(1), high) {
+            records.extend(self.held_history(holder, from, to)?);
+        }
+        Ok(records)
+    }
+
     /// The messages `low..=high` of `session_id` itself, in order, with parts.
     fn held_history(&self, session_id: &str, low: i64, high: i64) -> Result<Vec<MessageRecord>> {
         let mut records = self.message_heads(

@@ -76,6 +76,12 @@ impl Store {
         Ok(nodes)
     }
 
+    /// One summary of the DAG with the ids of its sources, without its subtree:
+    /// what a viewer opens one node at a time.
+    pub fn summary_node(&self, summary_id: &str) -> Result<DagNode> {
+        self.dag_node(summary_id)
+    }
+
     fn dag_node(&self, summary_id: &str) -> Result<DagNode> {
         let summary = self.summary(summary_id)?;
         let mut stmt = self.conn.prepare_cached(

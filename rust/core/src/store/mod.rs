@@ -28,7 +28,7 @@ pub use crate::compaction::span::SpanInfo;
 pub use crate::compaction::summaries::{SummaryRow, TextResult};
 pub use crate::context::view::{Assembled, ItemKind, RenderedItem, ViewItem, ViewStats};
 pub use crate::files::records::{FileRecord, NewFile};
-pub use crate::history::events::{EventRow, WriteEvent};
+pub use crate::history::events::{EventPage, EventRow, WriteEvent};
 pub use crate::history::media::MediaPolicy;
 pub use crate::history::messages::{AppendResult, MessageRecord, Usage};
 pub use crate::history::sessions::{SessionInfo, SessionSummary};

@@ -49,6 +49,13 @@ impl Store {
         Ok(nodes.into_iter().map(DagRow::from).collect())
     }
 
+    /// One summary of the DAG with the ids of its sources, without its subtree.
+    fn summary_node(&self, py: Python<'_>, summary_id: &Bound<'_, PyAny>) -> PyResult<DagRow> {
+        let summary_id = convert::text(summary_id, "summary_id")?;
+        let node = self.with(py, |store| store.summary_node(&summary_id))?;
+        Ok(DagRow::from(node))
+    }
+
     #[pyo3(signature = (summary_id, max_tokens, around = None, query = None, before = None, after = None))]
     #[expect(
         clippy::too_many_arguments,

@@ -186,6 +186,23 @@ impl Store {
             .map(|record| MessageRecord::convert(py, record))
             .collect()
     }
+
+    /// The messages of a session whose seqs are `low..=high`, oldest first: a page
+    /// of a long history, read alone.
+    fn history_range(
+        &self,
+        py: Python<'_>,
+        session_id: &Bound<'_, PyAny>,
+        low: i64,
+        high: i64,
+    ) -> PyResult<Vec<MessageRecord>> {
+        let session_id = convert::text(session_id, "session_id")?;
+        let records = self.with(py, |store| store.history_range(&session_id, low, high))?;
+        records
+            .into_iter()
+            .map(|record| MessageRecord::convert(py, record))
+            .collect()
+    }
 }
 
 result_class! {
