@@ -100,16 +100,15 @@ async def show_prompt_cache(db_path: str, console: Console) -> CacheReport:
 
 
 async def _send_turns(session: Session, server: Any, report: CacheReport) -> None:
-    from lossless.parts import TextPart, ToolPart
     from lossless.testing import Reply, ToolCallSpec
 
     question: str | None = None
     for turn in generate_trajectory(turns=SENT_TURNS):
-        text = " ".join(p.text for p in turn.parts if isinstance(p, TextPart)).strip()
+        text = turn.text
         if turn.role == "user":
             question = text or None
             continue
-        tools = [p for p in turn.parts if isinstance(p, ToolPart) and p.output is not None]
+        tools = turn.answered_tools
         calls = [ToolCallSpec(tool.name, tool.input) for tool in tools]
         server.enqueue(Reply(text=text, tool_calls=calls))
         result = await (session.send(question) if question else session.respond())

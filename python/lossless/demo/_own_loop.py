@@ -72,18 +72,18 @@ async def show_own_loop(db_path: str, console: Console) -> OwnLoopReport:
 async def _loop(session: Session, server: Any, report: OwnLoopReport) -> None:
     import litellm
 
-    from lossless.parts import TextPart, ToolPart
+    from lossless.parts import ToolPart
     from lossless.testing import Reply, ToolCallSpec
 
     instruction = ""
     for turn in generate_trajectory(turns=LOOP_TURNS):
-        text = " ".join(p.text for p in turn.parts if isinstance(p, TextPart)).strip()
+        text = turn.text
         if turn.role == "user":
             if text:
                 instruction = text
                 await session.record("user", text)
             continue
-        tools = [p for p in turn.parts if isinstance(p, ToolPart) and p.output is not None]
+        tools = turn.answered_tools
         server.enqueue(
             Reply(text=text, tool_calls=[ToolCallSpec(tool.name, tool.input) for tool in tools])
         )

@@ -97,6 +97,16 @@ class Turn:
     parts: tuple[Part, ...]
     index: int
 
+    @property
+    def text(self) -> str:
+        """The message's text parts, joined."""
+        return " ".join(p.text for p in self.parts if isinstance(p, TextPart)).strip()
+
+    @property
+    def answered_tools(self) -> list[ToolPart]:
+        """The tool calls the message makes that have an output to replay."""
+        return [p for p in self.parts if isinstance(p, ToolPart) and p.output is not None]
+
 
 def file_id_for(path: str) -> str:
     """The content id of a referenced file: ``file_`` and 16 hex digits of its path hash."""

@@ -82,7 +82,7 @@ def _config(api_base: str) -> Config:
 async def _agent(sample: Sample, server: Any, config: Config, turns: int) -> None:
     """The trajectory sent as an agent that lets lossless call the model."""
     from lossless.events import Event, EventName
-    from lossless.parts import MediaPart, TextPart, ToolPart
+    from lossless.parts import MediaPart
     from lossless.session import Session
     from lossless.testing import Reply, ToolCallSpec, screenshot
 
@@ -100,11 +100,11 @@ async def _agent(sample: Sample, server: Any, config: Config, turns: int) -> Non
         question: str | None = None
         shots = 0
         for index, turn in enumerate(generate_trajectory(turns=turns)):
-            text = " ".join(p.text for p in turn.parts if isinstance(p, TextPart)).strip()
+            text = turn.text
             if turn.role == "user":
                 question = text or None
                 continue
-            tools = [p for p in turn.parts if isinstance(p, ToolPart) and p.output is not None]
+            tools = turn.answered_tools
             calls = [ToolCallSpec(tool.name, tool.input) for tool in tools]
             reasoning = f"Step {index}: {len(calls)} calls to make." if index % 7 == 1 else ""
             server.enqueue(Reply(text=text, tool_calls=calls, reasoning=reasoning))
