@@ -6,13 +6,13 @@ loaded from elsewhere and no console error."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from lossless import Session
 from lossless.demo.viewer_sample import PIN, Sample, make_sample
 from lossless.events import EventName
 from lossless.store import Store
@@ -27,6 +27,19 @@ BAR_FILLED = (
     ".reduce((w, s) => w + s.getBoundingClientRect().width, 0)"
     " / document.querySelector('#budget-bar').getBoundingClientRect().width"
 )
+
+# Another process records a turn and builds its request.
+WRITER = """
+import sys, anyio
+from lossless import Session
+
+async def write() -> None:
+    async with await Session.load(sys.argv[2], db=sys.argv[1]) as session:
+        await session.record("user", "A new instruction, written while you watch.")
+        await session.context()
+
+anyio.run(write)
+"""
 
 
 @pytest.fixture(scope="module")
@@ -202,12 +215,7 @@ def test_a_turn_written_by_another_process_appears_without_reloading(
         try:
             page.goto(f"{address}#/s/{sample.own_loop}", wait_for=".msg")
 
-            async def write() -> None:
-                async with await Session.load(sample.own_loop, db=db) as session:
-                    await session.record("user", "A new instruction, written while you watch.")
-                    await session.context()
-
-            anyio.run(write)
+            subprocess.run([sys.executable, "-c", WRITER, str(db), sample.own_loop], check=True)
             page.wait_for(".msg", text="A new instruction, written while you watch.", timeout=15)
             newest = page.evaluate("[...document.querySelectorAll('.msg')].at(-1).className")
             assert "is-request" in newest
@@ -216,7 +224,8 @@ def test_a_turn_written_by_another_process_appears_without_reloading(
             page.close()
 
 
-def test_the_page_paints_quickly(page: Page, address: str, sample: Sample) -> None:
+def test_the_page_marks_its_first_paint(page: Page, address: str, sample: Sample) -> None:
+    # How soon is benches/bench_ui.py's to measure; the page must paint and mark it.
     page.goto(f"{address}#/s/{sample.agent}", wait_for=".msg")
-    painted = page.first_paint_ms()
-    assert painted is not None and painted < 5_000
+    assert page.first_paint_ms() is not None
+    assert page.evaluate("performance.getEntriesByName('timeline-drawn').length") == 1

@@ -158,19 +158,13 @@ impl Store {
 
     /// The session's events in order.
     pub fn events(&mut self, session_id: &str) -> Result<Vec<EventRow>> {
-        self.session(session_id)?;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, seq, name, payload, created_at FROM events WHERE session_id = ?1 ORDER BY seq",
-        )?;
-        let rows = stmt.query_map(args![session_id], |row| {
-            Ok(EventRow {
-                id: row.get(0)?,
-                seq: row.get(1)?,
-                name: row.get(2)?,
-                payload: row.get(3)?,
-                created_at: row.get(4)?,
-            })
-        })?;
-        Ok(rows.into_iter().collect::<_>())
+        let all = EventPage {
+            after: None,
+            before: None,
+            name: None,
+            limit: i64::MAX,
+            newest_first: false,
+        };
+        self.events_page(session_id, &all)
     }
 }
