@@ -643,8 +643,12 @@ class Runner:
         if self.view_version() == version:
             assert again.messages == kept, f"{where}: the next context differs"
 
-    def view_version(self) -> int:
-        return int(self.session.store.view_stats(self.session.id)["version"])
+    def view_version(self) -> tuple[int, tuple[tuple[str, str, int], ...]]:
+        """What a background round changes: the view, then the arena's entries (the
+        ledger's text is written after the round's commit, in its own transaction)."""
+        session = self.session
+        entries = tuple((entry.zone, entry.key, entry.seq) for entry in session.arena.entries())
+        return int(session.store.view_stats(session.id)["version"]), entries
 
     async def check_hard_budget(self, where: str) -> None:
         """3. After background compaction finished: within the hard budget, or stalled
