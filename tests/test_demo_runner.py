@@ -31,6 +31,7 @@ def test_demo_compacts_and_recalls_turn_three(tmp_path: Path) -> None:
     assert RECALL_FACT in output
     assert "a reply cut off by a timeout is kept" in output
     assert f"lossless --db {db} ui" in " ".join(output.split())
+    assert "a compaction span: level" in output
     with sqlite3.connect(db) as conn:
         compactions = conn.execute(
             "SELECT count(*) FROM events"

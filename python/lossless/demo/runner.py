@@ -25,6 +25,7 @@ from lossless.demo._operators import OperatorsReport, show_files_and_maps
 from lossless.demo._own_loop import OwnLoopReport, show_own_loop
 from lossless.demo._stream import StreamReport, show_cancelled_stream
 from lossless.demo._sync import SyncReport, show_sync
+from lossless.demo._telemetry import TelemetryReport, show_telemetry
 from lossless.demo.trajectory import (
     RECALL_FACT,
     RECALL_MESSAGE,
@@ -79,6 +80,7 @@ class DemoReport:
     frameworks: FrameworksReport = field(default_factory=FrameworksReport)
     governance: GovernanceReport = field(default_factory=GovernanceReport)
     ledger: LedgerReport = field(default_factory=LedgerReport)
+    telemetry: TelemetryReport = field(default_factory=TelemetryReport)
     pinned_in_system: bool = False
     #: Per arena zone: (tokens injected, cap), in the request after the run.
     zones: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -119,6 +121,7 @@ def run_demo(
         and report.frameworks.ok
         and report.governance.ok
         and report.ledger.ok
+        and report.telemetry.ok
     )
     for violation in report.request_violations[:5]:
         console.print(f"[red]{escape(violation)}[/]")
@@ -189,6 +192,7 @@ async def _replay(
     report.operators = await show_files_and_maps(db_path, console)
     report.governance = await show_governance(db_path, console)
     report.ledger = await show_ledger(db_path, console)
+    report.telemetry = await show_telemetry(db_path, console)
     return report
 
 
@@ -363,6 +367,13 @@ def _print_report(report: DemoReport, db_path: str, console: Console) -> None:
             f"{report.ledger.compactions} / {report.ledger.rules_kept} / "
             f"{report.ledger.latest_only} / {report.ledger.history_kept} / "
             f"{report.ledger.records}; {report.ledger.tokens} tokens",
+        ),
+        (
+            "telemetry: spans / chat input tokens / a compaction span",
+            "not run: no OpenTelemetry SDK"
+            if report.telemetry.skipped
+            else f"{sum(report.telemetry.spans.values())} / {report.telemetry.chat_input_tokens} / "
+            f"{bool(report.telemetry.compaction)}",
         ),
     ]
     for name, value in rows:
