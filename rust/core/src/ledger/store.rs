@@ -472,33 +472,39 @@ fn replace(live: &mut Vec<Item>, mut item: Item) {
     }
 }
 
-/// The live items of `rows` (oldest first): the newest value of each subject.
+/// The live items of `rows` (oldest first): the newest value of each subject, in
+/// the order of their newest values. Linear in the rows: a subject's slot is found
+/// by its name, and emptied when a newer value or a removal comes.
 fn fold(rows: &[LedgerRow]) -> Vec<Item> {
-    let mut live: Vec<Item> = Vec::new();
-    let mut first_seen: HashMap<&str, i64> = HashMap::new();
+    let mut slots: Vec<Option<Item>> = Vec::with_capacity(rows.len());
+    // Per subject: where it was first seen, and its live slot.
+    let mut subjects: HashMap<&str, (i64, Option<usize>)> = HashMap::new();
     for row in rows {
-        let first = *first_seen
+        let (first, slot) = subjects
             .entry(row.subject.as_str())
-            .or_insert(row.msg_seq);
-        live.retain(|item| item.subject != row.subject);
+            .or_insert((row.msg_seq, None));
+        if let Some(at) = slot.take() {
+            slots[at] = None;
+        }
         if row.removed {
-            first_seen.remove(row.subject.as_str());
+            subjects.remove(row.subject.as_str());
             continue;
         }
-        live.push(Item {
+        *slot = Some(slots.len());
+        slots.push(Some(Item {
             id: row.id.clone(),
             kind: row.kind,
             subject: row.subject.clone(),
             text: row.text.clone(),
             origin: row.origin,
-            first_seq: first,
+            first_seq: *first,
             seq: row.msg_seq,
             ord: row.ord,
             changed: row.changed,
             message_ids: row.message_ids.clone(),
-        });
+        }));
     }
-    live
+    slots.into_iter().flatten().collect()
 }
 
 /// Renders `live` and writes the two arena entries that differ from it.
@@ -668,4 +674,64 @@ fn check_edit(at: usize, edit: &LedgerEdit) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn row(ord: i64, subject: u8, removed: bool) -> LedgerRow {
+        LedgerRow {
+            id: format!("led_{ord}"),
+            session_id: "ses".into(),
+            ord,
+            kind: Kind::Fact,
+            subject: format!("subject {subject}"),
+            text: format!("value {ord}"),
+            removed,
+            changed: false,
+            origin: Origin::Extracted,
+            msg_seq: ord * 2,
+            message_ids: Vec::new(),
+            created_at: 0,
+        }
+    }
+
+    /// The plain reading of the rule: drop the subject's live item, then add the new
+    /// value at the end unless it removes the subject.
+    fn reference(rows: &[LedgerRow]) -> Vec<(String, i64, i64)> {
+        let mut live: Vec<(String, i64, i64)> = Vec::new();
+        let mut first_seen: HashMap<&str, i64> = HashMap::new();
+        for row in rows {
+            let first = *first_seen
+                .entry(row.subject.as_str())
+                .or_insert(row.msg_seq);
+            live.retain(|(subject, _, _)| *subject != row.subject);
+            if row.removed {
+                first_seen.remove(row.subject.as_str());
+            } else {
+                live.push((row.subject.clone(), row.ord, first));
+            }
+        }
+        live
+    }
+
+    proptest! {
+        #[test]
+        fn fold_keeps_the_newest_value_of_each_subject_in_order(
+            steps in proptest::collection::vec((0u8..12, proptest::bool::weighted(0.2)), 0..200)
+        ) {
+            let rows: Vec<LedgerRow> = steps
+                .iter()
+                .enumerate()
+                .map(|(ord, (subject, removed))| row(ord as i64, *subject, *removed))
+                .collect();
+            let folded: Vec<(String, i64, i64)> = fold(&rows)
+                .into_iter()
+                .map(|item| (item.subject, item.ord, item.first_seq))
+                .collect();
+            prop_assert_eq!(folded, reference(&rows));
+        }
+    }
 }
