@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import statistics
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -177,22 +178,22 @@ def test_first_render_in_the_browser(
     print(f"\nui {tab} first render n={n:,}: median {drawn:.1f} ms over {len(times)} loads")
 
 
-def _session_of(db: Path, stored: int) -> str:
-    return anyio.run(_build, db, stored)
-
-
 @pytest.mark.benchmark(group="ui-request-event")
 @pytest.mark.parametrize("logged", [True, False], ids=["with the event", "without"])
 def test_the_request_event_per_turn(
     benchmark: Any,
     record: Callable[..., None],
+    ui_db: Callable[[int], tuple[Path, str]],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     logged: bool,
 ) -> None:
-    """``context()`` on an unchanged 1,000-message session, with or without its event."""
+    """``context()`` on an unchanged 1,000-message session, with or without its event:
+    the same session (a copy of one file), so both build the same request."""
+    built, session_id = ui_db(1_000)
     db = tmp_path / "event.db"
-    session_id = _session_of(db, 1_000)
+    with sqlite3.connect(built) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
     if not logged:
 
         async def nothing(*args: Any) -> None:

@@ -8,11 +8,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
@@ -472,6 +477,34 @@ def test_another_address_needs_a_token(sample: Sample) -> None:
     assert missing.exit_code == 1 and "no database" in missing.output
     helped = CliRunner().invoke(cli_app, ["ui", "--help"])
     assert helped.exit_code == 0 and "--token" in helped.output
+
+
+def test_the_command_serves_the_database_on_loopback(sample: Sample) -> None:
+    # `lossless --db FILE ui` as the demo tells a person to run it: a process of its
+    # own, serving over HTTP until stopped.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "lossless", "--db", str(sample.db), "ui", "--port", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in banner, banner
+        sessions = _get_when_up(f"http://127.0.0.1:{port}/api/sessions")
+        assert sample.agent in {row["id"] for row in sessions["sessions"]}
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _get_when_up(url: str) -> Any:
+    for _ in range(100):
+        try:
+            return httpx.get(url, timeout=5).raise_for_status().json()
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing answered at {url}")
 
 
 # -- the page -----------------------------------------------------------------------
