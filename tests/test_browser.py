@@ -423,6 +423,13 @@ def test_navigating_outside_fails(page: Page) -> None:
     assert page.requested_urls == ["https://example.com/"]
 
 
+def test_data_urls_reach_no_server_and_are_not_listed(page: Page) -> None:
+    pixel = "data:image/gif;base64,R0lGODlhAQABAAAAACw="
+    page.goto(f"data:text/html,<img id=dot src='{pixel}'>", wait_for="#dot")
+    page.wait_until("document.querySelector('#dot').complete")
+    assert page.requested_urls == []
+
+
 def test_each_hop_of_a_redirect_is_recorded_and_one_outside_fails(page: Page, site: str) -> None:
     page.goto(f"{site}/moved", wait_for="#title")
     assert page.url == f"{site}/"

@@ -566,7 +566,8 @@ class Page:
 
     requested_urls: list[str]
     """Every URL the page requested (documents, scripts, images, fetches, redirects'
-    hops, websockets), blocked or not, in order."""
+    hops, websockets), blocked or not, in order; ``data:`` URLs, which reach no
+    server, are not listed."""
     blocked_urls: list[str]
     """The requested URLs that were refused because they are not local."""
     console_errors: list[str]
@@ -976,6 +977,10 @@ class Page:
             self.closed = True
 
     def _record_request(self, request_id: str, url: str, *, hop: bool = False) -> None:
+        # A data: URL is read from its own text and reaches no server (Chromium's
+        # error page draws its icons from some, when it shows in time).
+        if url.startswith("data:"):
+            return
         if hop or request_id not in self._request_ids:
             self._request_ids.add(request_id)
             self.requested_urls.append(url)
